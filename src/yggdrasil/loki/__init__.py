@@ -1,0 +1,30 @@
+"""yggdrasil.loki: the agent's toolbox and its reason -> act -> observe loop.
+
+Importing this package does no work: names are loaded on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["Tool", "Toolbox", "filesystem_toolbox"]
+
+_LAZY = {
+    "Tool": "yggdrasil.loki.tools",
+    "Toolbox": "yggdrasil.loki.tools",
+    "filesystem_toolbox": "yggdrasil.loki.tools",
+}
+
+if TYPE_CHECKING:
+    from .tools import Tool, Toolbox, filesystem_toolbox
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'yggdrasil.loki' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,253 @@
+"""The file tools: list, read a window, write, edit. All paths go through a Root."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from . import _edit
+from ._observe import (
+    MAX_ENTRIES,
+    MAX_READ_CHARS,
+    MAX_READ_LINES,
+    clip_line,
+    clip_list,
+    human_size,
+)
+from ._root import Root
+from .errors import PathError, Refused, ToolError
+
+_CHUNK = 1 << 20
+_SNIFF = 8192
+_COUNT_TAIL_LIMIT = 8 << 20  # count the lines after a window only in files this small
+_WIDE_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+Confirm = Callable[[str], bool]
+
+
+@dataclass
+class Files:
+    """File tools bound to one root; ``on_change`` hears every created or edited path."""
+
+    root: Root
+    confirm: Confirm | None = None
+    on_change: Callable[[str], None] = field(default=lambda rel: None)
+    before_change: Callable[[str, Path], None] = field(default=lambda rel, real: None)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def list_dir(self, path: str = ".") -> str:
+        real = self.root.resolve(path)
+        st = self.root.stat(real)
+        if st is None:
+            raise PathError(f"{self.root.rel(real)} does not exist")
+        if not stat.S_ISDIR(st.st_mode):
+            raise PathError(f"{self.root.rel(real)} is a file; use read_file to read it")
+        rows = [self._entry(real, entry) for entry in _sorted_entries(real)]
+        if not rows:
+            return f"{self.root.rel(real)}/ is empty"
+        return "\n".join(clip_list(rows, MAX_ENTRIES, "entries", "list a subfolder, or use find"))
+
+    def _entry(self, folder: Path, entry: os.DirEntry[str]) -> str:
+        rel = self.root.rel(folder / entry.name)
+        if entry.is_symlink():
+            try:
+                target = self.root.rel(self.root.resolve(rel))
+            except PathError:
+                return f"{rel}@ -> (outside the root, not followed)"
+            return f"{rel}@ -> {target}"
+        if entry.is_dir(follow_symlinks=False):
+            return f"{rel}/"
+        if entry.is_file(follow_symlinks=False):
+            return f"{rel}  ({entry.stat(follow_symlinks=False).st_size}b)"
+        return f"{rel}  (special file, not readable)"
+
+    def read_file(self, path: str, start: int = 1, end: int = 0) -> str:
+        if start < 1 or end < 0 or (end and end < start):
+            raise ToolError("start is a 1-based line number and end (0 = to the end) is >= start")
+        real = self.root.resolve(path)
+        rel = self.root.rel(real)
+        with self.root.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as fh:
+            size = os.fstat(fd).st_size
+            head = fh.read(_SNIFF)
+            fh.seek(0)
+            if size == 0:
+                return f"{rel} is empty (0 bytes)"
+            if head.startswith(_WIDE_BOMS):
+                window = _text_window(_decode(fh.read())[0], start, end)
+            elif b"\0" in head:
+                raise ToolError(
+                    f"{rel} is a binary file ({human_size(size)}); read_file shows text only"
+                    " (read_table reads data files)"
+                )
+            else:
+                window = _byte_window(fh, size, start, end)
+            return _render_window(rel, size, start, window)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def write_file(self, path: str, content: str) -> str:
+        real = self.root.resolve(path)
+        rel = self.root.rel(real)
+        data = content.encode("utf-8")
+        self._gate("overwrite", real, rel)
+        self.before_change(rel, real)
+        created = self.root.write_atomic(real, data)
+        self.on_change(rel)
+        verb = "created" if created else "overwrote"
+        return _with_warning(f"{verb} {rel} ({len(data)} bytes)", rel, content)
+
+    def edit_file(self, path: str, old: str, new: str, replace_all: bool = False) -> str:
+        real = self.root.resolve(path)
+        rel = self.root.rel(real)
+        if self.root.stat(real) is None:
+            raise PathError(f"{rel} does not exist; use write_file to create it")
+        original = self.root.read_bytes(real)
+        text, encoding = _decode(original)
+        edited, count = _edit.replace(text, old, new, rel, replace_all=replace_all)
+        self._gate("edit", real, rel)
+        self.before_change(rel, real)
+        self.root.write_atomic(real, _encode(edited, encoding))
+        self.on_change(rel)
+        noun = "replacement" if count == 1 else "replacements"
+        return _with_warning(f"edited {rel} ({count} {noun})", rel, edited)
+
+    def _gate(self, verb: str, real: Path, rel: str) -> None:
+        """Ask ``confirm`` before changing an existing file outside the system temp dir."""
+        if self.confirm is None or self.root.is_temporary(real) or self.root.stat(real) is None:
+            return
+        if not self.confirm(f"{verb} {rel}"):
+            raise Refused(verb, rel)
+
+
+# -- windows over a file ---------------------------------------------------------------
+
+Lines = list[tuple[int, str]]
+
+
+@dataclass
+class Window:
+    lines: Lines
+    remaining: int | None  # lines after the window; None when too costly to count
+
+
+def _byte_window(fh: BinaryIO, size: int, start: int, end: int) -> Window:
+    """Lines start..end of a binary stream, reading only up to the window's last byte."""
+    stop = end or start + MAX_READ_LINES - 1
+    shown: Lines = []
+    budget = MAX_READ_CHARS
+    n, carry = 1, b""
+    for chunk in iter(lambda: fh.read(_CHUNK), b""):
+        if n < start:
+            newlines = chunk.count(b"\n")
+            if n + newlines < start:
+                n += newlines
+                continue
+            cut = -1
+            for _ in range(start - n):
+                cut = chunk.index(b"\n", cut + 1)
+            n, chunk = start, chunk[cut + 1 :]
+        buf, pos = carry + chunk, 0
+        while (nl := buf.find(b"\n", pos)) >= 0:
+            budget -= _show(shown, n, buf[pos:nl])
+            n, pos = n + 1, nl + 1
+            if n > stop or budget <= 0:
+                return Window(shown, _count_rest(fh, size, buf[pos:]))
+        carry = buf[pos:]
+    if carry and n >= start:
+        _show(shown, n, carry)
+    return Window(shown, 0)
+
+
+def _count_rest(fh: BinaryIO, size: int, rest: bytes) -> int | None:
+    if size > _COUNT_TAIL_LIMIT:
+        return None if rest or fh.read(1) else 0
+    tail = rest + fh.read()
+    return tail.count(b"\n") + (0 if not tail or tail.endswith(b"\n") else 1)
+
+
+def _show(shown: Lines, n: int, raw: bytes) -> int:
+    text = raw.decode("utf-8", "replace").removesuffix("\r")
+    if n == 1:
+        text = text.removeprefix("\ufeff")
+    line = clip_line(text)
+    shown.append((n, line))
+    return len(line) + 8
+
+
+def _text_window(text: str, start: int, end: int) -> Window:
+    stop = end or start + MAX_READ_LINES - 1
+    all_lines = text.splitlines()
+    shown: Lines = []
+    budget = MAX_READ_CHARS
+    for n, line in enumerate(all_lines[start - 1 : stop], start):
+        shown.append((n, clip_line(line)))
+        budget -= len(shown[-1][1]) + 8
+        if budget <= 0:
+            break
+    last = shown[-1][0] if shown else start - 1
+    return Window(shown, len(all_lines) - last)
+
+
+def _render_window(rel: str, size: int, start: int, window: Window) -> str:
+    if not window.lines:
+        raise ToolError(f"start={start} is past the end of {rel}; it has fewer lines")
+    body = "\n".join(f"{n}\t{text}" for n, text in window.lines)
+    last = window.lines[-1][0]
+    if window.remaining == 0:
+        return body if start == 1 else f"{body}\n[lines {start}-{last}; end of file]"
+    total = f"of a {human_size(size)} file" if window.remaining is None else (
+        f"of {last + window.remaining}")
+    return (
+        f"{body}\n[showing lines {start}-{last} {total}; "
+        f"read_file(path={rel!r}, start={last + 1}) for more, or grep to find a line]"
+    )
+
+
+# -- encodings ----------------------------------------------------------------------------
+
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def _decode(data: bytes) -> tuple[str, tuple[bytes, str]]:
+    """Text plus how to write it back byte-for-byte: (BOM, codec)."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom) :].decode(codec), (bom, codec)
+    try:
+        return data.decode("utf-8"), (b"", "utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), (b"", "latin-1")  # round-trips every byte
+
+
+def _encode(text: str, encoding: tuple[bytes, str]) -> bytes:
+    bom, codec = encoding
+    try:
+        return bom + text.encode(codec)
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            f"the edit adds characters that the file's encoding ({codec}) cannot hold: "
+            f"{exc.object[exc.start:exc.end]!r}"
+        ) from exc
+
+
+def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
+    with os.scandir(folder) as it:
+        entries = list(it)
+    return sorted(entries, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
+
+
+def _with_warning(message: str, rel: str, text: str) -> str:
+    problem = _edit.syntax_problem(rel, text)
+    return f"{message}\nWARNING: {rel} no longer parses: {problem}" if problem else message

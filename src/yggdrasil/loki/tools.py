@@ -1,0 +1,260 @@
+"""Loki tools: the file/shell capabilities the agent acts through.
+
+A :class:`Tool` is one thing the loop can do with its hands; a :class:`Toolbox` holds the
+tools plus ``changed``, the root-relative files a run created or edited.
+:func:`filesystem_toolbox` assembles the default toolbox, every path confined to a root.
+This module only wires: path logic lives in ``_root``, files in ``_files``, search in
+``_search``, processes in ``_proc``, tables in ``yggdrasil.io``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._files import Files
+from ._observe import clip_text
+from ._proc import Shell
+from ._root import Root
+from ._schema import bind_args, build_schema
+from ._search import Search
+from ._tables import TableReader
+from .errors import ToolDefinitionError, ToolError
+
+__all__ = ["Tool", "Toolbox", "filesystem_toolbox"]
+
+log = logging.getLogger("yggdrasil.loki.tools")
+
+
+@dataclass
+class Tool:
+    """One named capability the agent can invoke by emitting a JSON call.
+
+    ``run`` takes the decoded args as keyword arguments and returns the observation;
+    ``params`` maps each argument name to a one-line description for the prompt. The
+    JSON Schema (``input_schema``) is derived once from ``run``'s type hints and defaults.
+    """
+
+    name: str
+    description: str
+    params: dict[str, str]
+    run: Callable[..., str]
+    mutates: bool = False
+    input_schema: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ToolDefinitionError(f"tool name {self.name!r} must be a Python identifier")
+        if not callable(self.run):
+            raise ToolDefinitionError(f"tool {self.name!r}: run must be callable")
+        self.input_schema = build_schema(self.name, self.params, self.run)
+
+    @classmethod
+    def from_function(
+        cls, fn: Callable[..., str], *, name: str | None = None,
+        description: str | None = None, params: dict[str, str] | None = None,
+        mutates: bool = False,
+    ) -> Tool:
+        """A Tool from a plain function: name, description and params from its docstring.
+
+        Params are read from an ``Args:`` section (``name: description`` lines); every
+        argument without one gets its name as description.
+        """
+        doc = inspect.getdoc(fn) or ""
+        summary, documented = _parse_docstring(doc)
+        if params is None:
+            names = [k for k, p in inspect.signature(fn).parameters.items()
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            params = {k: documented.get(k, k) for k in names}
+        return cls(name or fn.__name__, description or summary or fn.__name__, params, fn, mutates)
+
+    def signature(self) -> str:
+        props = self.input_schema["properties"]
+        required = set(self.input_schema["required"])
+        args = [k if k in required else f"{k}={json.dumps(props[k].get('default'))}"
+                for k in self.params]
+        return f"{self.name}({', '.join(args)})"
+
+    def spec(self) -> str:
+        mark = "  [changes files]" if self.mutates else ""
+        lines = [f"{self.signature()}{mark}", f"  {self.description}"]
+        lines += [f"  - {k}: {v}" for k, v in self.params.items()]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "params": dict(self.params),
+                "mutates": self.mutates, "input_schema": self.input_schema}
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    summary = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+    params: dict[str, str] = {}
+    in_args = False
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+        elif in_args and ":" in stripped:
+            key, text = stripped.split(":", 1)
+            params[key.split("(")[0].strip()] = text.strip()
+        elif in_args and not stripped:
+            in_args = False
+    return summary, params
+
+
+@dataclass
+class Toolbox:
+    """A named set of tools plus the run state the loop reports on."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+    changed: list[str] = field(default_factory=list)
+    status: str = field(default="", compare=False)
+
+    def add(self, tool: Tool) -> Tool:
+        """Register a tool; a second tool with the same name is a definition error."""
+        if tool.name in self.tools:
+            raise ToolDefinitionError(f"a tool named {tool.name!r} is already in the toolbox")
+        self.tools[tool.name] = tool
+        return tool
+
+    def tool(self, fn: Callable[..., str] | None = None, *, mutates: bool = False) -> Any:
+        """Decorator form of ``add(Tool.from_function(fn))``."""
+        def register(f: Callable[..., str]) -> Callable[..., str]:
+            self.add(Tool.from_function(f, mutates=mutates))
+            return f
+        return register(fn) if fn is not None else register
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools.values())
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def record(self, path: str) -> None:
+        """Note a root-relative path as created or edited (first touch only)."""
+        if path not in self.changed:
+            self.changed.append(path)
+
+    def spec(self) -> str:
+        """The tool catalog as prompt text: one block per tool."""
+        blocks = [tool.spec() for tool in self.tools.values()]
+        if self.status:
+            blocks.append(self.status)
+        return "\n\n".join(blocks)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Neutral tool schemas (name, description, input_schema) for native tool calling."""
+        return [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in self.tools.values()]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tools": [t.to_dict() for t in self.tools.values()],
+                "changed": list(self.changed), "status": self.status}
+
+    def call(self, name: str, args: dict[str, Any]) -> str:
+        """Run a tool by name; surface any error as a readable observation, never a raise."""
+        tool = self.tools.get(name)
+        if tool is None:
+            available = ", ".join(self.tools) or "none"
+            return f"ERROR: unknown tool {name!r}; available tools: {available}"
+        try:
+            result = tool.run(**bind_args(name, tool.input_schema, args))
+        except ToolError as exc:
+            return exc.observation()
+        except Exception as exc:
+            log.debug("tool %s raised", name, exc_info=True)
+            return f"ERROR: {name} failed: {type(exc).__name__}: {exc}"
+        return clip_text(result if isinstance(result, str) else str(result))
+
+
+def filesystem_toolbox(
+    root: str | Path = ".",
+    *,
+    read_only: bool = False,
+    allow_shell: bool = False,
+    allow_web: bool = False,
+    confirm: Callable[[str], bool] | None = None,
+) -> Toolbox:
+    """Build the default toolbox rooted at ``root``.
+
+    The read tools (list_dir, read_file, find, grep, read_table) are always present.
+    write_file, edit_file, run_python and run are added unless ``read_only``.
+    ``allow_shell`` is kept for back-compat and no longer gates ``run``. Network tools
+    (web_*) are added only with ``allow_web``. ``confirm(action) -> bool`` is asked before
+    overwriting or editing an existing file outside the system temp dir.
+    """
+    del allow_shell  # back-compat only: run is present whenever the toolbox may write
+    where = Root.at(root)
+    box = Toolbox()
+    files = Files(where, confirm=confirm, on_change=box.record)
+    tools = _read_tools(where, files)
+    if not read_only:
+        tools += _write_tools(where, files)
+    if allow_web:
+        raise ToolDefinitionError("web tools are not available yet")
+    for tool in tools:
+        box.add(tool)
+    return box
+
+
+_PATH = "relative to the root (absolute paths inside it work too)"
+
+
+def _read_tools(root: Root, files: Files) -> list[Tool]:
+    search = Search(root)
+    tables = TableReader(root)
+    return [
+        Tool("list_dir", "List a folder: 'name/' for a folder, 'name  (<size>b)' for a file.",
+             {"path": f"folder, {_PATH}; default the root"}, files.list_dir),
+        Tool("read_file", "Read a text file, one '<n>\\t<text>' line per source line.",
+             {"path": f"file, {_PATH}",
+              "start": "first line to show, 1-based (default 1)",
+              "end": "last line to show, inclusive (default 0: a window of up to 2000 lines)"},
+             files.read_file),
+        Tool("find", "Find files whose name or relative path matches a glob, e.g. '*.py'.",
+             {"pattern": "glob matched against the file name and the root-relative path",
+              "path": f"folder to search, {_PATH}; default the root"},
+             search.find),
+        Tool("grep", "Search file contents for a regex; prints 'path:line: text'.",
+             {"pattern": "regular expression",
+              "path": f"file or folder to search, {_PATH}; default the root",
+              "glob": "only files whose name matches this glob, e.g. '*.py'"},
+             search.grep),
+        Tool("read_table", "Show a table file's shape, column types and first rows "
+             "(CSV/TSV, Parquet).",
+             {"path": f"table file, {_PATH}", "rows": "how many rows to preview (default 10)"},
+             tables.read_table),
+    ]
+
+
+def _write_tools(root: Root, files: Files) -> list[Tool]:
+    shell = Shell(root)
+    return [
+        Tool("write_file", "Create or overwrite a file with the given text; makes parent folders.",
+             {"path": f"file, {_PATH}", "content": "the whole new content of the file"},
+             files.write_file, mutates=True),
+        Tool("edit_file", "Replace one exact, unique occurrence of `old` with `new` in a file.",
+             {"path": f"file, {_PATH}",
+              "old": "exact text to replace, including whitespace; must occur once",
+              "new": "replacement text",
+              "replace_all": "replace every occurrence instead of exactly one (default false)"},
+             files.edit_file, mutates=True),
+        Tool("run_python", "Run Python source in the root (src/ is importable); "
+             "prints exit code, stdout and stderr.",
+             {"code": "Python source to run", "timeout": "seconds before it is killed (default 60)"},
+             shell.run_python, mutates=True),
+        Tool("run", "Run a shell command in the root; prints exit code, stdout and stderr.",
+             {"command": "shell command line", "timeout": "seconds before it is killed (default 60)"},
+             shell.run, mutates=True),
+    ]

@@ -1,0 +1,141 @@
+"""Every filesystem tool stays inside the root, by any route."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from yggdrasil.loki._root import Root
+from yggdrasil.loki.errors import PathError
+from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
+
+ESCAPES = [
+    "../outside/secret.txt",
+    "sub/../../outside/secret.txt",
+    "link_out/secret.txt",
+    "deep/a/b/hop/secret.txt",
+    "file_link",
+    "../root-secrets/key.txt",
+]
+
+
+@pytest.fixture
+def trap(root: Path) -> Path:
+    outside = root.parent / "outside"
+    (root / "sub").mkdir()
+    (root / "link_out").symlink_to(outside)
+    (root / "deep" / "a" / "b").mkdir(parents=True)
+    (root / "deep" / "a" / "b" / "hop").symlink_to("../../../../outside")
+    (root / "file_link").symlink_to(outside / "secret.txt")
+    (root / "inside.txt").write_text("inside\n")
+    (root / "ok_link").symlink_to("inside.txt")
+    return root
+
+
+@pytest.mark.parametrize("path", ESCAPES)
+def test_reads_refuse_escapes(trap: Path, box: Toolbox, path: str) -> None:
+    for tool, args in [("read_file", {"path": path}), ("list_dir", {"path": path}),
+                       ("read_table", {"path": path}), ("grep", {"pattern": "SECRET", "path": path}),
+                       ("find", {"pattern": "*", "path": path})]:
+        out = box.call(tool, args)
+        assert "SECRET" not in out, (tool, path, out)
+        assert out.startswith("ERROR:"), (tool, path, out)
+
+
+@pytest.mark.parametrize("path", ESCAPES)
+def test_writes_refuse_escapes(trap: Path, box: Toolbox, path: str) -> None:
+    before = (trap.parent / "outside" / "secret.txt").read_bytes()
+    out = box.call("write_file", {"path": path, "content": "pwned"})
+    assert "escapes the agent root" in out
+    out = box.call("edit_file", {"path": path, "old": "TOP", "new": "pwned"})
+    assert out.startswith("ERROR:")
+    assert (trap.parent / "outside" / "secret.txt").read_bytes() == before
+    assert box.changed == []
+
+
+def test_absolute_path_outside_is_refused(trap: Path, box: Toolbox) -> None:
+    secret = trap.parent / "outside" / "secret.txt"
+    assert "escapes the agent root" in box.call("read_file", {"path": str(secret)})
+    assert "escapes the agent root" in box.call("read_file", {"path": "/etc/passwd"})
+
+
+def test_paths_inside_work_absolute_relative_and_by_link(trap: Path, box: Toolbox) -> None:
+    assert box.call("read_file", {"path": str(trap / "inside.txt")}) == "1\tinside"
+    assert box.call("read_file", {"path": "sub/../inside.txt"}) == "1\tinside"
+    assert box.call("read_file", {"path": "ok_link"}) == "1\tinside"
+
+
+def test_search_never_follows_links_out(trap: Path, box: Toolbox) -> None:
+    out = box.call("grep", {"pattern": "TOP S"})
+    assert "TOP SECRET" not in out and "secret.txt" not in out
+    found = box.call("find", {"pattern": "*secret*"})
+    assert "secret.txt" not in found
+    listing = box.call("list_dir", {"path": "."})
+    assert "link_out@ -> (outside the root, not followed)" in listing
+    assert "ok_link@ -> inside.txt" in listing
+
+
+def test_root_given_through_a_symlink(trap: Path, tmp_path: Path) -> None:
+    alias = tmp_path / "alias"
+    alias.symlink_to(trap)
+    box = filesystem_toolbox(alias)
+    assert box.call("read_file", {"path": "inside.txt"}) == "1\tinside"
+    assert "escapes" in box.call("read_file", {"path": "../outside/secret.txt"})
+
+
+def test_special_files_are_refused_not_hung(root: Path, box: Toolbox) -> None:
+    os.mkfifo(root / "pipe")
+    out = box.call("read_file", {"path": "pipe"})
+    assert out == "ERROR: pipe is a FIFO; only regular files can be read"
+    assert "a character device" in filesystem_toolbox("/dev").call("read_file", {"path": "zero"})
+
+
+def test_symlink_swapped_in_after_the_check_is_refused(root: Path) -> None:
+    """The race itself: resolve first, then swap a folder for a link out, then open."""
+    where = Root.at(root)
+    (root / "d").mkdir()
+    (root / "d" / "f.txt").write_text("inside")
+    real = where.resolve("d/f.txt")
+    (root / "d").rename(root / "d.old")
+    (root / "d").symlink_to(root.parent / "outside")
+    (root.parent / "outside" / "f.txt").write_text("TOP SECRET")
+    with pytest.raises(PathError, match="symlink appeared"):
+        where.read_bytes(real)
+    with pytest.raises(PathError, match="symlink appeared"):
+        where.write_atomic(real, b"pwned")
+    assert (root.parent / "outside" / "f.txt").read_text() == "TOP SECRET"
+
+
+def test_racing_swapper_never_leaks(root: Path) -> None:
+    """A thread flips a folder between real and a link out while we read in a loop."""
+    (root / "d").mkdir()
+    (root / "d" / "f.txt").write_text("inside")
+    (root.parent / "outside" / "f.txt").write_text("TOP SECRET")
+    box = filesystem_toolbox(root)
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            os.rename(root / "d", root / "d_real")
+            os.symlink(root.parent / "outside", root / "d")
+            os.unlink(root / "d")
+            os.rename(root / "d_real", root / "d")
+
+    thread = threading.Thread(target=swap)
+    thread.start()
+    try:
+        for _ in range(2000):
+            assert "SECRET" not in box.call("read_file", {"path": "d/f.txt"})
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_prefix_sibling_is_not_inside(root: Path) -> None:
+    where = Root.at(root)
+    with pytest.raises(PathError):
+        where.resolve(str(root.parent / "root-secrets" / "key.txt"))
+    assert not where.is_temporary(Path("/tmpfoo/x"))

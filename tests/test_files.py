@@ -1,0 +1,224 @@
+"""list_dir, read_file, write_file, edit_file on real files."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
+
+
+def test_list_dir_shapes(root: Path, box: Toolbox) -> None:
+    (root / "pkg").mkdir()
+    (root / "pkg" / "a.py").write_text("x = 1\n")
+    (root / "README.md").write_text("hi")
+    assert box.call("list_dir", {}) == "pkg/\nREADME.md  (2b)"
+    assert box.call("list_dir", {"path": "pkg"}) == "pkg/a.py  (6b)"
+    assert "is a file; use read_file" in box.call("list_dir", {"path": "README.md"})
+    assert "does not exist" in box.call("list_dir", {"path": "nope"})
+
+
+def test_list_dir_is_capped(root: Path, box: Toolbox) -> None:
+    for i in range(1100):
+        (root / f"f{i:04}").write_text("")
+    out = box.call("list_dir", {}).splitlines()
+    assert len(out) == 1001 and out[-1].startswith("[... 100 more entries not shown;")
+
+
+def test_read_file_windows(root: Path, box: Toolbox) -> None:
+    (root / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 101)))
+    assert box.call("read_file", {"path": "a.txt", "start": 3, "end": 4}) == (
+        "3\tline 3\n4\tline 4\n[showing lines 3-4 of 100; read_file(path='a.txt', start=5) "
+        "for more, or grep to find a line]")
+    out = box.call("read_file", {"path": "a.txt", "start": 99})
+    assert out == "99\tline 99\n100\tline 100\n[lines 99-100; end of file]"
+    assert "past the end" in box.call("read_file", {"path": "a.txt", "start": 101})
+    assert "1-based" in box.call("read_file", {"path": "a.txt", "start": 0})
+
+
+def test_read_file_default_window_is_capped(root: Path, box: Toolbox) -> None:
+    (root / "big.txt").write_text("".join(f"{i}\n" for i in range(5000)))
+    out = box.call("read_file", {"path": "big.txt"}).splitlines()
+    assert len(out) == 2001 and out[-1].startswith("[showing lines 1-2000 of 5000;")
+    (root / "wide.txt").write_text("x" * 10_000 + "\nshort\n")
+    out = box.call("read_file", {"path": "wide.txt"})
+    assert "[... 8000 more chars on this line]" in out and "2\tshort" in out
+
+
+def test_read_file_reaches_lines_far_past_64k(root: Path, box: Toolbox) -> None:
+    with open(root / "huge.txt", "w") as fh:
+        for i in range(1, 300_001):
+            fh.write(f"row {i} {'.' * 20}\n")
+    out = box.call("read_file", {"path": "huge.txt", "start": 250_000, "end": 250_001})
+    assert out.startswith("250000\trow 250000 ") and "250001\trow 250001" in out
+
+
+def test_read_file_text_variants(root: Path, box: Toolbox) -> None:
+    (root / "crlf.txt").write_bytes(b"\xef\xbb\xbfa\r\nb\r\n")
+    assert box.call("read_file", {"path": "crlf.txt"}) == "1\ta\n2\tb"
+    (root / "u16.txt").write_bytes("h\u00e9\nz\n".encode("utf-16"))
+    assert box.call("read_file", {"path": "u16.txt"}) == "1\th\u00e9\n2\tz"
+    (root / "empty").write_bytes(b"")
+    assert box.call("read_file", {"path": "empty"}) == "empty is empty (0 bytes)"
+    (root / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
+    out = box.call("read_file", {"path": "blob.bin"})
+    assert out.startswith("ERROR: blob.bin is a binary file (300 bytes)") and "\x00" not in out
+
+
+def test_write_creates_parents_and_records(root: Path, box: Toolbox) -> None:
+    assert box.call("write_file", {"path": "a/b/c.txt", "content": "hé"}) == "created a/b/c.txt (3 bytes)"
+    assert (root / "a/b/c.txt").read_text() == "hé"
+    assert box.call("write_file", {"path": "a/b/c.txt", "content": "x"}) == "overwrote a/b/c.txt (1 bytes)"
+    box.call("write_file", {"path": "d.txt", "content": "d"})
+    box.call("edit_file", {"path": "a/b/c.txt", "old": "x", "new": "y"})
+    assert box.changed == ["a/b/c.txt", "d.txt"]
+    assert "is a folder" in box.call("write_file", {"path": "a", "content": "x"})
+
+
+def test_write_keeps_mode_and_leaves_no_temp_files(root: Path, box: Toolbox) -> None:
+    script = root / "run.sh"
+    script.write_text("echo old\n")
+    script.chmod(0o751)
+    box.call("write_file", {"path": "run.sh", "content": "echo new\n"})
+    assert stat.S_IMODE(script.stat().st_mode) == 0o751
+    box.call("edit_file", {"path": "run.sh", "old": "new", "new": "newer"})
+    assert stat.S_IMODE(script.stat().st_mode) == 0o751
+    assert sorted(p.name for p in root.iterdir()) == ["run.sh"]
+
+
+def test_write_is_atomic_when_killed_mid_write(root: Path) -> None:
+    """A child process is SIGKILLed while writing 200 MB over a file: old or new, never part."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    target = root / "data.txt"
+    target.write_bytes(b"old" * 1000)
+    code = (
+        "from yggdrasil.loki.tools import filesystem_toolbox\n"
+        f"filesystem_toolbox({str(root)!r}).call('write_file', "
+        "{'path': 'data.txt', 'content': 'n' * 200_000_000})\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(p.name.endswith(".tmp") for p in root.iterdir()):
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert target.read_bytes() in (b"old" * 1000, b"n" * 200_000_000)
+
+
+def test_edit_replaces_one_unique_occurrence(root: Path, box: Toolbox) -> None:
+    (root / "m.py").write_text("a = 1\nb = 1\n")
+    assert box.call("edit_file", {"path": "m.py", "old": "a = 1", "new": "a = 2"}) == "edited m.py (1 replacement)"
+    assert (root / "m.py").read_text() == "a = 2\nb = 1\n"
+    out = box.call("edit_file", {"path": "m.py", "old": "= ", "new": "=  "})
+    assert "appears 2x in m.py (at lines 1, 2)" in out and "replace_all" in out
+    assert (root / "m.py").read_text() == "a = 2\nb = 1\n"
+    assert box.call("edit_file", {"path": "m.py", "old": " = ", "new": "=", "replace_all": True}) == (
+        "edited m.py (2 replacements)")
+    assert (root / "m.py").read_text() == "a=2\nb=1\n"
+    assert "use write_file to create it" in box.call("edit_file", {"path": "n.py", "old": "a", "new": "b"})
+    assert "must not be empty" in box.call("edit_file", {"path": "m.py", "old": "", "new": "b"})
+
+
+def test_edit_keeps_crlf_bom_and_encoding(root: Path, box: Toolbox) -> None:
+    (root / "w.txt").write_bytes(b"\xef\xbb\xbfone\r\ntwo\r\nthree\r\n")
+    box.call("edit_file", {"path": "w.txt", "old": "one\ntwo", "new": "uno\ndos"})
+    assert (root / "w.txt").read_bytes() == b"\xef\xbb\xbfuno\r\ndos\r\nthree\r\n"
+    (root / "l1.txt").write_bytes("caf\u00e9 au lait\n".encode("latin-1"))
+    box.call("edit_file", {"path": "l1.txt", "old": "lait", "new": "rhum"})
+    assert (root / "l1.txt").read_bytes() == "caf\u00e9 au rhum\n".encode("latin-1")
+    (root / "u16.txt").write_bytes(b"\xff\xfe" + "a-b\n".encode("utf-16-le"))
+    box.call("edit_file", {"path": "u16.txt", "old": "-", "new": "+"})
+    assert (root / "u16.txt").read_bytes() == b"\xff\xfe" + "a+b\n".encode("utf-16-le")
+    mixed = b"a\r\nb\nc\r\n"
+    (root / "mixed.txt").write_bytes(mixed)
+    box.call("edit_file", {"path": "mixed.txt", "old": "b", "new": "B"})
+    assert (root / "mixed.txt").read_bytes() == b"a\r\nB\nc\r\n"
+
+
+def test_edit_near_miss_points_at_whitespace(root: Path, box: Toolbox) -> None:
+    src = "def f():\n\tif x:\n\t\treturn 1\n"
+    (root / "t.py").write_text(src)
+    out = box.call("edit_file", {"path": "t.py", "old": "    if x:\n        return 1", "new": "pass"})
+    assert out.startswith("ERROR: old was not found in t.py.")
+    assert "Lines 2-3 match it except for whitespace" in out and "2\t\tif x:" in out
+    assert (root / "t.py").read_text() == src
+
+
+def test_edit_near_miss_shows_closest_lines(root: Path, box: Toolbox) -> None:
+    body = "".join(f"def func_{i}(a, b):\n    return a + b + {i}\n" for i in range(200))
+    (root / "many.py").write_text(body)
+    out = box.call("edit_file", {"path": "many.py", "old": "def func_42(a, c):\n    return a + b + 42",
+                                 "new": "x"})
+    assert "The closest match is lines 85-86" in out and "85\tdef func_42(a, b):" in out
+    assert "-def func_42(a, c):" in out and "+def func_42(a, b):" in out
+    out = box.call("edit_file", {"path": "many.py", "old": "zzz qqq www", "new": "x"})
+    assert "Nothing in the file resembles it" in out
+
+
+def test_syntax_warnings_after_write(root: Path, box: Toolbox) -> None:
+    out = box.call("write_file", {"path": "bad.py", "content": "def f(:\n  pass\n"})
+    assert out.startswith("created bad.py") and "WARNING: bad.py no longer parses: line 1:" in out
+    assert (root / "bad.py").exists()
+    assert "WARNING" in box.call("write_file", {"path": "c.json", "content": '{"a": }'})
+    assert "WARNING" in box.call("write_file", {"path": "c.toml", "content": "a = = 1"})
+    assert "WARNING" not in box.call("write_file", {"path": "ok.json", "content": '{"a": 1}'})
+
+
+@pytest.fixture
+def not_temp(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Make the system temp dir somewhere else, so the test root counts as a real project."""
+    elsewhere = tmp_path_factory.mktemp("systemtmp")
+    monkeypatch.setattr(tempfile, "tempdir", str(elsewhere))
+
+
+def test_confirm_gates_overwrite_and_edit(root: Path, not_temp: None) -> None:
+    asked: list[str] = []
+
+    def deny(action: str) -> bool:
+        asked.append(action)
+        return False
+
+    (root / "keep.txt").write_bytes(b"precious\r\n")
+    box = filesystem_toolbox(root, confirm=deny)
+    assert box.call("write_file", {"path": "keep.txt", "content": "x"}) == (
+        "REFUSED: user declined to overwrite keep.txt")
+    assert box.call("edit_file", {"path": "keep.txt", "old": "precious", "new": "x"}) == (
+        "REFUSED: user declined to edit keep.txt")
+    assert (root / "keep.txt").read_bytes() == b"precious\r\n"
+    assert asked == ["overwrite keep.txt", "edit keep.txt"]
+    assert box.changed == []
+    assert box.call("write_file", {"path": "new.txt", "content": "x"}).startswith("created")
+    assert asked == ["overwrite keep.txt", "edit keep.txt"]  # new files are not gated
+
+
+def test_confirm_yes_proceeds(root: Path, not_temp: None) -> None:
+    (root / "keep.txt").write_text("a")
+    box = filesystem_toolbox(root, confirm=lambda action: True)
+    assert box.call("edit_file", {"path": "keep.txt", "old": "a", "new": "b"}).startswith("edited")
+
+
+def test_temp_files_are_not_gated(root: Path) -> None:
+    # root (pytest's tmp_path) lies under the real system temp dir
+    assert Path(tempfile.gettempdir()).resolve() in root.resolve().parents
+    (root / "scratch.txt").write_text("a")
+    box = filesystem_toolbox(root, confirm=lambda action: pytest.fail(f"asked {action}"))
+    assert box.call("write_file", {"path": "scratch.txt", "content": "b"}).startswith("overwrote")
+
+
+def test_failed_confirm_callback_is_an_observation(root: Path, not_temp: None) -> None:
+    (root / "k.txt").write_text("a")
+
+    def broken(action: str) -> bool:
+        raise RuntimeError("no terminal")
+
+    out = filesystem_toolbox(root, confirm=broken).call("write_file", {"path": "k.txt", "content": "b"})
+    assert out.startswith("ERROR:") and (root / "k.txt").read_text() == "a"
+    assert os.listdir(root) == ["k.txt"]

@@ -1,0 +1,150 @@
+"""Tool and Toolbox: registration checks, schemas, spec, and call never raising."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import pytest
+
+import yggdrasil.loki
+from yggdrasil.loki.errors import ToolDefinitionError, ToolError
+from yggdrasil.loki.tools import Tool, Toolbox, filesystem_toolbox
+
+
+def greet(name: str, times: int = 1, loud: bool = False) -> str:
+    """Say hello.
+
+    Args:
+        name: who to greet
+        times: how often
+        loud: shout it
+    """
+    text = " ".join([f"hello {name}"] * times)
+    return text.upper() if loud else text
+
+
+def test_public_api_is_exactly_documented() -> None:
+    import yggdrasil.loki.tools as tools
+
+    assert tools.__all__ == ["Tool", "Toolbox", "filesystem_toolbox"]
+    assert yggdrasil.loki.Toolbox is Toolbox
+
+
+def test_schema_is_derived_from_type_hints_and_params() -> None:
+    tool = Tool("greet", "Say hello", {"name": "who", "times": "how often", "loud": "shout"}, greet)
+    schema = tool.input_schema
+    assert schema["required"] == ["name"]
+    assert schema["properties"]["name"] == {"type": "string", "description": "who"}
+    assert schema["properties"]["times"] == {"type": "integer", "description": "how often", "default": 1}
+    assert schema["properties"]["loud"]["type"] == "boolean"
+    json.dumps(tool.to_dict())  # the plain form is JSON-serialisable
+
+
+def test_literal_and_list_hints() -> None:
+    def pick(mode: Literal["a", "b"], tags: list[str] | None = None) -> str:
+        return mode
+
+    tool = Tool("pick", "pick", {"mode": "m", "tags": "t"}, pick)
+    assert tool.input_schema["properties"]["mode"]["enum"] == ["a", "b"]
+    assert tool.input_schema["properties"]["tags"]["items"] == {"type": "string"}
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("not an identifier", {"name": "who"}),
+        ("greet", {"name": "who", "nope": "not an argument"}),
+        ("greet", {}),  # required argument 'name' undocumented
+    ],
+)
+def test_bad_tools_fail_at_registration(name: str, params: dict[str, str]) -> None:
+    with pytest.raises(ToolDefinitionError):
+        Tool(name, "d", params, greet)
+
+
+def test_from_function_reads_docstring() -> None:
+    tool = Tool.from_function(greet)
+    assert tool.description == "Say hello."
+    assert tool.params == {"name": "who to greet", "times": "how often", "loud": "shout it"}
+
+
+def test_add_get_duplicate_and_decorator() -> None:
+    box = Toolbox()
+
+    @box.tool
+    def shout(text: str) -> str:
+        """Shout it.
+
+        Args:
+            text: what to shout
+        """
+        return text.upper()
+
+    assert "shout" in box and box.get("shout") is not None and len(box) == 1
+    assert box.call("shout", {"text": "hi"}) == "HI"
+    with pytest.raises(ToolDefinitionError):
+        box.add(Tool.from_function(shout))
+
+
+def test_spec_has_every_tool_and_param(root) -> None:
+    box = filesystem_toolbox(root)
+    spec = box.spec()
+    for tool in box:
+        assert tool.signature() in spec
+        for param, text in tool.params.items():
+            assert f"- {param}: {text}" in spec
+    assert "write_file(path, content)  [changes files]" in spec
+
+
+def test_call_turns_every_mistake_into_an_observation() -> None:
+    def boom(x: int) -> str:
+        raise RuntimeError("kaput")
+
+    def refuse(x: int) -> str:
+        raise ToolError("not like that")
+
+    box = Toolbox()
+    box.add(Tool("greet", "g", {"name": "n", "times": "t", "loud": "l"}, greet))
+    box.add(Tool("boom", "b", {"x": "x"}, boom))
+    box.add(Tool("refuse", "r", {"x": "x"}, refuse))
+    assert box.call("nope", {}).startswith("ERROR: unknown tool 'nope'; available tools: greet, boom")
+    assert "missing required argument 'name'" in box.call("greet", {})
+    assert "has no argument 'nam'; it takes: name, times, loud" in box.call("greet", {"nam": "x"})
+    assert "must be an integer" in box.call("greet", {"name": "x", "times": "many"})
+    assert box.call("greet", {"name": "x", "times": "2", "loud": "true"}) == "HELLO X HELLO X"
+    assert box.call("greet", {"name": "x", "times": None}) == "hello x"
+    assert "must be a JSON object" in box.call("greet", ["x"])  # type: ignore[arg-type]
+    assert box.call("boom", {"x": 1}) == "ERROR: boom failed: RuntimeError: kaput"
+    assert box.call("refuse", {"x": 1}) == "ERROR: not like that"
+
+
+def test_call_caps_a_flooding_tool() -> None:
+    box = Toolbox()
+    box.add(Tool("flood", "f", {}, lambda: "x" * 1_000_000))
+    out = box.call("flood", {})
+    assert len(out) < 101_000 and "characters cut from the middle" in out
+
+
+def test_read_only_and_web_flags(root) -> None:
+    ro = filesystem_toolbox(root, read_only=True)
+    assert set(ro.tools) == {"list_dir", "read_file", "find", "grep", "read_table"}
+    rw = filesystem_toolbox(root, allow_shell=False)
+    assert {"write_file", "edit_file", "run_python", "run"} <= set(rw.tools)
+    assert all(t.mutates == (t.name in {"write_file", "edit_file", "run_python", "run"}) for t in rw)
+    assert not any(name.startswith("web_") for name in rw.tools)
+
+
+def test_missing_root_is_a_clear_error(tmp_path) -> None:
+    with pytest.raises(ToolError, match="not an existing folder"):
+        filesystem_toolbox(tmp_path / "nope")
+
+
+def test_import_does_no_work() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, yggdrasil.loki; "
+            "print(sorted(m for m in sys.modules if m.startswith(('polars', 'yggdrasil.loki.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
