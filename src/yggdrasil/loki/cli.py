@@ -291,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # the reader went away (`loki tools | head`): stop quietly, without a second error at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_TOOL_ERROR
+        return 141  # 128 + SIGPIPE, what the shell reports for a writer killed by the pipe
     except (LokiError, OSError) as exc:
         return fail(str(exc), EXIT_TOOL_ERROR)
     except Exception as exc:  # a bug of ours: still one line, the traceback on request
