@@ -1,0 +1,121 @@
+"""`loki mcp` through the SDK's own client, over a real stdio subprocess."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from yggdrasil.loki.tools import filesystem_toolbox
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+Scenario = Callable[[ClientSession], Awaitable[Any]]
+
+
+def serve_and(root: Path, scenario: Scenario, *flags: str) -> tuple[Any, str]:
+    """Start `loki mcp --root ROOT FLAGS`, run ``scenario`` on a client session.
+
+    Returns what the scenario returned and everything the server wrote on stderr.
+    TMPDIR points away from the root so the root's files are treated as real assets.
+    """
+    scratch = root.parent / "system-tmp"
+    scratch.mkdir(exist_ok=True)
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "yggdrasil.loki", "mcp", "--root", str(root), *flags],
+        env={"PYTHONPATH": str(SRC), "TMPDIR": str(scratch), "PATH": os.environ["PATH"]})
+    errlog = root.parent / "server-stderr.txt"
+
+    async def session() -> Any:
+        with anyio.fail_after(60), errlog.open("w") as err:  # a guard against a hang, not a timing
+            async with stdio_client(server, errlog=err) as (read, write), \
+                    ClientSession(read, write) as client:
+                await client.initialize()
+                return await scenario(client)
+
+    result = anyio.run(session)
+    return result, errlog.read_text()
+
+
+def text_of(result: Any) -> str:
+    return "".join(part.text for part in result.content)
+
+
+def test_lists_the_toolbox_schemas_unchanged_with_annotations(root: Path) -> None:
+    async def scenario(client: ClientSession) -> Any:
+        return (await client.list_tools()).tools
+
+    tools, log = serve_and(root, scenario)
+    expected = {tool.name: tool for tool in filesystem_toolbox(root)}
+    assert [t.name for t in tools] == list(expected)
+    for tool in tools:
+        own = expected[tool.name]
+        assert tool.input_schema == own.input_schema
+        assert tool.description == own.description
+        assert tool.annotations.read_only_hint is (not own.mutates)
+        assert tool.annotations.destructive_hint is (True if own.mutates else None)
+    assert "serving 9 tools" in log
+
+
+def test_read_only_server_lists_only_read_tools(root: Path) -> None:
+    async def scenario(client: ClientSession) -> Any:
+        return [t.name for t in (await client.list_tools()).tools]
+
+    names, _ = serve_and(root, scenario, "--read-only")
+    assert names == ["list_dir", "read_file", "find", "grep", "read_table"]
+
+
+def test_reads_and_edits_a_file(root: Path) -> None:
+    target = root / "app.py"
+    target.write_text("debug = False\nprint('hi')\n")
+
+    async def scenario(client: ClientSession) -> Any:
+        read = await client.call_tool("read_file", {"path": "app.py"})
+        edit = await client.call_tool("edit_file", {"path": "app.py", "old": "False",
+                                                    "new": "True"})
+        run = await client.call_tool("run", {"command": "echo to-stdout; echo to-stderr >&2"})
+        return read, edit, run
+
+    (read, edit, run), log = serve_and(root, scenario)
+    assert (read.is_error, text_of(read)) == (False, "1\tdebug = False\n2\tprint('hi')")
+    assert (edit.is_error, text_of(edit)) == (False, "edited app.py (1 replacement)")
+    assert target.read_text() == "debug = True\nprint('hi')\n"
+    assert text_of(run) == "exit=0\nstdout:\nto-stdout\n\nstderr:\nto-stderr\n"
+    assert "call edit_file" in log
+
+
+def test_escape_and_unknown_tool_are_error_results(root: Path) -> None:
+    async def scenario(client: ClientSession) -> Any:
+        escape = await client.call_tool("read_file", {"path": "../outside/secret.txt"})
+        write = await client.call_tool("write_file", {"path": "../x", "content": "pwned"})
+        unknown = await client.call_tool("rm_rf", {})
+        bad = await client.call_tool("read_file", {"path": "a", "end": "soon"})
+        return escape, write, unknown, bad
+
+    (escape, write, unknown, bad), _ = serve_and(root, scenario)
+    assert escape.is_error and text_of(escape).startswith("ERROR: path '../outside/secret.txt' "
+                                                          "escapes the agent root")
+    assert "TOP SECRET" not in text_of(escape)
+    assert write.is_error and "escapes the agent root" in text_of(write)
+    assert not (root.parent / "x").exists()
+    assert unknown.is_error and "available tools: list_dir" in text_of(unknown)
+    assert bad.is_error and "'end' must be an integer" in text_of(bad)
+
+
+def test_refusals_are_error_results_too() -> None:
+    from yggdrasil.loki.mcp import call_result
+
+    assert call_result("REFUSED: user declined to edit app.py").is_error is True
+    assert call_result("ERROR: no").is_error is True
+    assert call_result("exit=1\nstdout:\n\nstderr:\nERROR: in the output\n").is_error is False
