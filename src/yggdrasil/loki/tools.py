@@ -185,6 +185,7 @@ def filesystem_toolbox(
     allow_shell: bool = False,
     allow_web: bool = False,
     confirm: Callable[[str], bool] | None = None,
+    allow_private_hosts: bool = False,
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
@@ -193,6 +194,8 @@ def filesystem_toolbox(
     ``allow_shell`` is kept for back-compat and no longer gates ``run``. Network tools
     (web_*) are added only with ``allow_web``. ``confirm(action) -> bool`` is asked before
     overwriting or editing an existing file outside the system temp dir.
+    ``allow_private_hosts`` lets the web tools reach private, loopback and link-local
+    addresses (an intranet, a local test server); cloud metadata addresses stay refused.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
     where = Root.at(root)
@@ -202,7 +205,28 @@ def filesystem_toolbox(
     if not read_only:
         tools += _write_tools(where, files)
     if allow_web:
-        raise ToolDefinitionError("web tools are not available yet")
+        from ._web_policy import AddressPolicy
+        from .web import Web
+
+        web = Web(where, files, read_only=read_only,
+                  policy=AddressPolicy(allow_private=allow_private_hosts))
+        save = {} if read_only else {
+            "save": f"also write the downloaded file here, {_PATH} (default: do not save)"}
+        tools += [
+            Tool("web_fetch", "Fetch an http(s) URL: a page's main text, title and links; "
+                 "plain text and JSON as sent; other content by type and size.",
+                 {"url": "http:// or https:// URL"}, web.web_fetch),
+            Tool("web_table", "Preview a remote table (CSV/TSV, Parquet, JSON, XLSX) like "
+                 "read_table: shape, column types, first rows.",
+                 {"url": "http:// or https:// URL of the table file",
+                  "fmt": "table format when the URL does not show it: csv, tsv, parquet, "
+                  "json, ndjson, xlsx (default: from the extension or content type)",
+                  **save},
+                 web.web_table, mutates=not read_only),
+            Tool("web_image", "Inspect a remote image: content type, byte size, pixel size.",
+                 {"url": "http:// or https:// URL of the image", **save},
+                 web.web_image, mutates=not read_only),
+        ]
     for tool in tools:
         box.add(tool)
     return box
