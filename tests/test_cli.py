@@ -52,6 +52,13 @@ def test_tools_text_marks_mutating_tools_and_read_only_drops_them(root: Path) ->
     assert "write_file" not in read_only.stdout
 
 
+def test_tools_web_adds_the_web_tools(root: Path) -> None:
+    done = loki(root.parent, "tools", "--root", str(root), "--web", "--json")
+    assert done.returncode == 0, done.stderr
+    names = {t["name"] for t in json.loads(done.stdout)["tools"]}
+    assert {"web_fetch", "web_table", "web_image"} <= names
+
+
 def test_call_prints_the_observation_with_typed_pairs(root: Path) -> None:
     (root / "a.txt").write_text("one\ntwo\nthree\n")
     done = loki(root.parent, "call", "read_file", "--root", str(root), "path=a.txt",
@@ -120,7 +127,6 @@ def test_on_a_terminal_the_user_is_asked(root: Path, answer: str, code: int, con
     (["call", "read_file", "--root", "{root}"], "missing required argument 'path'"),
     (["call", "read_file", "path=a", "end=x", "--root", "{root}"], "'end' must be an integer"),
     (["call", "read_file", "path=a", "size=1", "--root", "{root}"], "has no argument 'size'"),
-    (["tools", "--web", "--root", "{root}"], "web tools are not available"),
     (["frobnicate"], "invalid choice"),
     ([], "required: COMMAND"),
 ])
