@@ -93,14 +93,17 @@ class Files:
 
     def write_file(self, path: str, content: str) -> str:
         real = self.root.resolve(path)
+        message = self.write_bytes(real, content.encode("utf-8"))
+        return _with_warning(message, self.root.rel(real), content)
+
+    def write_bytes(self, real: Path, data: bytes) -> str:
+        """The one write path for whole files: confirm gate, journal hooks, atomic replace."""
         rel = self.root.rel(real)
-        data = content.encode("utf-8")
         self._gate("overwrite", real, rel)
         self.before_change(rel, real)
         created = self.root.write_atomic(real, data)
         self.on_change(rel)
-        verb = "created" if created else "overwrote"
-        return _with_warning(f"{verb} {rel} ({len(data)} bytes)", rel, content)
+        return f"{'created' if created else 'overwrote'} {rel} ({len(data)} bytes)"
 
     def edit_file(self, path: str, old: str, new: str, replace_all: bool = False) -> str:
         real = self.root.resolve(path)

@@ -132,12 +132,7 @@ class Web:
         return real
 
     def _save(self, real: Path, data: bytes) -> str:
-        rel = self.root.rel(real)
-        self.files._gate("overwrite", real, rel)  # the same confirm rule as write_file
-        self.files.before_change(rel, real)
-        created = self.root.write_atomic(real, data)
-        self.files.on_change(rel)
-        return f"{'created' if created else 'overwrote'} {rel} ({len(data)} bytes)"
+        return self.files.write_bytes(real, data)  # the same confirm rule and journal as write_file
 
 
 def _header(got: Download) -> str:
