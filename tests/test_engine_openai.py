@@ -111,9 +111,12 @@ def test_malformed_replies_get_a_correction(server: FakeModelServer, root: Path)
 def test_native_text_reply_is_the_answer_and_an_empty_one_is_corrected(
     server: FakeModelServer, root: Path,
 ) -> None:
-    server.queue(openai_reply(""), openai_reply("Nothing to change."))
+    server.queue(openai_reply(""), openai_reply('{"tool": "read_file", "args": {"path": '),
+                 openai_reply("Nothing to change."))
     result = loki_at(server).act("x", root=root)
-    assert result.steps[0].observation.startswith("ERROR: your reply could not be used")
+    empty, broken_json = result.steps
+    assert empty.observation.startswith("ERROR: your reply could not be used (the reply was empty")
+    assert broken_json.observation.startswith("ERROR: your reply could not be used (no JSON")
     assert result.answer == "Nothing to change." and result.completed
 
 

@@ -64,8 +64,14 @@ class Conversation:
         return count
 
     def shrink(self) -> bool:
-        """After a context-length error: halve the budget and elide; False when nothing left."""
+        """After a context-length error: halve the budget and elide; False when nothing left.
+
+        The newest observations are given up too, but only when nothing older is left.
+        """
         self.budget = max(1, min(self.budget, self.size()) // 2)
+        if self.fit() > 0:
+            return True
+        self.keep_recent = 0
         return self.fit() > 0
 
 

@@ -29,6 +29,11 @@ log = logging.getLogger("yggdrasil.loki.agent")
 MAX_THOUGHT = 4_000  # characters of a non-decision reply kept in its step
 
 
+def _tries_json(text: str) -> bool:
+    """A reply that attempts a JSON decision and fails is corrected, not taken as the answer."""
+    return text.startswith(("{", "```json")) or '"tool"' in text or '"done"' in text
+
+
 class Transcript:
     """A JSONL log written line by line as the run goes (nothing when ``path`` is None)."""
 
@@ -137,7 +142,7 @@ class Run:
             return decisions_from(completion)
         except NotADecision:
             text = completion.text.strip()
-            if self.native and text and not completion.truncated:
+            if self.native and text and not completion.truncated and not _tries_json(text):
                 return [Decision(done=True, answer=text)]  # native: plain text is the answer
             raise
 

@@ -113,6 +113,8 @@ class Loki:
         """
         from ._loop import Run
 
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if toolbox is None:
             toolbox = filesystem_toolbox(Path(root), read_only=read_only, allow_web=allow_web,
                                          confirm=confirm)
