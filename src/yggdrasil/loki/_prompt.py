@@ -18,10 +18,10 @@ _NATIVE_PROTOCOL = """Call the tools to act; each result comes back to you. When
 is done, or cannot be done, reply without calling a tool: that reply is your final answer \
 for the user."""
 
-_METHOD = """Look before you change anything, prefer small exact edits (edit_file) to \
-rewriting whole files, and check your work when you can. You have at most {max_steps} \
-tool calls; an output marked as elided was dropped to save room: call the tool again if \
-you still need it."""
+_METHOD = """Look before you change anything{edits}, and check your work when you can. \
+You have at most {max_steps} tool calls; an output marked as elided was dropped to save \
+room: call the tool again if you still need it."""
+_EDITS = ", prefer small exact edits (edit_file) to rewriting whole files"
 
 _DECISION_SHAPE = ('{"thought": "...", "tool": "<tool name>", "args": {...}} to call a tool, '
                    'or {"thought": "...", "done": true, "answer": "..."} when the task is done')
@@ -30,7 +30,8 @@ _DECISION_SHAPE = ('{"thought": "...", "tool": "<tool name>", "args": {...}} to 
 def system_prompt(toolbox: Toolbox, *, native: bool, max_steps: int) -> str:
     protocol = _NATIVE_PROTOCOL if native else _TEXT_PROTOCOL
     return "\n\n".join([_INTRO, "# Tools", toolbox.spec(), "# How to act", protocol,
-                        _METHOD.format(max_steps=max_steps)])
+                        _METHOD.format(max_steps=max_steps,
+                                       edits=_EDITS if "edit_file" in toolbox else "")])
 
 
 def task_message(task: str) -> str:
