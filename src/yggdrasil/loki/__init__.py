@@ -8,15 +8,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Tool", "Toolbox", "filesystem_toolbox"]
+__all__ = ["ActResult", "ActStep", "Loki", "Tool", "Toolbox", "filesystem_toolbox"]
 
 _LAZY = {
+    "ActResult": "yggdrasil.loki.agent",
+    "ActStep": "yggdrasil.loki.agent",
+    "Loki": "yggdrasil.loki.agent",
     "Tool": "yggdrasil.loki.tools",
     "Toolbox": "yggdrasil.loki.tools",
     "filesystem_toolbox": "yggdrasil.loki.tools",
 }
 
 if TYPE_CHECKING:
+    from .agent import ActResult, ActStep, Loki
     from .tools import Tool, Toolbox, filesystem_toolbox
 
 

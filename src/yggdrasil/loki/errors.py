@@ -7,12 +7,22 @@
      │    └── Refused     the user declined a confirmation: "REFUSED: user declined to ..."
      ├── ToolDefinitionError   a Tool was built wrong (caught when it is made, not called)
      └── EngineError      the brain failed (see yggdrasil.loki.engine)
+          ├── EngineConfigError    no engine configured, unknown name, missing SDK or model
+          ├── EngineAuthError      401/403: the key is missing, wrong or not allowed
+          ├── EngineRequestError   the request itself is wrong (400, 404, 422): not retried
+          │    ├── ContextLengthError      the conversation is longer than the model takes
+          │    └── ToolsUnsupportedError   the endpoint rejects native tool calling
+          ├── EngineRateLimited    429: retried, honouring Retry-After
+          ├── EngineUnavailable    5xx, overload, dropped connection: retried
+          └── EngineTimeout        no answer within the timeout: retried
 
 Foreign errors (OSError, polars, SDK errors) are translated into these at the edge,
 with ``raise ... from exc``, so callers catch one family.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class LokiError(Exception):
@@ -48,4 +58,54 @@ class ToolDefinitionError(LokiError, TypeError):
 
 
 class EngineError(LokiError):
-    """The engine (model behind an API) failed; subclasses say whether to retry."""
+    """The engine (model behind an API) failed; subclasses say whether to retry.
+
+    ``retryable`` tells the retry helper whether another attempt can help and
+    ``retry_after`` is the server's requested wait in seconds, when it named one. When
+    ``Loki.act`` stops on an engine error it attaches the partial run as ``result``.
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.result: Any = None
+
+
+class EngineConfigError(EngineError):
+    """No engine could be set up; the message says how to configure one."""
+
+
+class EngineAuthError(EngineError):
+    """The API refused the credentials (401/403); retrying cannot help."""
+
+
+class EngineRequestError(EngineError):
+    """The API rejected the request itself (bad request, unknown model)."""
+
+
+class ContextLengthError(EngineRequestError):
+    """The conversation no longer fits the model's context window."""
+
+
+class ToolsUnsupportedError(EngineRequestError):
+    """The endpoint or model does not accept native tool definitions."""
+
+
+class EngineRateLimited(EngineError):
+    """429: too many requests; retried after the server's Retry-After."""
+
+    retryable = True
+
+
+class EngineUnavailable(EngineError):
+    """5xx, overload or a dropped connection: worth another attempt."""
+
+    retryable = True
+
+
+class EngineTimeout(EngineError):
+    """The engine did not answer within the timeout."""
+
+    retryable = True

@@ -1,0 +1,209 @@
+"""Any OpenAI-compatible chat-completions endpoint, through the official ``openai`` SDK.
+
+OpenAI itself, and the local servers people run: Ollama (``localhost:11434/v1``), vLLM,
+the llama.cpp server, LM Studio. The SDK is imported when an engine is made, never when
+this module is, and its own retries are off: :mod:`yggdrasil.loki._retry` is the policy.
+Aborting at once: 401/403 (key), 400/404/422 (request, model name), context length, and
+a 429 that means the quota is spent rather than a rate limit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._decision import decode_arguments
+from .._retry import RetryPolicy, retry_call, status_error
+from ..engine import DEFAULT_TIMEOUT, Completion, Message, ToolCall
+from ..errors import (
+    ContextLengthError,
+    EngineConfigError,
+    EngineError,
+    EngineRequestError,
+    EngineTimeout,
+    EngineUnavailable,
+    ToolsUnsupportedError,
+)
+
+DEFAULT_MODEL = "gpt-4.1"
+_CONTEXT_HINTS = ("context length", "context_length", "maximum context", "context window",
+                  "too many tokens", "prompt is too long")
+_KEY_HINT = "set OPENAI_API_KEY or pass api_key="
+
+
+class OpenAIEngine:
+    """Chat completions at ``base_url`` (default: the SDK's, i.e. OpenAI or OPENAI_BASE_URL)."""
+
+    def __init__(
+        self, model: str | None = None, *, base_url: str | None = None,
+        api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None, native_tools: bool = True,
+        max_tokens: int | None = None, temperature: float | None = None, name: str = "openai",
+    ) -> None:
+        try:
+            import openai
+        except ImportError as exc:
+            raise EngineConfigError(
+                "the openai engine needs the openai SDK: pip install 'yggdrasil-loki[openai]'"
+            ) from exc
+        if api_key is None and base_url and not os.environ.get("OPENAI_API_KEY"):
+            api_key = "not-needed"  # local servers ignore the key, the SDK insists on one
+        try:
+            self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout,
+                                         max_retries=0)
+        except openai.OpenAIError as exc:
+            raise EngineConfigError(f"the openai engine has no API key: {_KEY_HINT}, "
+                                    "or base_url= for a local server") from exc
+        self.name = name
+        self.model = model or DEFAULT_MODEL
+        self.native_tools = native_tools
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self.options = {k: v for k, v in (("max_tokens", max_tokens),
+                                          ("temperature", temperature)) if v is not None}
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    def complete(
+        self, messages: Sequence[Message], *, system: str,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Completion:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "system", "content": system}, *to_openai_messages(messages)],
+            **self.options,
+        }
+        if tools:
+            request["tools"] = [to_openai_tool(t) for t in tools]
+        response = retry_call(lambda: self._client.chat.completions.create(**request),
+                              self.retry, self._translate)
+        return _completion(response, self.model)
+
+    def _translate(self, exc: Exception) -> EngineError | None:
+        import openai
+
+        where = f"the {self.name} engine at {self.base_url} (model {self.model})"
+        if isinstance(exc, openai.APITimeoutError):
+            return EngineTimeout(f"{where} did not answer within {self.timeout}s")
+        if isinstance(exc, openai.APIConnectionError):
+            return EngineUnavailable(f"could not reach {where}: {exc}")
+        if isinstance(exc, openai.APIResponseValidationError):
+            return EngineUnavailable(f"{where} sent a malformed response: {exc}")
+        if not isinstance(exc, openai.APIStatusError):
+            return None
+        status, message, code = exc.status_code, _error_message(exc), getattr(exc, "code", None)
+        if status == 429 and code == "insufficient_quota":
+            return EngineRequestError(f"{where} answered 429: {message} (the quota is spent)")
+        if status in (400, 413) and (code == "context_length_exceeded"
+                                     or any(h in message.lower() for h in _CONTEXT_HINTS)):
+            return ContextLengthError(f"{where} answered {status}: {message}")
+        if status == 400 and _rejects_tools(message):
+            return ToolsUnsupportedError(f"{where} answered 400: {message}")
+        return status_error(status, message, where=where, headers=exc.response.headers,
+                            key_hint=_KEY_HINT)
+
+
+def _error_message(exc: Any) -> str:
+    body = exc.body
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and inner.get("message"):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    return str(getattr(exc, "message", exc))
+
+
+def _rejects_tools(message: str) -> bool:
+    text = message.lower()
+    return "tool" in text and ("not support" in text or "unsupported" in text
+                               or "enable-auto-tool-choice" in text)
+
+
+def to_openai_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": schema["name"], "description": schema["description"],
+        "parameters": schema["input_schema"]}}
+
+
+def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "tool":
+            out.append({"role": "tool", "tool_call_id": message["tool_call_id"],
+                        "content": message["content"]})
+        elif role == "assistant" and message.get("tool_calls"):
+            calls = [{"id": c["id"], "type": "function",
+                      "function": {"name": c["name"], "arguments": json.dumps(c["args"])}}
+                     for c in message["tool_calls"]]
+            out.append({"role": "assistant", "content": message.get("content") or None,
+                        "tool_calls": calls})
+        else:
+            out.append({"role": role, "content": message["content"]})
+    return out
+
+
+def _completion(response: Any, model: str) -> Completion:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        return Completion(model=model)
+    message = choices[0].message
+    calls = []
+    for i, call in enumerate(message.tool_calls or []):
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", "") or ""
+        args, error = decode_arguments(name, getattr(function, "arguments", None))
+        calls.append(ToolCall(call.id or f"call_{i}", name, args, error))
+    usage = getattr(response, "usage", None)
+    return Completion(
+        text=message.content or "", tool_calls=calls,
+        usage={"input_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+               "output_tokens": getattr(usage, "completion_tokens", 0) or 0},
+        model=getattr(response, "model", "") or model,
+        truncated=choices[0].finish_reason == "length")
+
+
+def ollama_url(env: Mapping[str, str] | None = None) -> str:
+    """The Ollama server's root URL: ``OLLAMA_HOST`` or http://localhost:11434."""
+    host = (env if env is not None else os.environ).get("OLLAMA_HOST") or "localhost:11434"
+    if "://" not in host:
+        host = f"http://{host}"
+    return host.rstrip("/").replace("://0.0.0.0", "://127.0.0.1")
+
+
+def ollama_models(url: str, timeout: float = 0.5) -> list[str] | None:
+    """The models an Ollama server at ``url`` has pulled, or None when none answers."""
+    try:
+        with urllib.request.urlopen(f"{url}/api/tags", timeout=timeout) as response:
+            data = json.load(response)
+    except (OSError, ValueError):
+        return None
+    models = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(models, list):
+        return None
+    return [str(m.get("name") or m.get("model")) for m in models if isinstance(m, dict)]
+
+
+def ollama_engine(
+    model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
+    **settings: Any,
+) -> OpenAIEngine:
+    """An OpenAI engine on a local Ollama; without a model, the first one it has pulled."""
+    server = base_url.rstrip("/").removesuffix("/v1") if base_url else ollama_url()
+    if model is None:
+        models = ollama_models(server)
+        if models is None:
+            raise EngineConfigError(f"no Ollama server answers at {server}: start `ollama serve`"
+                                    " or set OLLAMA_HOST / base_url=")
+        if not models:
+            raise EngineConfigError(f"the Ollama server at {server} has no models: "
+                                    "`ollama pull qwen2.5-coder` (or pass model=)")
+        model = models[0]
+    return OpenAIEngine(model, base_url=f"{server}/v1", api_key=api_key or "ollama",
+                        name="ollama", **settings)

@@ -1,0 +1,182 @@
+"""A real HTTP server on 127.0.0.1 that speaks a model API's wire format, scripted per test.
+
+The only fake in the engine tests, at the network edge: the official SDKs talk to it
+exactly as they would to OpenAI, Anthropic or Ollama. Each test queues replies (a JSON
+body with a status and headers, a hang, or a dropped connection) and afterwards reads
+the requests the server received.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+HANG_LIMIT = 30.0  # seconds a hanging reply waits at most, so no thread outlives a test
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    action: str = "respond"  # or "hang" (never answers) or "drop" (closes the connection)
+
+
+HANG = Reply(action="hang")
+DROP = Reply(action="drop")
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class FakeModelServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.replies: deque[Reply] = deque()
+        self.requests: list[Request] = []
+        self.ollama_models: list[str] | None = None
+        self.released = threading.Event()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def queue(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    def posts(self) -> list[Any]:
+        """The JSON bodies of the model requests, in order."""
+        return [r.body for r in self.requests if r.method == "POST"]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: FakeModelServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._record(None)
+        models = self.server.ollama_models
+        if self.path.rstrip("/") == "/api/tags" and models is not None:
+            self._send(Reply(body={"models": [{"name": m, "model": m} for m in models]}))
+        else:
+            self._send(Reply(404, {"error": "not found"}))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        self._record(json.loads(raw) if raw else None)
+        if not self.server.replies:
+            self._send(Reply(400, {"error": {"message": "fake server: no scripted reply left",
+                                             "type": "invalid_request_error"}}))
+            return
+        reply = self.server.replies.popleft()
+        if reply.action == "hang":
+            self.server.released.wait(HANG_LIMIT)
+        if reply.action in ("hang", "drop"):
+            self.close_connection = True
+            return
+        self._send(reply)
+
+    def _record(self, body: Any) -> None:
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.requests.append(Request(self.command, self.path, headers, body))
+
+    def _send(self, reply: Reply) -> None:
+        body = reply.body if isinstance(reply.body, bytes | str) else json.dumps(reply.body)
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(reply.status)
+        content_type = "application/json" if not isinstance(reply.body, str) else "text/plain"
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
+        for key, value in reply.headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def serve() -> Iterator[FakeModelServer]:
+    server = FakeModelServer()
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.released.set()
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+ENGINE_ENV = ("LOKI_ENGINE", "LOKI_MODEL", "LOKI_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+              "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "OLLAMA_HOST")
+
+
+def clear_engine_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key, URL or engine choice from the machine leaks into a test."""
+    for name in ENGINE_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+# --- the OpenAI chat-completions wire format ---------------------------------------
+
+def openai_reply(text: str | None = None, calls: list[tuple[str, Any]] | None = None, *,
+                 finish_reason: str | None = None, usage: tuple[int, int] = (10, 5)) -> Reply:
+    """A chat completion; ``calls`` are (name, args), args a dict or a raw string."""
+    tool_calls = [{"id": f"call_{i}", "type": "function",
+                   "function": {"name": name,
+                                "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                  for i, (name, args) in enumerate(calls or [])]
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    reason = finish_reason or ("tool_calls" if tool_calls else "stop")
+    return Reply(body={
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "gpt-fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
+                  "total_tokens": sum(usage)}})
+
+
+def openai_error(status: int, message: str, *, code: str | None = None,
+                 headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status, {"error": {"message": message, "type": "invalid_request_error",
+                                    "param": None, "code": code}}, headers or {})
+
+
+# --- the Anthropic messages wire format ----------------------------------------------
+
+def anthropic_reply(text: str | None = None, calls: list[tuple[str, Any]] | None = None, *,
+                    stop_reason: str | None = None, usage: tuple[int, int] = (10, 5)) -> Reply:
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    content += [{"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": args}
+                for i, (name, args) in enumerate(calls or [])]
+    reason = stop_reason or ("tool_use" if calls else "end_turn")
+    return Reply(body={
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": "claude-fake",
+        "content": content, "stop_reason": reason, "stop_sequence": None,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}})
+
+
+def anthropic_error(status: int, kind: str, message: str,
+                    headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status, {"type": "error", "error": {"type": kind, "message": message}},
+                 headers or {})
