@@ -11,24 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import child_env, loki
 from yggdrasil.loki.tools import filesystem_toolbox
-
-SRC = Path(__file__).resolve().parents[1] / "src"
-
-
-def child_env(tmp_path: Path) -> dict[str, str]:
-    """Our source first on the path; a system temp dir apart from the root, so that
-    existing files in the root count as real assets and edits to them are gated."""
-    scratch = tmp_path / "system-tmp"
-    scratch.mkdir(exist_ok=True)
-    return {**os.environ, "PYTHONPATH": str(SRC), "TMPDIR": str(scratch)}
-
-
-def loki(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run `python -m yggdrasil.loki ARGS` with stdin that is not a terminal."""
-    return subprocess.run([sys.executable, "-m", "yggdrasil.loki", *args],
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          env=child_env(tmp_path), timeout=60)
 
 
 def test_tools_json_is_the_toolbox_catalog(root: Path) -> None:

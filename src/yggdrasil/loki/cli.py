@@ -248,7 +248,13 @@ def run_mcp(args: argparse.Namespace) -> int:
 
 # -- the command -----------------------------------------------------------------------
 
-COMMANDS: list[Callable[[Any], None]] = [add_tools, add_call, add_mcp]
+def add_do(commands: Any) -> None:
+    from .cli_do import add_do as add  # its own module: the loop's progress display lives there
+
+    add(commands)
+
+
+COMMANDS: list[Callable[[Any], None]] = [add_tools, add_call, add_do, add_mcp]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -256,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="loki", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="The hands of a coding agent: tools confined to one folder (the root).",
         epilog="examples:\n  loki tools --root .\n  loki call read_file path=README.md end=5\n"
+               "  loki do 'add a --verbose flag to cli.py' --root ~/src/app\n"
                "  loki mcp --root /path/to/project\n\n"
                "`loki COMMAND --help` shows each command's options.\n\n" + EXIT_CODES)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

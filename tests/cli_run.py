@@ -1,0 +1,25 @@
+"""Running the `loki` command as a real subprocess, on this checkout's source."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def child_env(tmp_path: Path) -> dict[str, str]:
+    """Our source first on the path; a system temp dir apart from the root, so that
+    existing files in the root count as real assets and edits to them are gated."""
+    scratch = tmp_path / "system-tmp"
+    scratch.mkdir(exist_ok=True)
+    return {**os.environ, "PYTHONPATH": str(SRC), "TMPDIR": str(scratch)}
+
+
+def loki(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `python -m yggdrasil.loki ARGS` with stdin that is not a terminal."""
+    return subprocess.run([sys.executable, "-m", "yggdrasil.loki", *args],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env=child_env(tmp_path), timeout=60)

@@ -1,0 +1,114 @@
+"""`loki do` end to end as a subprocess: a scripted engine and a real fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from cli_run import child_env, loki
+from fake_servers import openai_reply, serve
+
+
+def script(path: Path, *decisions: dict[str, object]) -> str:
+    path.write_text("".join(json.dumps(d) + "\n" for d in decisions))
+    return str(path)
+
+
+EDIT = [
+    {"thought": "look first", "tool": "read_file", "args": {"path": "app.py"}},
+    {"thought": "fix it", "tool": "edit_file", "args": {"path": "app.py", "old": "hi", "new": "hello"}},
+    {"thought": "all good", "done": True, "answer": "Greeting changed."},
+]
+
+
+def test_do_runs_the_loop_and_reports(root: Path) -> None:
+    (root / "app.py").write_text('print("hi")\n')
+    plan = script(root.parent / "plan.jsonl", *EDIT)
+    done = loki(root.parent, "do", "change the greeting", "--root", str(root),
+                "--engine", "scripted", "--model", plan, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Greeting changed.\n"
+    assert "1/12 read_file" in done.stderr and "2/12 edit_file" in done.stderr
+    assert "files changed (1):\n  app.py" in done.stderr and "tokens:" in done.stderr
+    assert (root / "app.py").read_text() == 'print("hello")\n'
+
+
+def test_do_refuses_edits_without_a_terminal_or_yes(root: Path) -> None:
+    (root / "app.py").write_text('print("hi")\n')
+    plan = script(root.parent / "plan.jsonl", *EDIT)
+    done = loki(root.parent, "do", "change it", "--root", str(root), "--engine", "scripted",
+                "--model", plan, "--json")
+    result = json.loads(done.stdout)
+    assert result["steps"][1]["observation"] == "REFUSED: user declined to edit app.py"
+    assert result["files_changed"] == [] and result["completed"] is True
+    assert (root / "app.py").read_text() == 'print("hi")\n'
+    assert "no terminal to ask; pass --yes" in done.stderr
+
+
+def test_do_json_log_and_replay(root: Path) -> None:
+    (root / "app.py").write_text('print("hi")\n')
+    plan = script(root.parent / "plan.jsonl", *EDIT)
+    log = root.parent / "run.jsonl"
+    first = loki(root.parent, "do", "t", "--root", str(root), "--engine", "scripted", "--model",
+                 plan, "--yes", "--json", "--log", str(log))
+    assert first.returncode == 0, first.stderr
+    (root / "app.py").write_text('print("hi")\n')
+    again = loki(root.parent, "do", "t", "--root", str(root), "--engine", "scripted", "--model",
+                 str(log), "--yes", "--json")
+    steps = [(s["tool"], s["observation"]) for s in json.loads(again.stdout)["steps"]]
+    assert steps == [(s["tool"], s["observation"]) for s in json.loads(first.stdout)["steps"]]
+
+
+def test_do_out_of_steps_exits_4(root: Path) -> None:
+    (root / "a.txt").write_text("a\n")
+    look = {"thought": "look", "tool": "read_file", "args": {"path": "a.txt"}}
+    plan = script(root.parent / "plan.jsonl", look, look, look)
+    done = loki(root.parent, "do", "t", "--root", str(root), "--engine", "scripted",
+                "--model", plan, "--max-steps", "2")
+    assert done.returncode == 4
+    assert done.stdout == "(no answer: the step budget ran out)\n"
+
+
+def test_do_through_an_openai_compatible_server(root: Path) -> None:
+    (root / "notes.txt").write_text("one\n")
+    with serve() as server:
+        server.queue(openai_reply(calls=[("write_file", {"path": "todo.txt", "content": "x\n"})]),
+                     openai_reply("Wrote todo.txt."))
+        done = loki(root.parent, "do", "make a todo", "--root", str(root), "--engine", "openai",
+                    "--base-url", server.url, "--model", "gpt-fake")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Wrote todo.txt.\n" and (root / "todo.txt").read_text() == "x\n"
+    assert "files changed (1):\n  todo.txt" in done.stderr
+
+
+def test_do_without_an_engine_is_one_line(root: Path) -> None:
+    env = {k: v for k, v in child_env(root.parent).items()
+           if not k.startswith(("LOKI_", "OPENAI_", "ANTHROPIC_"))}
+    env["OLLAMA_HOST"] = "http://127.0.0.1:9"  # nothing listens on the discard port
+    done = subprocess.run([sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root", str(root)],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("loki: error: ")
+
+
+def test_ctrl_c_stops_and_still_reports_changes(root: Path) -> None:
+    plan = script(root.parent / "plan.jsonl",
+                  {"thought": "", "tool": "write_file", "args": {"path": "w.txt", "content": "w"}},
+                  {"thought": "", "tool": "run", "args": {"command": "sleep 60", "timeout": 120}},
+                  {"thought": "", "done": True, "answer": "never"})
+    proc = subprocess.Popen([sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root", str(root),
+                             "--engine", "scripted", "--model", plan],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=child_env(root.parent))
+    assert proc.stderr is not None
+    first = proc.stderr.readline()
+    assert first.startswith("1/12 write_file")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "loki: interrupted" in err and "files changed (1):\n  w.txt" in err
+    assert out == ""
