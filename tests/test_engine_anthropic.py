@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,6 @@ from fake_servers import (
     Reply,
     anthropic_error,
     anthropic_reply,
-    clear_engine_env,
-    serve,
 )
 from yggdrasil.loki import Loki, filesystem_toolbox
 from yggdrasil.loki.engine import RetryPolicy
@@ -27,16 +24,6 @@ from yggdrasil.loki.errors import (
     EngineTimeout,
 )
 
-
-@pytest.fixture(autouse=True)
-def _no_engine_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    clear_engine_env(monkeypatch)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with serve() as fake:
-        yield fake
 
 def loki_at(server: FakeModelServer, waits: list[float] | None = None, attempts: int = 3,
             **kwargs: object) -> Loki:

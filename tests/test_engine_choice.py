@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,7 @@ import pytest
 import yggdrasil.loki.engine as engine_module
 from fake_servers import (
     FakeModelServer,
-    clear_engine_env,
     openai_reply,
-    serve,
 )
 from yggdrasil.loki import Loki
 from yggdrasil.loki.engine import ENGINES, choose_engine, register_engine
@@ -24,16 +21,6 @@ from yggdrasil.loki.engines.openai import OpenAIEngine
 from yggdrasil.loki.engines.scripted import ScriptedEngine
 from yggdrasil.loki.errors import EngineConfigError
 
-
-@pytest.fixture(autouse=True)
-def _no_engine_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    clear_engine_env(monkeypatch)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with serve() as fake:
-        yield fake
 
 def closed_port() -> int:
     with socket.socket() as sock:

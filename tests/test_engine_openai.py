@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,10 +12,8 @@ from fake_servers import (
     HANG,
     FakeModelServer,
     Reply,
-    clear_engine_env,
     openai_error,
     openai_reply,
-    serve,
 )
 from yggdrasil.loki import Loki
 from yggdrasil.loki.engine import RetryPolicy
@@ -28,16 +25,6 @@ from yggdrasil.loki.errors import (
     EngineUnavailable,
 )
 
-
-@pytest.fixture(autouse=True)
-def _no_engine_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    clear_engine_env(monkeypatch)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with serve() as fake:
-        yield fake
 
 def loki_at(server: FakeModelServer, waits: list[float] | None = None, attempts: int = 3,
             **kwargs: object) -> Loki:

@@ -17,9 +17,8 @@ from ..errors import (
     ContextLengthError,
     EngineConfigError,
     EngineError,
-    EngineTimeout,
-    EngineUnavailable,
 )
+from ._sdk_errors import error_message, transport_error
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 8192
@@ -78,28 +77,15 @@ class AnthropicEngine:
         import anthropic
 
         where = f"the {self.name} engine at {self.base_url} (model {self.model})"
-        if isinstance(exc, anthropic.APITimeoutError):
-            return EngineTimeout(f"{where} did not answer within {self.timeout}s")
-        if isinstance(exc, anthropic.APIConnectionError):
-            return EngineUnavailable(f"could not reach {where}: {exc}")
-        if isinstance(exc, anthropic.APIResponseValidationError):
-            return EngineUnavailable(f"{where} sent a malformed response: {exc}")
+        if (transport := transport_error(anthropic, exc, where, self.timeout)) is not None:
+            return transport
         if not isinstance(exc, anthropic.APIStatusError):
             return None
-        status, message = exc.status_code, _error_message(exc)
+        status, message = exc.status_code, error_message(exc)
         if status == 413 or (status == 400 and any(h in message.lower() for h in _CONTEXT_HINTS)):
             return ContextLengthError(f"{where} answered {status}: {message}")
         return status_error(status, message, where=where, headers=exc.response.headers,
                             key_hint=_KEY_HINT)
-
-
-def _error_message(exc: Any) -> str:
-    body = exc.body
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and inner.get("message"):
-            return str(inner["message"])
-    return str(getattr(exc, "message", exc))
 
 
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:

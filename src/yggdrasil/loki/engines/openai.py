@@ -23,10 +23,9 @@ from ..errors import (
     EngineConfigError,
     EngineError,
     EngineRequestError,
-    EngineTimeout,
-    EngineUnavailable,
     ToolsUnsupportedError,
 )
+from ._sdk_errors import error_message, transport_error
 
 DEFAULT_MODEL = "gpt-4.1"
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "context window",
@@ -88,15 +87,11 @@ class OpenAIEngine:
         import openai
 
         where = f"the {self.name} engine at {self.base_url} (model {self.model})"
-        if isinstance(exc, openai.APITimeoutError):
-            return EngineTimeout(f"{where} did not answer within {self.timeout}s")
-        if isinstance(exc, openai.APIConnectionError):
-            return EngineUnavailable(f"could not reach {where}: {exc}")
-        if isinstance(exc, openai.APIResponseValidationError):
-            return EngineUnavailable(f"{where} sent a malformed response: {exc}")
+        if (transport := transport_error(openai, exc, where, self.timeout)) is not None:
+            return transport
         if not isinstance(exc, openai.APIStatusError):
             return None
-        status, message, code = exc.status_code, _error_message(exc), getattr(exc, "code", None)
+        status, message, code = exc.status_code, error_message(exc), getattr(exc, "code", None)
         if status == 429 and code == "insufficient_quota":
             return EngineRequestError(f"{where} answered 429: {message} (the quota is spent)")
         if status in (400, 413) and (code == "context_length_exceeded"
@@ -106,17 +101,6 @@ class OpenAIEngine:
             return ToolsUnsupportedError(f"{where} answered 400: {message}")
         return status_error(status, message, where=where, headers=exc.response.headers,
                             key_hint=_KEY_HINT)
-
-
-def _error_message(exc: Any) -> str:
-    body = exc.body
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and inner.get("message"):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-    return str(getattr(exc, "message", exc))
 
 
 def _rejects_tools(message: str) -> bool:
