@@ -12,8 +12,7 @@ import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
 
-from yggdrasil.io import FORMATS, TableError, preview_table
-from yggdrasil.io import _readers
+from yggdrasil.io import FORMATS, TableError, _readers, preview_table
 
 SALES = pl.DataFrame({
     "city": ["Oslo", "Rome", "Lima", "Oslo", "Rome"],
@@ -70,7 +69,7 @@ def test_format_found_by_content_when_the_extension_is_missing_or_wrong(
     assert preview.fmt == fmt
     assert preview.rows == 5
     if name.endswith(".csv") and fmt != "tsv":
-        assert f"named .csv, but the content is" in preview.render()
+        assert "named .csv, but the content is" in preview.render()
 
 
 def test_csv_named_parquet_is_read_as_csv_and_says_so(tmp_path: Path) -> None:
@@ -206,3 +205,16 @@ def test_utf8_bom_is_not_part_of_the_first_column(tmp_path: Path) -> None:
     preview = preview_table(path)
     assert preview.columns == ["name", "n"]
     assert "José" in preview.render()
+
+
+def test_bounded_json_reader_survives_tiny_chunks(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from yggdrasil.io import _json
+
+    records = [{"n": 12345 * i, "s": "ü,]}\"x", "f": [1.5, None]} for i in range(50)]
+    path = tmp_path / "r.json"
+    path.write_text(" \n[\n" + ",\n".join(json.dumps(r) for r in records) + "\n]\n")
+    monkeypatch.setattr(_json, "CHUNK", 7)  # numbers, strings and UTF-8 cut across reads
+    assert _json.read_json_head(path, 10, "r.json") == (records[:10], False)
+    assert _json.read_json_head(path, 50, "r.json") == (records, True)
+    assert _json.read_json_head(path, 99, "r.json") == (records, True)
