@@ -168,3 +168,16 @@ def test_a_ragged_row_found_by_a_query_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "r.csv").write_text("a,b\n1,2,3\n")
     with pytest.raises(TableError, match=r"^r\.csv: has ragged rows"):
         query_tables("SELECT * FROM 'r.csv'", {"r.csv": (tmp_path / "r.csv", "r.csv")})
+
+
+def test_empty_xlsx_sheet(tmp_path: Path) -> None:
+    openpyxl.Workbook().save(tmp_path / "blank.xlsx")
+    assert "sheet 'Sheet' is empty" in error_of(tmp_path / "blank.xlsx")
+
+
+def test_arrow_stream_is_named(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    with pa.ipc.new_stream(str(tmp_path / "s.arrows"), pa.schema([("a", pa.int64())])) as w:
+        w.write_table(pa.table({"a": [1, 2]}))
+    assert "is an Arrow IPC stream" in error_of(tmp_path / "s.arrows")

@@ -115,3 +115,9 @@ def test_every_format_can_be_queried(tmp_path: Path, fmt: str) -> None:
               tmp_path)
     cells = [[c.strip() for c in line.split("|")] for line in out.splitlines()[-3:]]
     assert [(city, float(q)) for city, q in cells] == [("Rome", 7), ("Oslo", 5), ("Lima", 3)]
+
+
+def test_too_many_files_in_one_query() -> None:
+    sql = "SELECT * FROM " + ", ".join(f"'f{i}.csv'" for i in range(17))
+    with pytest.raises(TableError, match="names 17 files; at most 16"):
+        query_tables(sql)

@@ -118,3 +118,12 @@ def test_bad_files_are_errors_not_tracebacks(root: Path, box: Toolbox) -> None:
     assert box.call("read_table", {"path": "cut.parquet"}).startswith(
         "ERROR: cut.parquet: is a truncated Parquet file")
     assert box.call("read_table", {"path": "r.csv"}).startswith("ERROR: r.csv: has ragged rows")
+
+
+def test_many_long_column_names_stay_bounded(root: Path, box: Toolbox) -> None:
+    names = [f"{i:04d}_" + "n" * 2000 for i in range(500)]
+    (root / "w.csv").write_text(",".join(names) + "\n" + ",".join("1" * 500) + "\n")
+    out = box.call("read_table", {"path": "w.csv"})
+    assert len(out) < 60_000
+    assert "... 300 more]" in out.splitlines()[0]
+    assert "n" * 100 not in out

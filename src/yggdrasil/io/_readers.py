@@ -164,6 +164,8 @@ def _xlsx_preview(path: Source, rows: int, name: str, sheet: str | None) -> Open
     # Types come from the loaded rows: load enough of them, the sheet is in memory anyway.
     loaded = reader.load_sheet(index, n_rows=max(rows, 1000))
     df = loaded.to_polars()
+    if df.width == 0:  # (fastexcel then reports a total height of 2**64 - 1)
+        raise TableError(f"{name}: sheet {names[index]!r} is empty: no header and no rows")
     return Opened(df.head(rows), df.schema, loaded.total_height, "from the sheet's dimensions",
                   detail=f"sheet {names[index]!r} of {names}")
 

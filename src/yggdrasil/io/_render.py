@@ -12,6 +12,7 @@ from typing import Any
 MAX_CELL = 40  # characters of one cell
 MAX_COLUMNS = 30  # columns of the preview table (the header still names them all)
 MAX_NAMES = 200  # column names listed in the header and types lines
+MAX_NAME = 80  # characters of one column name or type there
 MAX_CHARS = 20_000  # characters of the whole preview table
 _NUMERIC = ("Int", "UInt", "Float", "Decimal")
 
@@ -27,13 +28,17 @@ def cell(value: Any, limit: int = MAX_CELL) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _clip(text: str, limit: int = MAX_NAME) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def name_list(names: Sequence[str], limit: int = MAX_NAMES) -> str:
-    shown = repr(list(names[:limit]))
+    shown = repr([_clip(n) for n in names[:limit]])
     return shown if len(names) <= limit else f"{shown[:-1]}, ... {len(names) - limit} more]"
 
 
 def type_list(names: Sequence[str], dtypes: Sequence[str], limit: int = MAX_NAMES) -> str:
-    pairs = [f"{n}: {t}" for n, t in zip(names[:limit], dtypes[:limit], strict=False)]
+    pairs = [f"{_clip(n)}: {_clip(t)}" for n, t in zip(names[:limit], dtypes[:limit], strict=False)]
     more = f", ... {len(names) - limit} more" if len(names) > limit else ""
     return ", ".join(pairs) + more
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 MAX_RESULT_ROWS = 1000
+MAX_FILES = 16  # distinct files one query may name
 _TABLE = "__loki_table_{}"
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
@@ -149,6 +150,8 @@ def query_tables(sql: str, sources: Sources | None = None, rows: int = 50) -> Qu
         raise TableError("query: name at least one table file as a quoted path in FROM or "
                          "JOIN, e.g. SELECT * FROM 'data.csv'")
     tables = {ref.path: _TABLE.format(i) for i, ref in enumerate(_unique(refs), 1)}
+    if len(tables) > MAX_FILES:
+        raise TableError(f"query: names {len(tables)} files; at most {MAX_FILES} per query")
     frames = {tables[p]: _scan(p, (sources or {}).get(p)) for p in tables}
     labels = {tables[p]: (sources or {}).get(p, (p, p))[1] for p in tables}
     return _run(_rewrite(sql, refs, tables), frames, labels, rows)

@@ -49,7 +49,8 @@ class TablePreview:
         shown = self.head.height
         if shown == 0:
             return "\n".join([*lines, "(no rows to show)"])
-        lines.append(f"first {shown} rows:" if shown != self.rows else f"all {shown} rows:")
+        noun = "row" if shown == 1 else "rows"
+        lines.append(f"all {shown} {noun}:" if shown == self.rows else f"first {shown} {noun}:")
         lines += _render.table_lines(self.columns, self.dtypes, self.head.rows())
         return "\n".join(lines)
 

@@ -9,8 +9,7 @@ missing, the resolved path is passed instead.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,18 +27,19 @@ def fd_path(fd: int, real: Path) -> str:
 class TableReader:
     root: Root
 
-    @contextmanager
-    def _opened(self, path: str, stack: ExitStack) -> Iterator[tuple[str, str]]:
+    def _open(self, path: str, stack: ExitStack) -> tuple[str, str]:
+        """(a path polars can read, the root-relative label); the fd lives as long as ``stack``."""
         real = self.root.resolve(path)
         fd = stack.enter_context(self.root.open_file(real))
-        yield fd_path(fd, real), self.root.rel(real)
+        return fd_path(fd, real), self.root.rel(real)
 
     def read_table(self, path: str, rows: int = 10, sheet: str = "") -> str:
         from yggdrasil.io import TableError, preview_table
 
         if not 0 <= rows <= 1000:
             raise ToolError("rows must be between 0 and 1000")
-        with ExitStack() as stack, self._opened(path, stack) as (source, rel):
+        with ExitStack() as stack:
+            source, rel = self._open(path, stack)
             try:
                 return preview_table(source, rows, label=rel, sheet=sheet or None).render()
             except TableError as exc:
@@ -47,14 +47,15 @@ class TableReader:
 
     def query_table(self, sql: str, rows: int = 50) -> str:
         from yggdrasil.io import TableError, find_table_refs, query_tables
+        from yggdrasil.io.query import MAX_FILES
 
         if not 1 <= rows <= 1000:
             raise ToolError("rows must be between 1 and 1000")
+        paths = list(dict.fromkeys(ref.path for ref in find_table_refs(sql)))
+        if len(paths) > MAX_FILES:  # refused before any of them is opened
+            raise ToolError(f"the query names {len(paths)} files; at most {MAX_FILES} per query")
         with ExitStack() as stack:
-            sources: dict[str, tuple[str | Path, str]] = {}
-            for ref in find_table_refs(sql):
-                if ref.path not in sources:
-                    sources[ref.path] = stack.enter_context(self._opened(ref.path, stack))
+            sources = {path: self._open(path, stack) for path in paths}
             try:
                 return query_tables(sql, sources, rows).render()
             except TableError as exc:
