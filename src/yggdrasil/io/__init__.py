@@ -1,10 +1,24 @@
-"""yggdrasil.io: tabular files (CSV, Parquet) opened lazily and previewed.
+"""yggdrasil.io: table files (CSV/TSV, Parquet, Arrow IPC/Feather, JSON/NDJSON, XLSX).
 
-Importing this package does no work; polars is imported on first use.
+Detect a file's format (by content when the extension is missing or wrong), open it
+lazily with polars, preview its shape, types and first rows, and query files with SQL.
+Importing this package does no work; polars (and fastexcel) are imported on first use.
 """
 
 from __future__ import annotations
 
-from .tables import TableError, TablePreview, preview_table
+from ._detect import FORMATS
+from .query import QueryResult, TableRef, find_table_refs, query_tables
+from .tables import TableError, TablePreview, preview_table, scan_table
 
-__all__ = ["TableError", "TablePreview", "preview_table"]
+__all__ = [
+    "FORMATS",
+    "QueryResult",
+    "TableError",
+    "TablePreview",
+    "TableRef",
+    "find_table_refs",
+    "preview_table",
+    "query_tables",
+    "scan_table",
+]

@@ -1,53 +1,98 @@
-"""Detect a table's format, scan it lazily, and preview its first rows."""
+"""Detect a table's format, scan it lazily, and preview its shape, types and first rows.
+
+``preview_table`` reads what a preview needs and no more: the first 64 KB to detect the
+format, the schema, the first rows, and the row count only where it is cheap (see
+``_readers``). ``scan_table`` gives the same file as a polars LazyFrame, for SQL.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from . import _render
+from ._detect import EXTENSIONS, FORMAT_NAMES, Detected, Sample, detect_format
+from ._errors import TableError, translating
+from ._readers import LAZY_FORMATS, human_size, lazy_frame, load_whole, open_preview
 
-class TableError(ValueError):
-    """A file that cannot be read as a table; the message names the file and the problem."""
+if TYPE_CHECKING:
+    import polars as pl
+
+MAX_PREVIEW_ROWS = 1000
 
 
 @dataclass
 class TablePreview:
+    """A table's shape, types and first rows; ``render()`` is what a model reads."""
+
     path: str
     fmt: str
-    rows: int | None
+    rows: int | None  # None when counting would mean reading the whole file
     columns: list[str]
     dtypes: list[str]
     head: Any  # a polars DataFrame of the first rows
+    rows_note: str = ""  # how the rows were counted, or why they were not
+    detail: str = ""  # e.g. "delimiter ';'" or "sheet 'Data' of ['Data', 'Notes']"
+    note: str = ""  # e.g. "named .parquet, but the content is CSV"
+    size: int = 0
 
     def render(self) -> str:
         rows = "?" if self.rows is None else str(self.rows)
-        types = "  ".join(f"{c}: {t}" for c, t in zip(self.columns, self.dtypes, strict=True))
-        return (f"{self.path}  shape=({rows}, {len(self.columns)})  columns={self.columns}\n"
-                f"types: {types}\n{self.head}")
+        fmt = ", ".join(p for p in (FORMAT_NAMES.get(self.fmt, self.fmt), self.detail) if p)
+        lines = [f"{self.path}  shape=({rows}, {len(self.columns)})  "
+                 f"columns={_render.name_list(self.columns)}",
+                 f"format: {fmt}, {human_size(self.size)}" + (f"; {self.note}" if self.note else ""),
+                 f"rows: {self.rows_note}" if self.rows is None
+                 else f"rows: {self.rows:,} ({self.rows_note})",
+                 f"types: {_render.type_list(self.columns, self.dtypes)}"]
+        shown = self.head.height
+        if shown == 0:
+            return "\n".join([*lines, "(no rows to show)"])
+        noun = "row" if shown == 1 else "rows"
+        lines.append(f"all {shown} {noun}:" if shown == self.rows else f"first {shown} {noun}:")
+        lines += _render.table_lines(self.columns, self.dtypes, self.head.rows())
+        return "\n".join(lines)
 
 
-_FORMATS = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+def preview_table(path: str | Path, rows: int = 10, *, label: str | None = None,
+                  fmt: str | None = None, sheet: str | None = None) -> TablePreview:
+    """Shape, types and the first ``rows`` rows of the table file at ``path``.
 
-
-def preview_table(path: str | Path, rows: int = 10, *, label: str | None = None) -> TablePreview:
-    import polars as pl
-
-    path = Path(path)
-    fmt = _FORMATS.get(path.suffix.lower())
+    ``label`` is the name shown (and used for the extension when ``path`` has none, e.g.
+    a ``/proc/self/fd/N`` path); ``fmt`` overrides detection; ``sheet`` picks an XLSX
+    sheet by name or 0-based index. Raises TableError naming the file and the problem.
+    """
     name = label or str(path)
-    if fmt is None:
-        raise TableError(f"{name}: unknown table format; read_table reads .csv, .tsv, .parquet")
-    try:
-        if fmt == "parquet":
-            lf = pl.scan_parquet(path)
-        else:
-            sep = "\t" if path.suffix.lower() == ".tsv" else ","
-            lf = pl.scan_csv(path, separator=sep)
-        schema = lf.collect_schema()
-        head = lf.head(rows).collect()
-        count = lf.select(pl.len()).collect().item()
-    except Exception as exc:
-        raise TableError(f"{name}: cannot read as {fmt}: {exc}") from exc
-    return TablePreview(name, fmt, count, list(schema.names()), [str(t) for t in schema.dtypes()],
-                        head)
+    if not 0 <= rows <= MAX_PREVIEW_ROWS:
+        raise TableError(f"{name}: rows must be between 0 and {MAX_PREVIEW_ROWS}")
+    sample, det = _detect(path, name, fmt)
+    with translating(name, FORMAT_NAMES[det.fmt]):
+        found = open_preview(path, det, sample, rows, name, sheet)
+    detail = found.detail or (f"delimiter {det.separator!r}" if det.fmt in ("csv", "tsv") else "")
+    return TablePreview(name, det.fmt, found.rows, list(found.schema.names()),
+                        [str(t) for t in found.schema.dtypes()], found.head,
+                        found.rows_note, detail, det.note, sample.size)
+
+
+def scan_table(path: str | Path, *, label: str | None = None, fmt: str | None = None) -> pl.LazyFrame:
+    """The table at ``path`` as a LazyFrame (JSON arrays and XLSX are loaded whole, bounded).
+
+    The schema is read here, so a file that cannot be read fails now, naming the file.
+    """
+    name = label or str(path)
+    sample, det = _detect(path, name, fmt)
+    with translating(name, FORMAT_NAMES[det.fmt]):
+        if det.fmt in LAZY_FORMATS:
+            lf = lazy_frame(path, det)
+            lf.collect_schema()
+            return lf
+        return load_whole(path, det, sample, name).lazy()
+
+
+def _detect(path: str | Path, name: str, fmt: str | None) -> tuple[Sample, Detected]:
+    with translating(name, "a table"):
+        sample = Sample.of(path)
+    # The path's extension when it has a known one, else the label's (a /proc/self/fd path).
+    suffix = Path(path).suffix if Path(path).suffix.lower() in EXTENSIONS else Path(name).suffix
+    return sample, detect_format(name, sample, fmt, suffix=suffix)

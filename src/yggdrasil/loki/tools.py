@@ -189,7 +189,8 @@ def filesystem_toolbox(
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
-    The read tools (list_dir, read_file, find, grep, read_table) are always present.
+    The read tools (list_dir, read_file, find, grep, read_table, query_table) are always
+    present.
     write_file, edit_file, run_python and run are added unless ``read_only``.
     ``allow_shell`` is kept for back-compat and no longer gates ``run``. Network tools
     (web_*) are added only with ``allow_web``. ``confirm(action) -> bool`` is asked before
@@ -256,9 +257,18 @@ def _read_tools(root: Root, files: Files) -> list[Tool]:
               "glob": "only files whose name matches this glob, e.g. '*.py'"},
              search.grep),
         Tool("read_table", "Show a table file's shape, column types and first rows "
-             "(CSV/TSV, Parquet).",
-             {"path": f"table file, {_PATH}", "rows": "how many rows to preview (default 10)"},
+             "(CSV/TSV, Parquet, Arrow/Feather, JSON/NDJSON, XLSX; detected by content).",
+             {"path": f"table file, {_PATH}",
+              "rows": "how many rows to preview, 0-1000 (default 10)",
+              "sheet": "XLSX sheet name or 0-based index (default the first sheet)"},
              tables.read_table),
+        Tool("query_table", "Run SQL over table files, each named as a quoted path, e.g. "
+             "SELECT city, avg(price) FROM 'sales.parquet' GROUP BY city. Files are scanned "
+             "lazily; the result is cut at `rows`.",
+             {"sql": "a SELECT query; name files in FROM / JOIN as quoted paths "
+                     f"{_PATH}, e.g. FROM 'data/sales.csv'",
+              "rows": "most result rows to show, 1-1000 (default 50)"},
+             tables.query_table),
     ]
 
 

@@ -9,7 +9,6 @@ httpx, trafilatura and pillow (the ``web`` extra) are imported on first use.
 
 from __future__ import annotations
 
-import inspect
 import io
 import stat
 import tempfile
@@ -183,10 +182,7 @@ def _preview(body: bytes, suffix: str, label: str, fmt: str) -> str:
     with tempfile.TemporaryDirectory(prefix="loki-web-") as folder:
         path = Path(folder) / f"download{suffix}"
         path.write_bytes(body)
-        # Until yggdrasil.io takes fmt=, the file name's extension carries the format.
-        accepts_fmt = "fmt" in inspect.signature(preview_table).parameters
-        extra = {"fmt": fmt} if fmt and accepts_fmt else {}
-        return preview_table(path, PREVIEW_ROWS, label=label, **extra).render()
+        return preview_table(path, PREVIEW_ROWS, label=label, fmt=fmt or None).render()
 
 
 def _image_facts(got: Download) -> str:
