@@ -12,10 +12,10 @@ import codecs
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ._found import Found, Hit, HitCollector, PathCollector, Pattern, Query, Skips
+from ._found import Accept, Found, Hit, HitCollector, PathCollector, Pattern, Query, Skips
 from ._observe import MAX_ENTRIES, MAX_HITS, clip_line
 from ._root import Root
 from ._walk import FILE_FLAGS, Walker
@@ -122,11 +122,11 @@ class PythonEngine:
     root: Root
     name: str = "python"
 
-    def find(self, query: Query, accept: Callable[[str], bool]) -> Found:
+    def find(self, query: Query, accept: Accept) -> Found:
         skips, paths = Skips(), PathCollector(MAX_ENTRIES)
         for visit in Walker(self.root, query, skips).files():
             if accept(visit.rel):
-                paths.add(visit.rel)
+                paths.extend([visit.rel])
         return paths.found(skips)
 
     def grep(self, query: Query, pattern: Pattern) -> Found:

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import re
 import stat
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from ._found import Found, Pattern, Query
+from ._found import Accept, Found, Pattern, Query
 from ._globs import GlobError, glob_regex, rebase_ignore_text
 from ._pysearch import COUNT_LIMIT, PythonEngine
 from ._rg import RgEngine, find_rg
@@ -33,7 +32,7 @@ Backend = Literal["auto", "rg", "python"]
 class Engine(Protocol):
     name: str
 
-    def find(self, query: Query, accept: Callable[[str], bool]) -> Found: ...
+    def find(self, query: Query, accept: Accept) -> Found: ...
 
     def grep(self, query: Query, pattern: Pattern) -> Found: ...
 
@@ -57,7 +56,9 @@ class Search:
 
     def find(self, pattern: str, path: str = ".", include_ignored: bool = False) -> str:
         accept = path_matcher(pattern)
-        query = self._query(path, include_ignored)
+        # A name glob also goes to the engine, which then skips other names itself.
+        name_glob = "" if "/" in pattern.strip() else pattern.strip()
+        query = self._query(path, include_ignored, name_glob)
         found = self.engine().find(query, accept)
         if not found.rows:
             return _joined([f"no files match {pattern!r} under {query.start}",
@@ -116,7 +117,7 @@ class Search:
             return ""
 
 
-def path_matcher(pattern: str) -> Callable[[str], bool]:
+def path_matcher(pattern: str) -> Accept:
     """find's test: a glob without '/' matches the file name, one with '/' the whole
     root-relative path (``*`` stays inside a folder, ``**`` crosses folders)."""
     glob = pattern.strip()
@@ -124,14 +125,13 @@ def path_matcher(pattern: str) -> Callable[[str], bool]:
         raise ToolError("pattern is empty; use '*' to list every file, or '*.py'")
     if glob.endswith("/"):
         glob += "**"
-    by_path = "/" in glob
     try:
-        rx = re.compile(glob_regex(glob.removeprefix("/"), literal_separator=by_path))
+        rx = glob_regex(glob.removeprefix("/"), literal_separator=True)
     except GlobError as exc:
         raise ToolError(str(exc)) from exc
-    if by_path:
-        return lambda rel: rx.fullmatch(rel) is not None
-    return lambda rel: rx.fullmatch(rel.rsplit("/", 1)[-1]) is not None
+    if "/" not in glob:
+        rx = f"(?:.*/)?(?:{rx})"  # '*' and '?' never match '/', so this is the name
+    return re.compile(rx).fullmatch
 
 
 def _check_glob(glob: str) -> None:
