@@ -185,6 +185,18 @@ def test_errors(tree: Path, engine: str) -> None:
         s.grep("a\nb")
     with pytest.raises(ToolError, match="unclosed"):
         s.grep("x", glob="*.{py")
+    with pytest.raises(ToolError, match="file names only"):
+        s.grep("x", glob="pkg/*.py")
+    with pytest.raises(ToolError, match="pattern is empty"):
+        s.find(" ")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_explicit_hidden_folder_and_dash_pattern(tree: Path, engine: str) -> None:
+    s = search(tree, engine)
+    assert s.grep("needle", path=".cache") == ".cache/x.py:1: needle hidden folder"
+    assert s.grep("-x", path="app.py").startswith("no matches for '-x'")
+    assert s.find("pkg/").splitlines()[:3] == ["pkg/important.txt", "pkg/mod.py", "pkg/sub/code.py"]
 
 
 def test_toolbox_reports_errors_as_observations(tree: Path, box: Toolbox) -> None:
@@ -287,7 +299,8 @@ def test_engines_agree_on_tricky_ignore_files(root: Path, tool: str, args: dict[
     ("grep", {"pattern": "NEEDLE", "ignore_case": True, "glob": "*.{py,txt}"}),
     ("grep", {"pattern": r"needle \w+$", "path": "pkg"}), ("grep", {"pattern": "^$|needle$"}),
     ("find", {"pattern": "*"}), ("find", {"pattern": "*", "include_ignored": True}),
-    ("find", {"pattern": "pkg/"}),
+    ("find", {"pattern": "pkg/"}), ("grep", {"pattern": "needle", "path": ".cache"}),
+    ("grep", {"pattern": "-?needle", "glob": "*.txt"}), ("find", {"pattern": "**"}),
 ])
 def test_engines_agree_on_the_fixture_tree(tree: Path, tool: str, args: dict[str, object]) -> None:
     outs = [getattr(search(tree, engine), tool)(**args) for engine in ("rg", "python")]
