@@ -88,12 +88,14 @@ class HitCollector:
         self.keep, self.limit = keep, limit
         self.hits: list[Hit] = []
         self.pending: list[Hit] = []
+        self.pending_count = 0
         self.count = 0
         self.first: list[Hit] | None = None
         self.cut: Key | None = None
 
     def add(self, hit: Hit) -> bool:
         self.count += 1
+        self.pending_count += 1
         if self.count <= self.limit + 1:
             self.pending.append(hit)
         if self.count == self.keep + 1 and self.first is None:
@@ -103,10 +105,10 @@ class HitCollector:
 
     def end_file(self, binary: bool) -> None:
         if binary:
-            self.count -= len(self.pending)
+            self.count -= self.pending_count
         else:
             self.hits += self.pending
-        self.pending = []
+        self.pending, self.pending_count = [], 0
 
     @property
     def over(self) -> bool:

@@ -56,7 +56,7 @@ class Search:
 
     def find(self, pattern: str, path: str = ".", include_ignored: bool = False) -> str:
         accept = path_matcher(pattern)
-        # A name glob also goes to the engine, which then skips other names itself.
+        # A name glob also goes in the query: the Python walk then skips other names early.
         name_glob = "" if "/" in pattern.strip() else pattern.strip()
         query = self._query(path, include_ignored, name_glob)
         found = self.engine().find(query, accept)
