@@ -247,14 +247,22 @@ def _read_tools(root: Root, files: Files) -> list[Tool]:
               "start": "first line to show, 1-based (default 1)",
               "end": "last line to show, inclusive (default 0: a window of up to 2000 lines)"},
              files.read_file),
-        Tool("find", "Find files whose name or relative path matches a glob, e.g. '*.py'.",
-             {"pattern": "glob matched against the file name and the root-relative path",
-              "path": f"folder to search, {_PATH}; default the root"},
+        Tool("find", "Find files by glob, e.g. '*.py' or 'src/**/test_*.py'; one path per line. "
+             "Skips .git, hidden files and what .gitignore/.ignore exclude, and says how many.",
+             {"pattern": "glob: without '/' it matches file names at any depth; with '/' the "
+                         "root-relative path ('*' stays in one folder, '**' crosses folders)",
+              "path": f"folder to search, {_PATH}; default the root",
+              "include_ignored": "also list ignored and hidden files (default false; .git never)"},
              search.find),
-        Tool("grep", "Search file contents for a regex; prints 'path:line: text'.",
-             {"pattern": "regular expression",
+        Tool("grep", "Search file contents for a regex; prints 'path:line: text'. Skips .git, "
+             "hidden, ignored (.gitignore/.ignore) and binary files, and says how many.",
+             {"pattern": "regular expression (ripgrep/Rust syntax; no look-around or "
+                         "backreferences), matched line by line",
               "path": f"file or folder to search, {_PATH}; default the root",
-              "glob": "only files whose name matches this glob, e.g. '*.py'"},
+              "glob": "only files whose name matches this glob, e.g. '*.py' or '*.{js,ts}'",
+              "ignore_case": "match case-insensitively (default false)",
+              "include_ignored": "also search ignored and hidden files (default false; "
+                                 "binary files and .git never)"},
              search.grep),
         Tool("read_table", "Show a table file's shape, column types and first rows "
              "(CSV/TSV, Parquet, Arrow/Feather, JSON/NDJSON, XLSX; detected by content).",
