@@ -86,7 +86,7 @@ class Root:
         return real.relative_to(self.path).parts
 
     @contextmanager
-    def _dir_fd(self, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
+    def folder_fd(self, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
         """An fd of the folder root/parts, reached without following any symlink."""
         fd = os.open(self.path, _DIR_FLAGS)
         try:
@@ -104,7 +104,7 @@ class Root:
         if not parts:
             return os.stat(self.path)
         try:
-            with self._dir_fd(parts[:-1]) as dfd:
+            with self.folder_fd(parts[:-1]) as dfd:
                 return os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
             return None
@@ -116,7 +116,7 @@ class Root:
         if not parts:
             raise PathError(f"{self.rel(real)} is a folder, not a file")
         try:
-            with self._dir_fd(parts[:-1]) as dfd:
+            with self.folder_fd(parts[:-1]) as dfd:
                 fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
             raise PathError(f"{self.rel(real)} does not exist") from None
@@ -149,7 +149,7 @@ class Root:
         if not parts:
             raise PathError("the root itself is a folder, not a file")
         rel = self.rel(real)
-        with self._dir_fd(parts[:-1], create=True) as dfd:
+        with self.folder_fd(parts[:-1], create=True) as dfd:
             name = parts[-1]
             old = _lstat_at(dfd, name)
             if old is not None and not stat.S_ISREG(old.st_mode):

@@ -62,10 +62,10 @@ class Walker:
         parts = () if self.query.start == "." else tuple(self.query.start.split("/"))
         if self.query.start_is_file:
             # Root owns the descriptor walk; a file named explicitly is always searched.
-            with self.root._dir_fd(parts[:-1]) as dfd:
+            with self.root.folder_fd(parts[:-1]) as dfd:
                 yield Visit(self.query.start, dfd, parts[-1])
             return
-        with self.root._dir_fd(parts) as fd:
+        with self.root.folder_fd(parts) as fd:
             yield from self._folder(fd, self.query.start, ())
 
     def _folder(self, fd: int, folder: str, levels: tuple[Level, ...]) -> Iterator[Visit]:
