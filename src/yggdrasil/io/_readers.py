@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ._detect import FORMAT_NAMES, Detected, Sample, estimate_rows
 from ._errors import TableError, is_library_failure
 from ._json import read_json_head
+from ._units import human_size
 
 if TYPE_CHECKING:
     import polars as pl
@@ -205,11 +206,3 @@ def fastexcel_module(name: str) -> Any:
                          "pip install 'yggdrasil-loki[xlsx]'") from None
     mod: ModuleType = fastexcel
     return mod
-
-
-def human_size(n: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"

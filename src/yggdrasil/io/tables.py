@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from . import _render
 from ._detect import EXTENSIONS, FORMAT_NAMES, Detected, Sample, detect_format
 from ._errors import TableError, translating
-from ._readers import LAZY_FORMATS, human_size, lazy_frame, load_whole, open_preview
+from ._readers import LAZY_FORMATS, lazy_frame, load_whole, open_preview
+from ._units import human_size
 
 if TYPE_CHECKING:
     import polars as pl

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from yggdrasil.io._units import human_size
+
+__all__ = ["clip_line", "clip_list", "clip_text", "human_size"]
+
 MAX_OBSERVATION = 100_000  # characters: the last guard, applied by Toolbox.call
 MAX_LINE = 2_000  # characters of one line shown by read_file and grep
 MAX_READ_CHARS = 50_000  # characters of one read_file window
@@ -36,11 +40,3 @@ def clip_text(text: str, limit: int = MAX_OBSERVATION) -> str:
     head, tail = text[: limit * 3 // 4], text[-(limit // 4) :]
     cut = len(text) - len(head) - len(tail)
     return f"{head}\n[... {cut} characters cut from the middle; ask for less at a time ...]\n{tail}"
-
-
-def human_size(n: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
