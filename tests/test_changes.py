@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 from pathlib import Path
 
-from yggdrasil.loki._changes import snapshot
+import pytest
+
+from yggdrasil.loki._changes import diff, snapshot
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 
@@ -149,3 +152,77 @@ def test_toolbox_without_journal_reverts_nothing() -> None:
 def test_unsandboxed_runs_track_changes_as_well(root: Path) -> None:
     box = filesystem_toolbox(root, sandbox="off")
     assert box.call("run", {"command": "touch z"}).endswith("changed:\ncreated z\n")
+
+
+# -- the inotify view must agree with two full snapshots --------------------------------
+
+SCENARIOS = {
+    "nested new folders": "mkdir -p n/m && echo x > n/m/f && touch n/g",
+    "folder renamed": "mv pkg pkg2",
+    "folder moved twice": "mv pkg/sub other && mv other pkg/sub2",
+    "folder swap": "mv pkg tmp && mv lib pkg && mv tmp lib",
+    "tree removed": "rm -rf pkg",
+    "new virtualenv": "mkdir env && touch env/pyvenv.cfg env/x && mkdir env/lib && touch env/lib/y",
+    "file becomes folder": "rm a.txt && mkdir a.txt && touch a.txt/inner",
+    "folder becomes file": "rm -rf lib && echo now-a-file > lib",
+    "metadata only": "chmod 700 a.txt && touch -m -d @0 b.txt",
+    "links": "ln -s a.txt link && ln -s pkg dlink && ln a.txt hard",
+    "files moved across folders": "mv pkg/x.txt . && mv b.txt pkg/",
+    "skipped folders": "mkdir -p node_modules/a .git && touch node_modules/a/b .git/HEAD c.txt",
+    "copied then trimmed": "cp -r pkg pkg_copy && rm -r pkg_copy/sub",
+    "moved in from TMPDIR": "mkdir $TMPDIR/t && touch $TMPDIR/t/f && mv $TMPDIR/t moved",
+    "same size rewrite": "printf 'A' > a.txt.new && mv a.txt.new a.txt",
+    "many new files in a new folder": "mkdir many && cd many && for i in $(seq 150); do : > f$i; done",
+    "nothing": "true",
+}
+
+
+def _start_tree(root: Path) -> None:
+    for rel, text in {"a.txt": "a", "b.txt": "b", "pkg/x.txt": "x", "pkg/sub/y.txt": "y",
+                      "lib/z.txt": "z"}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def _section(out: str) -> list[str]:
+    return out.split("changed:\n", 1)[1].splitlines() if "changed:\n" in out else []
+
+
+@pytest.mark.parametrize("command", SCENARIOS.values(), ids=SCENARIOS.keys())
+def test_watched_changes_match_full_snapshots(root: Path, box: Toolbox, command: str) -> None:
+    _start_tree(root)
+    box.call("run", {"command": "true"})  # builds the watched view
+    (root / "b.txt").write_text("changed between commands, by someone else")
+    (root / "lib" / "new.txt").write_text("also not the command's doing")
+    before = snapshot(root)
+    out = box.call("run", {"command": command})
+    assert out.startswith("exit=0"), out
+    expected = diff(before, snapshot(root)).lines()
+    assert _section(out) == expected
+    # and the view stays right for the next command
+    before = snapshot(root)
+    out = box.call("run", {"command": "touch a.txt.2 && rm -f b.txt"})
+    assert _section(out) == diff(before, snapshot(root)).lines()
+
+
+def test_changes_are_tracked_without_inotify(root: Path, box: Toolbox,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "no-inotify")
+    scanning = filesystem_toolbox(root)
+    _start_tree(root)
+    out = scanning.call("run", {"command": "mv pkg pkg2 && touch new"})
+    assert _section(out) == ["created new", "created pkg2/sub/y.txt", "created pkg2/x.txt",
+                             "deleted pkg/sub/y.txt", "deleted pkg/x.txt"]
+
+
+def test_an_overflowing_event_queue_falls_back_to_a_full_scan(root: Path, box: Toolbox) -> None:
+    box.call("run", {"command": "true"})
+    shell = box.tools["run"].run.__self__  # type: ignore[attr-defined]
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    count = limit // 2 + 10  # each new file queues a create and a close-write event at least
+    out = box.call("run_python", {"code": f"for i in range({count}): open(f'f{{i}}', 'w').close()"})
+    assert shell.tracker.watch is not None and not shell.tracker.watch.complete  # it overflowed
+    assert out.startswith("exit=0") and len(box.changed) == count
+    assert set(box.changes.values()) == {"created"}
+    out = box.call("run", {"command": "rm f1 && touch g"})  # rebuilt for the next command
+    assert _section(out) == ["created g", "deleted f1"] and shell.tracker.watch.complete

@@ -15,7 +15,7 @@ hides it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,13 +54,24 @@ class Diff:
                 for path in paths]
 
 
-def snapshot(root: Path, *, skip: Iterable[Path] = (), limit: int = MAX_FILES) -> Snapshot:
-    """Stat every file below ``root`` (not following links), minus the skipped folders."""
+def snapshot(root: Path, *, skip: Iterable[Path] = (), limit: int = MAX_FILES,
+             below: str = "", on_dir: Callable[[str, str], None] | None = None) -> Snapshot:
+    """Stat every file below ``root`` (not following links), minus the skipped folders.
+
+    ``below`` (a root-relative folder) walks only that subtree and counts it among the
+    folders; ``on_dir(rel, path)`` hears every folder about to be listed, the start
+    included (rel "" for the root), virtualenvs too (they are dropped from ``dirs``).
+    """
     snap = Snapshot()
     skip_real = {os.fspath(p) for p in skip}
-    stack = [(os.fspath(root), "")]
+    start = os.path.join(os.fspath(root), below) if below else os.fspath(root)
+    stack = [(start, below + "/" if below else "")]
+    if below:
+        snap.dirs.add(below)
     while stack:
         folder, prefix = stack.pop()
+        if on_dir is not None:  # before listing: whatever appears after is still heard of
+            on_dir(prefix[:-1], folder)
         try:
             with os.scandir(folder) as it:
                 entries = list(it)
@@ -80,20 +91,30 @@ def snapshot(root: Path, *, skip: Iterable[Path] = (), limit: int = MAX_FILES) -
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            snap.files[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+            snap.files[rel] = signature(st)
         if len(snap.files) > limit:
             snap.complete = False
             break
     return snap
 
 
+def signature(st: os.stat_result) -> Signature:
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+
+
 def diff(before: Snapshot, after: Snapshot) -> Diff:
     if not (before.complete and after.complete):
         return Diff(tracked=False)
     old, new = before.files, after.files
-    return Diff(
-        created=sorted(p for p in new if p not in old),
-        modified=sorted(p for p, sig in new.items() if p in old and old[p] != sig),
-        deleted=sorted(p for p in old if p not in new),
-        created_dirs=sorted(after.dirs - before.dirs),
-    )
+    found = Diff(created_dirs=sorted(after.dirs - before.dirs))
+    for path, sig in new.items():  # one pass; the (short) result lists are sorted after
+        was = old.get(path)
+        if was is None:
+            found.created.append(path)
+        elif was != sig:
+            found.modified.append(path)
+    if len(old) + len(found.created) != len(new):
+        found.deleted = [p for p in old if p not in new]
+    for paths in (found.created, found.modified, found.deleted):
+        paths.sort()
+    return found

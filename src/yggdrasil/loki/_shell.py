@@ -2,8 +2,9 @@
 
 Each call gets a private scratch folder (its TMPDIR, removed afterwards), the caller's
 environment without secrets, and, where Landlock is available, a fence applied in its
-own process by the ``_sandbox`` launcher. The root is snapshotted (stat only) before and
-after, and the difference is told in the observation and to the run's journal.
+own process by the ``_sandbox`` launcher. A ChangeTracker (``_watch``) finds what the
+command created, modified or deleted in the root; the observation says it and the run's
+journal records it.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from pathlib import Path
 from typing import Literal
 
 from . import _sandbox
-from ._changes import Diff, diff, snapshot
+from ._changes import Diff
 from ._env import scrubbed
 from ._journal import Journal
 from ._observe import clip_list
 from ._proc import run_process
 from ._root import Root
+from ._watch import ChangeTracker
 from .errors import PathError, ToolError
 
 SandboxMode = Literal["auto", "require", "off"]
@@ -55,8 +57,10 @@ class Shell:
     writable: list[Path] = field(default_factory=list)
     env: Mapping[str, str] | None = None  # passed through as given, even secret-looking names
     shell: str = field(default_factory=lambda: shutil.which("bash") or "/bin/sh")
+    tracker: ChangeTracker = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.tracker = ChangeTracker(self.root.path)
         if self.sandbox not in SANDBOX_MODES:
             raise ValueError(f"sandbox must be one of {SANDBOX_MODES}, not {self.sandbox!r}")
 
@@ -147,9 +151,9 @@ class Shell:
             argv = _sandbox.launcher_argv(sys.executable, allowed, network=self.network,
                                           abi=abi, argv=argv)
         skip = [scratch, *(self.journal.private_dirs() if self.journal else [])]
-        before = snapshot(self.root.path, skip=skip)
+        self.tracker.begin(skip)
         done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env)
-        changes = diff(before, snapshot(self.root.path, skip=skip))
+        changes = self.tracker.end(skip)
         if self.journal is not None:
             self.journal.after_command(changes)
         observation = done.observation()

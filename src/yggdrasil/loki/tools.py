@@ -132,6 +132,7 @@ class Toolbox:
     status: str = field(default="", compare=False)
     changes: dict[str, str] = field(default_factory=dict, compare=False)
     journal: Journal | None = field(default=None, repr=False, compare=False)
+    _listed: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def add(self, tool: Tool) -> Tool:
         """Register a tool; a second tool with the same name is a definition error."""
@@ -161,7 +162,10 @@ class Toolbox:
 
     def record(self, path: str, status: str | None = None) -> None:
         """Note a root-relative path as changed (first touch only), with its latest status."""
-        if path not in self.changed:
+        if len(self._listed) != len(self.changed):  # ``changed`` was edited from outside
+            self._listed = set(self.changed)
+        if path not in self._listed:
+            self._listed.add(path)
             self.changed.append(path)
         if status is not None:
             self.changes[path] = status
