@@ -173,6 +173,8 @@ SCENARIOS = {
     "moved in from TMPDIR": "mkdir $TMPDIR/t && touch $TMPDIR/t/f && mv $TMPDIR/t moved",
     "same size rewrite": "printf 'A' > a.txt.new && mv a.txt.new a.txt",
     "many new files in a new folder": "mkdir many && cd many && for i in $(seq 150); do : > f$i; done",
+    "nested and look-alike folders": "mkdir pkg/c2 pkg-b && touch pkg-b/f && mv pkg pkg.old && "
+                                     "mkdir pkg && touch pkg/x.txt",
     "nothing": "true",
 }
 

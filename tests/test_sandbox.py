@@ -29,7 +29,11 @@ def test_writes_outside_the_root_are_refused(root: Path, box: Toolbox) -> None:
                                       "echo y >> ../outside/secret.txt; "
                                       "rm ../outside/secret.txt; mkdir ../outside/d"})
     assert "stdout:\ninside\n" in out
-    assert out.count("Permission denied") == 4, out
+    stderr = out.split("\nstderr:\n", 1)[1].split("changed:\n")[0]
+    assert stderr.count("Permission denied") == 4, out
+    assert out.endswith("changed:\ncreated in.txt\n[sandbox: commands may write only inside "
+                        "the root and $TMPDIR; a write elsewhere fails with 'Permission denied'. "
+                        "Work inside the root, or ask the user to add a writable folder]\n")
     assert (root / "in.txt").read_text() == "inside\n"
     assert sorted(os.listdir(outside)) == ["secret.txt"]
     assert (outside / "secret.txt").read_text() == "TOP SECRET\n"

@@ -33,6 +33,10 @@ SandboxMode = Literal["auto", "require", "off"]
 SANDBOX_MODES = ("auto", "require", "off")
 MAX_CHANGE_LINES = 200
 SANDBOX_VAR = "LOKI_SANDBOX"  # tells the command (and a user checking) what fences it
+_DENIED = "ermission denied"  # EACCES as shells, Python and libc word it
+_FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR; a write "
+               "elsewhere fails with 'Permission denied'. Work inside the root, or ask the "
+               "user to add a writable folder]\n")
 
 
 def writable_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -111,8 +115,9 @@ class Shell:
         if not abi:
             why = ('sandbox="off"' if self.sandbox == "off"
                    else str(_sandbox.landlock_status()))
+            net = "network allowed" if self.network else "network NOT blocked (no sandbox)"
             return (f"Commands (run, run_python) are NOT sandboxed ({why}): they can write "
-                    f"anywhere this user can; network allowed; {env}.")
+                    f"anywhere this user can; {net}; {env}.")
         where = "the root and a per-call scratch TMPDIR"
         if self.writable:
             where += " and " + ", ".join(map(str, self.writable))
@@ -148,7 +153,8 @@ class Shell:
         _check_program(argv[0], env)
         if abi:
             allowed = [str(self.root.path), str(scratch), *map(str, self.writable)]
-            argv = _sandbox.launcher_argv(sys.executable, allowed, network=self.network,
+            python = sys.executable or shutil.which("python3") or "python3"
+            argv = _sandbox.launcher_argv(python, allowed, network=self.network,
                                           abi=abi, argv=argv)
         skip = [scratch, *(self.journal.private_dirs() if self.journal else [])]
         self.tracker.begin(skip)
@@ -156,11 +162,12 @@ class Shell:
         changes = self.tracker.end(skip)
         if self.journal is not None:
             self.journal.after_command(changes)
-        observation = done.observation()
-        section = _changed_section(changes)
-        if section and not observation.endswith("\n"):
-            observation += "\n"
-        return observation + section
+        text = done.observation()
+        denied = abi and done.exit_code != 0 and _DENIED in done.stderr.text()
+        for extra in (_changed_section(changes), _FENCE_NOTE if denied else ""):
+            if extra:
+                text += extra if text.endswith("\n") else "\n" + extra
+        return text
 
 
 def _checked(timeout: float) -> float:

@@ -198,11 +198,11 @@ class TreeWatch:
 
 def _outermost(dirty: set[str]) -> list[str]:
     """The dirty folders that are not inside another dirty folder."""
-    kept: list[str] = []
-    for d in sorted(dirty):  # a parent sorts right before its children
-        if not kept or not (d + "/").startswith(kept[-1] + "/"):
-            kept.append(d)
-    return kept
+    def inside_another(d: str) -> bool:
+        parts = d.split("/")
+        return any("/".join(parts[:n]) in dirty for n in range(1, len(parts)))
+
+    return sorted(d for d in dirty if not inside_another(d))
 
 
 class ChangeTracker:
