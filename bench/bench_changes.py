@@ -103,6 +103,9 @@ def main() -> None:
 
     per = median_ms(watched_command, args.rounds * 4)
     row("per command, watched (10 files)", per, "git status --porcelain", git)
+    big = filesystem_toolbox(root)
+    whole = median_ms(partial(big.call, "run", {"command": "true"}), args.rounds * 2)
+    row("run('true') on this tree, all in", whole, "git status --porcelain", git)
 
     with tempfile.TemporaryDirectory() as small:
         direct = median_ms(shell("true", Path(small)), args.rounds * 4)
