@@ -57,6 +57,13 @@ def test_run_python_is_fenced_and_reads_still_work(root: Path, box: Toolbox) -> 
 
 
 @landlock
+def test_no_device_nodes_even_inside_the_root(root: Path, box: Toolbox) -> None:
+    out = box.call("run", {"command": "mknod null-copy c 1 3 || mkfifo fifo && echo made"})
+    assert "mknod: null-copy: Permission denied" in out or "Operation not permitted" in out
+    assert not (root / "null-copy").exists() and "made" in out  # FIFOs are fine
+
+
+@landlock
 def test_devices_and_scratch_stay_writable(box: Toolbox) -> None:
     out = box.call("run", {"command": "echo a > /dev/null && echo b >/dev/zero && "
                                       "echo t > $TMPDIR/t && cat $TMPDIR/t && "

@@ -164,12 +164,13 @@ def restrict_self(writable: list[str], *, network: bool, abi: int) -> None:
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     ruleset = _syscall("create_ruleset", ctypes.byref(attr), ctypes.c_size_t(size),
                        ctypes.c_uint32(0))
+    # Device nodes are never allowed: a root-owned command could otherwise mknod the disk
+    # inside the root and write through it.
+    write = fs & ~(MAKE_CHAR | MAKE_BLOCK)
     try:
         _add_path(ruleset, "/", _READ & fs)
-        for path in writable:
-            _add_path(ruleset, path, fs)
-        for path in DEVICES:
-            _add_path(ruleset, path, fs)
+        for path in (*writable, *DEVICES):
+            _add_path(ruleset, path, write)
         if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         _syscall("restrict_self", ctypes.c_int(ruleset), ctypes.c_uint32(0))
