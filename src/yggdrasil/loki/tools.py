@@ -184,6 +184,7 @@ class Toolbox:
         done = self.journal.revert()
         gone = before - set(self.journal.entries)
         self.changed[:] = [p for p in self.changed if p not in gone]
+        self._listed = set(self.changed)
         for path in gone:
             self.changes.pop(path, None)
         return done
