@@ -166,3 +166,12 @@ def test_scratch_tmpdir_is_private_and_removed(root: Path, box: Toolbox) -> None
     assert not Path(scratch).exists()
     py = box.call("run_python", {"code": "import tempfile; print(tempfile.gettempdir())"})
     assert py.splitlines()[2] != scratch and not Path(py.splitlines()[2]).exists()
+
+
+def test_an_escapee_holding_the_output_is_killed(root: Path, box: Toolbox) -> None:
+    """setsid + an empty environment leaves no trace but the output pipe it still holds."""
+    cmd = ("setsid env -i sleep 300 & pid=$!; echo $pid > esc.pid; "
+           "while [ -n \"$(tr -d '\\0' < /proc/$pid/environ)\" ]; do sleep 0.01; done; echo hi")
+    out = box.call("run", {"command": cmd, "timeout": 20})
+    assert out.startswith("exit=0\nstdout:\nhi\n")
+    assert _settles_dead(int((root / "esc.pid").read_text()))

@@ -4,8 +4,9 @@ A command runs in a new session with stdin at EOF. When it exits or runs out of 
 everything it started is killed: its process group, every process still in its session
 (a child that moved to another process group keeps the session), and every process that
 started after it and still carries its run id in its environment (a daemon that left the
-session with setsid usually keeps its environment). Output is kept as head and tail of
-each stream, so a flood costs a fixed amount of memory.
+session with setsid usually keeps its environment); and if the output pipes are still
+held open after that, whoever holds them. Output is kept as head and tail of each
+stream, so a flood costs a fixed amount of memory.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import secrets
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from io import BufferedReader
@@ -31,7 +33,8 @@ RUN_ID = "LOKI_RUN_ID"  # environment variable that marks a command's processes
 _READ = 1 << 20
 _PIPE_SIZE = 1 << 20  # fewer wake-ups under a flood (F_SETPIPE_SZ; best effort)
 _F_SETPIPE_SZ = 1031
-_GRACE = 2.0  # seconds a stream may stay open after its processes are gone
+_SETTLE = 0.25  # seconds for the pipes to drain once the tree is dead
+_GRACE = 2.0  # seconds a stream may stay open after its last known holder was killed
 _KILL_ROUNDS = 50
 
 
@@ -75,6 +78,7 @@ class Completed:
     stderr: Capture
     timed_out: bool = False
     timeout: float = 0.0
+    held_open: bool = False  # a process that escaped the kill still holds stdout/stderr
 
     def observation(self) -> str:
         if self.timed_out:
@@ -82,7 +86,12 @@ class Completed:
                      "tree; partial output below)")
         else:
             first = f"exit={self.exit_code}"
-        return f"{first}\nstdout:\n{self.stdout.text()}\nstderr:\n{self.stderr.text()}"
+        text = f"{first}\nstdout:\n{self.stdout.text()}\nstderr:\n{self.stderr.text()}"
+        if self.held_open:
+            text += ("" if text.endswith("\n") else "\n") + (
+                "[a background process that left the session still holds the output open; "
+                "output after this point is not shown]\n")
+        return text
 
 
 # -- killing a whole tree -----------------------------------------------------------------
@@ -143,6 +152,24 @@ def kill_tree(leader: int, marker: bytes, since: int) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+def kill_pipe_holders(links: set[str]) -> None:
+    """Kill every other process holding one of these pipes (``pipe:[inode]`` links)."""
+    me = str(os.getpid())
+    with contextlib.suppress(OSError):
+        for pid in [p for p in os.listdir("/proc") if p.isdigit() and p != me]:
+            with contextlib.suppress(OSError):
+                fds = os.listdir(f"/proc/{pid}/fd")
+                if any(_link(f"/proc/{pid}/fd/{fd}") in links for fd in fds):
+                    os.kill(int(pid), signal.SIGKILL)
+
+
+def _link(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
 # -- running ------------------------------------------------------------------------------
 
 
@@ -179,6 +206,7 @@ def run_process(
     streams = [(proc.stdout, out), (proc.stderr, err)]
     for stream, _ in streams:
         _widen(stream)
+    pipes = {f"pipe:[{os.fstat(stream.fileno()).st_ino}]" for stream, _ in streams}
     pumps = [threading.Thread(target=_pump, args=pair, daemon=True) for pair in streams]
     for t in pumps:
         t.start()
@@ -191,6 +219,15 @@ def run_process(
         # The command is over (or out of time): nothing it started may outlive it.
         kill_tree(proc.pid, f"{RUN_ID}={run_id}".encode(), since)
         proc.wait()
-    for t in pumps:
-        t.join(_GRACE)
-    return Completed(proc.returncode, out, err, timed_out, timeout)
+    _join(pumps, _SETTLE)
+    if any(t.is_alive() for t in pumps):  # an escapee without our marker holds the output
+        kill_pipe_holders(pipes)
+        _join(pumps, _GRACE)
+    held = any(t.is_alive() for t in pumps)
+    return Completed(proc.returncode, out, err, timed_out, timeout, held)
+
+
+def _join(threads: list[threading.Thread], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
