@@ -70,6 +70,7 @@ class Journal:
         self.entries: dict[str, Entry] = {}
         self.created_dirs: list[str] = []
         self._store: Path | None = None
+        self._copies = 0  # names the copies; never reused, even after a revert
 
     @property
     def store(self) -> Path:
@@ -93,7 +94,8 @@ class Journal:
             self._note_missing_parents(real)
             self.entries[rel] = Entry(existed=False, exists=False)
             return
-        backup = self.store / f"{len(self.entries):06d}"
+        self._copies += 1
+        backup = self.store / f"{self._copies:06d}"
         with self.root.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as src, \
                 open(backup, "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)
