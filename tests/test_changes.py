@@ -113,14 +113,35 @@ def test_a_whole_run_reverts_byte_for_byte(root: Path, box: Toolbox) -> None:
 def test_shell_changes_without_a_copy_are_listed_not_reverted(root: Path, box: Toolbox) -> None:
     (root / "a.txt").write_text("original")
     (root / "b.txt").write_text("original")
-    box.call("run", {"command": "echo changed > a.txt; rm b.txt; touch c.txt"})
+    box.call("write_file", {"path": "c.txt", "content": "new"})
+    box.call("run", {"command": "echo changed > a.txt; rm b.txt; touch d.txt"})
     report = box.revert()
-    assert report.removed == ["c.txt"]
-    assert set(report.not_reverted) == {"a.txt", "b.txt"}
+    assert report.removed == [] and report.restored == []
+    assert list(report.not_reverted) == ["c.txt", "d.txt", "a.txt", "b.txt"]
     assert "changed by a command" in report.not_reverted["a.txt"]
     assert "deleted by a command" in report.not_reverted["b.txt"]
+    assert "kept because 2 other change(s) cannot be undone" in report.not_reverted["d.txt"]
     assert "not reverted a.txt: changed by a command" in str(report)
-    assert box.changed == ["a.txt", "b.txt"]  # what stays changed, stays listed
+    assert box.changed == ["c.txt", "d.txt", "a.txt", "b.txt"]  # what stays changed, stays listed
+    assert (root / "d.txt").exists() and (root / "c.txt").read_text() == "new"
+
+
+def test_a_moved_tree_is_never_deleted_by_revert(root: Path, box: Toolbox) -> None:
+    (root / "src").mkdir()
+    (root / "src" / "main.py").write_text("precious")
+    box.call("run", {"command": "mv src lib"})
+    report = box.revert()
+    assert (root / "lib" / "main.py").read_text() == "precious"
+    assert set(report.not_reverted) == {"lib/main.py", "src/main.py"}
+
+
+def test_created_files_go_when_everything_else_can_be_undone(root: Path, box: Toolbox) -> None:
+    (root / "a.txt").write_text("original")
+    box.call("edit_file", {"path": "a.txt", "old": "original", "new": "edited"})
+    box.call("run", {"command": "echo again > a.txt; mkdir out && touch out/x"})
+    report = box.revert()
+    assert report.restored == ["a.txt"] and report.removed == ["out/x", "out/"]
+    assert sorted(os.listdir(root)) == ["a.txt"] and (root / "a.txt").read_text() == "original"
 
 
 def test_originals_are_kept_on_disk_not_in_memory(root: Path, box: Toolbox) -> None:

@@ -5,7 +5,8 @@ touched it and whether it exists now. Before a write or edit tool changes an exi
 file for the first time, its bytes and mode are copied to a private temp folder (on
 disk, so a big file costs no memory). That is enough to undo:
 
-- a path that did not exist before the run is removed, whoever made it;
+- a path that did not exist before the run is removed, whoever made it, unless some other
+  change cannot be undone (then it may hold the only copy of that data, and it stays);
 - a path a write/edit tool touched first is restored from its copy, byte for byte;
 - a file a command (run, run_python) changed or deleted before any tool had copied it
   cannot be restored: the revert report lists it as not reverted, with the reason.
@@ -129,10 +130,21 @@ class Journal:
     # -- undo --------------------------------------------------------------------------
 
     def revert(self) -> Reverted:
-        """Put every path whose original is known back; never raises for one path."""
+        """Put every path whose original is known back; never raises for one path.
+
+        Created files are removed only when every other change can be undone too: when a
+        command changed or deleted a file without a copy, a file the run created may hold
+        the only copy of that data (``mv``, ``cp x x.bak; sed -i ... x``), so it stays.
+        """
         done = Reverted()
+        lost = sum(1 for e in self.entries.values() if e.existed and e.backup is None)
         for rel, entry in list(self.entries.items()):
             try:
+                if lost and not entry.existed:
+                    done.not_reverted[rel] = (
+                        f"created by the run; kept because {lost} other change(s) cannot be "
+                        "undone and this file may hold their data")
+                    continue
                 self._revert_one(rel, entry, done)
             except (LokiError, OSError) as exc:
                 done.not_reverted[rel] = f"could not put it back: {exc}"

@@ -173,10 +173,11 @@ class Toolbox:
     def revert(self) -> Reverted:
         """Undo this run's file changes where the original is known; never raises per path.
 
-        Files the write/edit tools changed get their original bytes and mode back; files
-        the run created (by any tool) are removed, and so are the folders made for them.
-        Files a command changed or deleted before a tool had kept a copy are listed in
-        ``not_reverted`` with the reason. Reverted paths leave ``changed``.
+        Files the write/edit tools changed get their original bytes and mode back. Files
+        a command changed or deleted before a tool had kept a copy are listed in
+        ``not_reverted`` with the reason. Files the run created (by any tool) are removed,
+        with the folders made for them, only when nothing else is lost; otherwise they may
+        hold the lost data and are kept (listed too). Reverted paths leave ``changed``.
         """
         if self.journal is None:
             return Reverted()
