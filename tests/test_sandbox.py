@@ -57,6 +57,33 @@ def test_run_python_is_fenced_and_reads_still_work(root: Path, box: Toolbox) -> 
 
 
 @landlock
+def test_hidden_paths_cannot_be_read(root: Path) -> None:
+    outside = root.parent / "outside"
+    (outside / "public.txt").write_text("fine\n")
+    box = filesystem_toolbox(root, hidden=[outside / "secret.txt", root.parent / "root-secrets"])
+    out = box.call("run", {"command": "cat ../outside/public.txt; cat ../outside/secret.txt; "
+                                      "cat ../root-secrets/key.txt; ls ../root-secrets; "
+                                      "echo in > mine.txt && cat mine.txt"})
+    assert "stdout:\nfine\nkey.txt\nin\n" in out  # names stay listable, contents do not
+    assert "SECRET" not in out and out.count("Permission denied") == 2, out
+    assert "they cannot read" in box.status and "root-secrets" in box.status
+
+
+@landlock
+def test_credential_stores_are_hidden_by_default(root: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    (home / ".bashrc").write_text("# rc")
+    monkeypatch.setenv("HOME", str(home))
+    out = filesystem_toolbox(root).call("run", {"command": "cat ~/.bashrc; cat ~/.ssh/id_ed25519"})
+    assert "# rc" in out and "PRIVATE KEY" not in out and "Permission denied" in out
+    out = filesystem_toolbox(root, hidden=()).call("run", {"command": "cat ~/.ssh/id_ed25519"})
+    assert "PRIVATE KEY" in out
+
+
+@landlock
 def test_no_device_nodes_even_inside_the_root(root: Path, box: Toolbox) -> None:
     out = box.call("run", {"command": "mknod null-copy c 1 3 || mkfifo fifo && echo made"})
     assert "mknod: null-copy: Permission denied" in out or "Operation not permitted" in out

@@ -138,13 +138,23 @@ def handled_fs(abi: int) -> int:
     return _FS_BY_ABI.get(abi, _FS_LATEST)
 
 
-def _add_path(ruleset: int, path: str, rights: int) -> None:
+def _add_path(ruleset: int, path: str, rights: int, *, strict: bool = True) -> None:
+    """Allow ``rights`` below ``path``. Read rules (not strict) never follow a symlink: a
+    link beside a hidden path (pytest-current -> the test folder) would grant its target."""
+    flags = os.O_PATH | os.O_CLOEXEC | (0 if strict else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except FileNotFoundError:
-        return  # an optional device this machine lacks
+        return  # an optional device this machine lacks, or a dangling link
+    except OSError:
+        if strict:
+            raise
+        return  # a read rule we cannot place only leaves that path unreadable
     try:
-        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISLNK(mode):
+            return  # what it points to is readable or not by its own rules
+        if not stat.S_ISDIR(mode):
             rights &= _FILE_RIGHTS
         attr = _PathBeneathAttr(rights, fd)
         _syscall("add_rule", ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
@@ -153,8 +163,36 @@ def _add_path(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
-def restrict_self(writable: list[str], *, network: bool, abi: int) -> None:
-    """Fence this process (and what it execs): write below ``writable`` only, read the rest."""
+def readable_roots(hidden: list[str]) -> list[str]:
+    """Folders and files to grant read on so that everything but ``hidden`` is readable.
+
+    Landlock only allows, never denies: to hide /home/u/.ssh, "/" is replaced by each of
+    its entries but "home", "/home" by each of its entries but "u", and so on down.
+    (Listing folders is granted everywhere apart from this, so names stay visible.)
+    """
+    allowed = {"/"}
+    for secret in sorted(hidden, key=len):  # a hidden folder before anything inside it
+        above = next((a for a in allowed if secret == a or secret.startswith(a.rstrip("/") + "/")),
+                     None)
+        if above is None:
+            continue  # inside a folder hidden already
+        allowed.discard(above)
+        below = secret[len(above):].strip("/")
+        here = above
+        for part in below.split("/") if below else []:
+            try:
+                names = os.listdir(here)
+            except OSError:
+                names = []
+            allowed.update(os.path.join(here, n) for n in names if n != part)
+            here = os.path.join(here, part)
+    return sorted(allowed)
+
+
+def restrict_self(writable: list[str], *, network: bool, abi: int,
+                  hidden: list[str] | tuple[str, ...] = ()) -> None:
+    """Fence this process (and what it execs): write below ``writable`` only, read the
+    rest but ``hidden``."""
     fs = handled_fs(abi)
     net = NET_BIND_TCP | NET_CONNECT_TCP if (not network and abi >= 4) else 0
     scoped = 0
@@ -168,7 +206,9 @@ def restrict_self(writable: list[str], *, network: bool, abi: int) -> None:
     # inside the root and write through it.
     write = fs & ~(MAKE_CHAR | MAKE_BLOCK)
     try:
-        _add_path(ruleset, "/", _READ & fs)
+        _add_path(ruleset, "/", READ_DIR)  # listing stays possible everywhere: names only
+        for path in readable_roots(list(hidden)):
+            _add_path(ruleset, path, _READ & fs, strict=False)
         for path in (*writable, *DEVICES):
             _add_path(ruleset, path, write)
         if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
@@ -182,46 +222,47 @@ def restrict_self(writable: list[str], *, network: bool, abi: int) -> None:
 
 
 def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
-                  argv: list[str]) -> list[str]:
+                  argv: list[str], hidden: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The argv that runs ``argv`` under the fence (see the module docstring)."""
     rules = ["--abi", str(abi), *([] if network else ["--no-network"])]
-    for path in writable:
-        rules += ["--write", path]
+    for flag, paths in (("--write", writable), ("--hide", hidden)):
+        for path in paths:
+            rules += [flag, path]
     return [python, "-I", "-S", os.path.abspath(__file__), *rules, "--", *argv]
 
 
-_USAGE = "usage: _sandbox.py --abi N [--no-network] [--write DIR]... -- argv...  |  --status"
+_USAGE = ("usage: _sandbox.py --abi N [--no-network] [--write PATH]... [--hide PATH]... "
+          "-- argv...  |  --status")
 
 
-def _parse(args: list[str]) -> tuple[int, bool, list[str], list[str]]:
-    abi, network, writable = 0, True, []
-    i = 0
+def _parse(args: list[str]) -> tuple[dict[str, list[str]], bool, list[str]]:
+    """(--abi/--write/--hide values, network, argv)."""
+    values: dict[str, list[str]] = {"--abi": [], "--write": [], "--hide": []}
+    network, i = True, 0
     while i < len(args) and args[i] != "--":
         flag = args[i]
         if flag == "--no-network":
             network, i = False, i + 1
-        elif flag in ("--abi", "--write") and i + 1 < len(args):
-            if flag == "--abi":
-                abi = int(args[i + 1])
-            else:
-                writable.append(args[i + 1])
+        elif flag in values and i + 1 < len(args):
+            values[flag].append(args[i + 1])
             i += 2
         else:
             raise ValueError(f"unexpected argument {flag!r}")
     argv = args[i + 1 :]
-    if abi < 1 or not argv:
-        raise ValueError("need --abi N (N >= 1) and a command after --")
-    return abi, network, writable, argv
+    if len(values["--abi"]) != 1 or not values["--abi"][0].isdigit() or not argv:
+        raise ValueError("need --abi N and a command after --")
+    return values, network, argv
 
 
 def _launch(args: list[str]) -> int:
     try:
-        abi, network, writable, argv = _parse(args)
+        values, network, argv = _parse(args)
     except ValueError as exc:
         print(f"loki sandbox: {exc}\n{_USAGE}", file=sys.stderr)
         return 2
     try:
-        restrict_self(writable, network=network, abi=abi)
+        restrict_self(values["--write"], network=network, abi=int(values["--abi"][0]),
+                      hidden=values["--hide"])
     except OSError as exc:
         print(f"loki sandbox: refusing to run unfenced: {exc}", file=sys.stderr)
         return 126

@@ -31,6 +31,9 @@ from .errors import PathError, ToolError
 
 SandboxMode = Literal["auto", "require", "off"]
 SANDBOX_MODES = ("auto", "require", "off")
+# Credential stores a fenced command cannot read (unless ``hidden`` says otherwise).
+DEFAULT_HIDDEN = ("~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube",
+                  "~/.docker", "~/.config/gh", "~/.netrc", "~/.git-credentials", "~/.pypirc")
 MAX_CHANGE_LINES = 200
 SANDBOX_VAR = "LOKI_SANDBOX"  # tells the command (and a user checking) what fences it
 _DENIED = "ermission denied"  # EACCES as shells, Python and libc word it
@@ -60,6 +63,7 @@ class Shell:
     network: bool = True
     writable: list[Path] = field(default_factory=list)
     env: Mapping[str, str] | None = None  # passed through as given, even secret-looking names
+    hidden: Sequence[str | os.PathLike[str]] = DEFAULT_HIDDEN  # unreadable when fenced
     shell: str = field(default_factory=lambda: shutil.which("bash") or "/bin/sh")
     tracker: ChangeTracker = field(init=False, repr=False)
 
@@ -121,12 +125,24 @@ class Shell:
         where = "the root and a per-call scratch TMPDIR"
         if self.writable:
             where += " and " + ", ".join(map(str, self.writable))
+        hidden = self.hidden_paths()
+        if hidden:
+            where += "; they cannot read " + ", ".join(_home_relative(p) for p in hidden)
         if self.network:
             net = "network allowed"
         else:
             net = "TCP connect/bind blocked" if abi >= 4 else "network NOT blocked (needs ABI 4)"
         return (f"Commands (run, run_python) are sandboxed by Landlock (ABI {abi}): they can "
                 f"write only inside {where}; {net}; {env}.")
+
+    def hidden_paths(self) -> list[str]:
+        """The hidden paths that exist now, resolved (relative ones from the root)."""
+        found = []
+        for p in self.hidden:
+            real = os.path.realpath(self.root.path / os.path.expanduser(os.fspath(p)))
+            if os.path.lexists(real) and real not in found:
+                found.append(real)
+        return found
 
     def _env(self, scratch: Path) -> dict[str, str]:
         env, _ = scrubbed(os.environ, self.env)
@@ -154,8 +170,8 @@ class Shell:
         if abi:
             allowed = [str(self.root.path), str(scratch), *map(str, self.writable)]
             python = sys.executable or shutil.which("python3") or "python3"
-            argv = _sandbox.launcher_argv(python, allowed, network=self.network,
-                                          abi=abi, argv=argv)
+            argv = _sandbox.launcher_argv(python, allowed, network=self.network, abi=abi,
+                                          argv=argv, hidden=self.hidden_paths())
         skip = [scratch, *(self.journal.private_dirs() if self.journal else [])]
         self.tracker.begin(skip)
         done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env)
@@ -168,6 +184,11 @@ class Shell:
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
         return text
+
+
+def _home_relative(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home):] if path.startswith(home + "/") else path
 
 
 def _checked(timeout: float) -> float:

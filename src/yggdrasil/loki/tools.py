@@ -24,7 +24,7 @@ from ._root import Root
 from ._sandbox import SandboxStatus, landlock_status
 from ._schema import bind_args, build_schema
 from ._search import Search
-from ._shell import SandboxMode, Shell, writable_paths
+from ._shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
 from ._tables import TableReader
 from .errors import ToolDefinitionError, ToolError
 
@@ -234,6 +234,7 @@ def filesystem_toolbox(
     network: bool = True,
     writable: Sequence[str | Path] = (),
     env: Mapping[str, str] | None = None,
+    hidden: Sequence[str | Path] | None = None,
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
@@ -247,8 +248,10 @@ def filesystem_toolbox(
     ``sandbox="auto"`` fences when it can and runs unfenced otherwise, ``"require"``
     refuses commands (ERROR observation) where it cannot, ``"off"`` never fences.
     ``network=False`` blocks TCP connect/bind (Landlock ABI 4+). ``writable`` adds folders
-    commands may write besides the root and their scratch TMPDIR. Commands get the
-    environment without secret-looking variables; ``env`` adds variables as given.
+    commands may write besides the root and their scratch TMPDIR; ``hidden`` lists paths a
+    fenced command cannot read (None: well-known credential stores such as ~/.ssh and
+    ~/.aws; ``()`` hides nothing). Commands get the environment without secret-looking
+    variables; ``env`` adds variables as given.
     ``Toolbox.status`` (the end of ``spec()``) says which of these hold.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
@@ -261,7 +264,8 @@ def filesystem_toolbox(
     tools = _read_tools(where, files)
     if not read_only:
         shell = Shell(where, journal, sandbox=sandbox, network=network,
-                      writable=writable_paths(writable), env=env)
+                      writable=writable_paths(writable), env=env,
+                      hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden))
         tools += _write_tools(files, shell)
         box.status = shell.status()
     if allow_web:
