@@ -2,14 +2,14 @@
 
 The parent never restricts itself. It starts::
 
-    python -I -S .../_sandbox.py --abi N [--no-network] [--write DIR]... -- argv...
+    python -I -S .../_sandbox.py --abi N [--no-network] [--write PATH]... [--hide PATH]... -- argv...
 
 and this file, run as a script, sets ``no_new_privs``, restricts itself with a Landlock
-ruleset (write only below the given folders, read and execute everything else, optionally
-no TCP connect/bind) and then ``execvp``s ``argv``: the command and everything it starts
-inherit the fence. The file imports only the standard library and is run by path with
-``-I`` so that a ``yggdrasil`` package inside the agent root (on PYTHONPATH for
-run_python) can never stand in for the launcher.
+ruleset (write only below the given folders, read and execute everything but the hidden
+paths, optionally no TCP connect/bind) and then ``execvp``s ``argv``: the command and
+everything it starts inherit the fence. It imports only light standard modules (it runs
+before every command) and is run by path with ``-I``, so that a ``yggdrasil`` package
+inside the agent root (on PYTHONPATH for run_python) can never stand in for it.
 
 ``python -m yggdrasil.loki._sandbox --status`` prints what this machine supports.
 """
