@@ -1,12 +1,34 @@
-"""run and run_python with real subprocesses: exit codes, timeouts, floods, stdin."""
+"""run and run_python with real subprocesses: exit codes, process trees, floods, stdin, env."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
-from yggdrasil.loki.tools import Toolbox
+import pytest
+
+from yggdrasil.loki._shell import Shell
+from yggdrasil.loki.tools import Tool, Toolbox, filesystem_toolbox
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting for its reaper counts as dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _settles_dead(pid: int) -> bool:
+    """SIGKILL is delivered asynchronously; give the kernel a moment to finish the kill."""
+    for _ in range(100):
+        if not _alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def test_run_reports_exit_and_streams(root: Path, box: Toolbox) -> None:
@@ -18,27 +40,59 @@ def test_run_happens_in_the_root(root: Path, box: Toolbox) -> None:
     assert box.call("run", {"command": "pwd"}).splitlines()[2] == str(root.resolve())
 
 
-def test_stdin_is_closed(box: Toolbox) -> None:
-    out = box.call("run", {"command": "cat; echo done", "timeout": 10})
-    assert out.startswith("exit=0") and "done" in out
+def test_stdin_is_at_eof(box: Toolbox) -> None:
+    out = box.call("run", {"command": "cat; read line; echo read=$?; echo done", "timeout": 10})
+    assert out.startswith("exit=0") and "read=1" in out and "done" in out
+    out = box.call("run_python", {"code": "import sys; print(repr(sys.stdin.read()))"})
+    assert out.startswith("exit=0\nstdout:\n''")
 
 
-def test_timeout_kills_the_whole_tree(root: Path, box: Toolbox) -> None:
-    pidfile = root / "grandchild.pid"
-    start = time.monotonic()
-    out = box.call("run", {"command": f"sleep 300 & echo $! > {pidfile}; echo started; wait",
+def test_timeout_kills_grandchildren(root: Path, box: Toolbox) -> None:
+    out = box.call("run", {"command": "sleep 300 & echo $! > grandchild.pid; echo started; wait",
                            "timeout": 1})
-    assert time.monotonic() - start < 30
     assert out.startswith("exit=timeout (killed after 1s") and "started" in out
-    pid = int(pidfile.read_text())
-    time.sleep(0.2)
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert _settles_dead(int((root / "grandchild.pid").read_text()))
 
 
-def test_output_flood_is_bounded(box: Toolbox) -> None:
-    out = box.call("run", {"command": "head -c 50000000 /dev/zero | tr '\\0' 'a'; echo END"})
+def test_timeout_kills_a_child_that_left_the_process_group(root: Path, box: Toolbox) -> None:
+    code = ("import os, subprocess, time\n"
+            "p = subprocess.Popen(['sleep', '300'], process_group=0)\n"
+            "open('moved.pid', 'w').write(str(p.pid))\n"
+            "assert os.getpgid(p.pid) != os.getpgid(0)\n"
+            "print('moved', flush=True)\n"
+            "time.sleep(300)\n")
+    out = box.call("run_python", {"code": code, "timeout": 2})
+    assert out.startswith("exit=timeout") and "moved" in out
+    assert _settles_dead(int((root / "moved.pid").read_text()))
+
+
+def test_a_daemon_that_left_the_session_is_killed_too(root: Path, box: Toolbox) -> None:
+    out = box.call("run", {"command": "setsid sleep 300 & echo $! > daemon.pid; sleep 0.2"})
+    assert out.startswith("exit=0")
+    assert _settles_dead(int((root / "daemon.pid").read_text()))
+
+
+def test_leftovers_die_after_a_normal_exit(root: Path, box: Toolbox) -> None:
+    out = box.call("run", {"command": "nohup sleep 300 >/dev/null 2>&1 & echo $! > bg.pid"})
+    assert out.startswith("exit=0")
+    assert _settles_dead(int((root / "bg.pid").read_text()))
+
+
+def _peak_rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM in /proc/self/status")
+
+
+def test_a_gigabyte_of_output_costs_bounded_memory(box: Toolbox) -> None:
+    Path("/proc/self/clear_refs").write_text("5")  # reset the peak-RSS mark (VmHWM)
+    base = _peak_rss_kb()
+    out = box.call("run", {"command": "head -c 1073741824 /dev/zero | tr '\\0' a; echo END >&2"})
+    grew_mb = (_peak_rss_kb() - base) / 1024
     assert out.startswith("exit=0") and len(out) < 40_000
-    assert "of output cut from the middle" in out and out.endswith("END\n\nstderr:\n")
+    assert "of output cut from the middle" in out and out.endswith("stderr:\nEND\n")
+    assert grew_mb < 64, f"peak RSS grew by {grew_mb:.0f} MB while reading 1 GB"
 
 
 def test_run_python_sees_src_layout(root: Path, box: Toolbox) -> None:
@@ -54,3 +108,70 @@ def test_bad_arguments(box: Toolbox) -> None:
     assert "at most 3600" in box.call("run", {"command": "true", "timeout": 0})
     err = box.call("run_python", {"code": "raise SystemExit(4)"})
     assert err.startswith("exit=4")
+
+
+def test_missing_interpreter_is_a_readable_error(root: Path) -> None:
+    from yggdrasil.loki._root import Root
+
+    shell = Shell(Root.at(root), shell="/no/such/bash")
+    box = Toolbox()
+    box.add(Tool("run", "run", {"command": "c", "timeout": "t"}, shell.run))
+    out = box.call("run", {"command": "echo hi"})
+    assert out.startswith("ERROR: cannot start '/no/such/bash': no such program")
+
+
+def test_a_removed_root_is_a_readable_error(tmp_path: Path) -> None:
+    root = tmp_path / "gone"
+    root.mkdir()
+    box = filesystem_toolbox(root)
+    shutil.rmtree(root)
+    for name, args in (("run", {"command": "true"}), ("run_python", {"code": "pass"})):
+        out = box.call(name, args)
+        assert out.startswith("ERROR: working folder") and "does not exist" in out
+
+
+# -- the environment ----------------------------------------------------------------------
+
+
+def test_secrets_are_invisible_to_commands(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "k-123")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_abc")
+    monkeypatch.setenv("DATABASE_URL", "postgres://me:hunter2@db/app")
+    monkeypatch.setenv("HARMLESS_SETTING", "yes")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    box = filesystem_toolbox(root)
+    out = box.call("run", {"command": "env"})
+    for leaked in ("k-123", "eu-west-1", "ghp_abc", "hunter2", "GITHUB_TOKEN"):
+        assert leaked not in out
+    for kept in ("HARMLESS_SETTING=yes", "LC_ALL=C.UTF-8", f"PATH={os.environ['PATH']}",
+                 f"HOME={os.environ['HOME']}"):
+        assert kept in out
+    py = box.call("run_python", {"code": "import os; print(os.environ.get('MY_SERVICE_API_KEY'))"})
+    assert py.startswith("exit=0\nstdout:\nNone\n")
+    assert "secret-looking environment variables withheld" in box.status
+
+
+def test_explicit_env_passes_even_a_secret(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "from-parent")
+    box = filesystem_toolbox(root, env={"OPENAI_API_KEY": "given-on-purpose", "MODE": "x"})
+    out = box.call("run", {"command": "echo $OPENAI_API_KEY $MODE"})
+    assert out.startswith("exit=0\nstdout:\ngiven-on-purpose x\n")
+
+
+def test_scratch_tmpdir_is_private_and_removed(root: Path, box: Toolbox) -> None:
+    out = box.call("run", {"command": "echo $TMPDIR; touch $TMPDIR/x; ls $TMPDIR"})
+    scratch = out.splitlines()[2]
+    assert out.splitlines()[3] == "x" and scratch.startswith(os.path.realpath("/tmp") + "/")
+    assert not Path(scratch).exists()
+    py = box.call("run_python", {"code": "import tempfile; print(tempfile.gettempdir())"})
+    assert py.splitlines()[2] != scratch and not Path(py.splitlines()[2]).exists()
+
+
+def test_an_escapee_holding_the_output_is_killed(root: Path, box: Toolbox) -> None:
+    """setsid + an empty environment leaves no trace but the output pipe it still holds."""
+    cmd = ("setsid env -i sleep 300 & pid=$!; echo $pid > esc.pid; "
+           "while [ -n \"$(tr -d '\\0' < /proc/$pid/environ)\" ]; do sleep 0.01; done; echo hi")
+    out = box.call("run", {"command": cmd, "timeout": 20})
+    assert out.startswith("exit=0\nstdout:\nhi\n")
+    assert _settles_dead(int((root / "esc.pid").read_text()))

@@ -12,23 +12,33 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._files import Files
+from ._journal import Journal, Reverted
 from ._observe import clip_text
-from ._proc import Shell
 from ._root import Root
+from ._sandbox import SandboxStatus, landlock_status
 from ._schema import bind_args, build_schema
 from ._search import Search
+from ._shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
 from ._tables import TableReader
 from .errors import ToolDefinitionError, ToolError
 
 __all__ = ["Tool", "Toolbox", "filesystem_toolbox"]
 
 log = logging.getLogger("yggdrasil.loki.tools")
+
+
+def sandbox_status() -> SandboxStatus:
+    """Whether this machine can fence commands: the Landlock ABI (0 if absent) and why not.
+
+    ``print(sandbox_status())`` says e.g. ``Landlock ABI 7 available (can block TCP)``.
+    """
+    return landlock_status()
 
 
 @dataclass
@@ -109,11 +119,20 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 @dataclass
 class Toolbox:
-    """A named set of tools plus the run state the loop reports on."""
+    """A named set of tools plus the run state the loop reports on.
+
+    ``changed`` lists every root-relative file the run created, modified or deleted (by the
+    write/edit tools and by commands), in first-touch order; ``changes`` maps each of them
+    to its status against the start of the run: ``created``, ``modified``, ``deleted`` or
+    ``transient`` (created and gone again). ``revert()`` undoes the run where it can.
+    """
 
     tools: dict[str, Tool] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
     status: str = field(default="", compare=False)
+    changes: dict[str, str] = field(default_factory=dict, compare=False)
+    journal: Journal | None = field(default=None, repr=False, compare=False)
+    _listed: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def add(self, tool: Tool) -> Tool:
         """Register a tool; a second tool with the same name is a definition error."""
@@ -141,10 +160,35 @@ class Toolbox:
     def __len__(self) -> int:
         return len(self.tools)
 
-    def record(self, path: str) -> None:
-        """Note a root-relative path as created or edited (first touch only)."""
-        if path not in self.changed:
+    def record(self, path: str, status: str | None = None) -> None:
+        """Note a root-relative path as changed (first touch only), with its latest status."""
+        if len(self._listed) != len(self.changed):  # ``changed`` was edited from outside
+            self._listed = set(self.changed)
+        if path not in self._listed:
+            self._listed.add(path)
             self.changed.append(path)
+        if status is not None:
+            self.changes[path] = status
+
+    def revert(self) -> Reverted:
+        """Undo this run's file changes where the original is known; never raises per path.
+
+        Files the write/edit tools changed get their original bytes and mode back. Files
+        a command changed or deleted before a tool had kept a copy are listed in
+        ``not_reverted`` with the reason. Files the run created (by any tool) are removed,
+        with the folders made for them, only when nothing else is lost; otherwise they may
+        hold the lost data and are kept (listed too). Reverted paths leave ``changed``.
+        """
+        if self.journal is None:
+            return Reverted()
+        before = set(self.journal.entries)
+        done = self.journal.revert()
+        gone = before - set(self.journal.entries)
+        self.changed[:] = [p for p in self.changed if p not in gone]
+        self._listed = set(self.changed)
+        for path in gone:
+            self.changes.pop(path, None)
+        return done
 
     def spec(self) -> str:
         """The tool catalog as prompt text: one block per tool."""
@@ -160,7 +204,8 @@ class Toolbox:
 
     def to_dict(self) -> dict[str, Any]:
         return {"tools": [t.to_dict() for t in self.tools.values()],
-                "changed": list(self.changed), "status": self.status}
+                "changed": list(self.changed), "status": self.status,
+                "changes": dict(self.changes)}
 
     def call(self, name: str, args: dict[str, Any]) -> str:
         """Run a tool by name; surface any error as a readable observation, never a raise."""
@@ -186,6 +231,11 @@ def filesystem_toolbox(
     allow_web: bool = False,
     confirm: Callable[[str], bool] | None = None,
     allow_private_hosts: bool = False,
+    sandbox: SandboxMode = "auto",
+    network: bool = True,
+    writable: Sequence[str | Path] = (),
+    env: Mapping[str, str] | None = None,
+    hidden: Sequence[str | Path] | None = None,
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
@@ -197,14 +247,31 @@ def filesystem_toolbox(
     overwriting or editing an existing file outside the system temp dir.
     ``allow_private_hosts`` lets the web tools reach private, loopback and link-local
     addresses (an intranet, a local test server); cloud metadata addresses stay refused.
+
+    Commands (run, run_python) are fenced by Landlock where the kernel has it:
+    ``sandbox="auto"`` fences when it can and runs unfenced otherwise, ``"require"``
+    refuses commands (ERROR observation) where it cannot, ``"off"`` never fences.
+    ``network=False`` blocks TCP connect/bind (Landlock ABI 4+). ``writable`` adds folders
+    commands may write besides the root and their scratch TMPDIR; ``hidden`` lists paths a
+    fenced command cannot read (None: well-known credential stores such as ~/.ssh and
+    ~/.aws; ``()`` hides nothing). Commands get the environment without secret-looking
+    variables; ``env`` adds variables as given.
+    ``Toolbox.status`` (the end of ``spec()``) says which of these hold.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
     where = Root.at(root)
     box = Toolbox()
-    files = Files(where, confirm=confirm, on_change=box.record)
+    journal = Journal(where, box.record)
+    box.journal = journal
+    files = Files(where, confirm=confirm, on_change=journal.after_write,
+                  before_change=journal.before_write)
     tools = _read_tools(where, files)
     if not read_only:
-        tools += _write_tools(where, files)
+        shell = Shell(where, journal, sandbox=sandbox, network=network,
+                      writable=writable_paths(writable), env=env,
+                      hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden))
+        tools += _write_tools(files, shell)
+        box.status = shell.status()
     if allow_web:
         from ._web_policy import AddressPolicy
         from .web import Web
@@ -280,8 +347,7 @@ def _read_tools(root: Root, files: Files) -> list[Tool]:
     ]
 
 
-def _write_tools(root: Root, files: Files) -> list[Tool]:
-    shell = Shell(root)
+def _write_tools(files: Files, shell: Shell) -> list[Tool]:
     return [
         Tool("write_file", "Create or overwrite a file with the given text; makes parent folders.",
              {"path": f"file, {_PATH}", "content": "the whole new content of the file"},

@@ -1,0 +1,120 @@
+"""What a command changed in the root: a stat-only snapshot before and after, compared.
+
+No file is opened: a file counts as modified when its (size, mtime_ns, inode, mode)
+differs, so an atomic rename-over, a chmod and an in-place write all show. Like git's
+racy-clean window, a rewrite to the same size within one filesystem timestamp tick of the
+previous write can go unseen.
+
+Folders that are tool state rather than project files are not walked: VCS metadata,
+dependency trees, virtualenvs (any folder holding a ``pyvenv.cfg``) and caches. The
+search tools skip these too (and more: every hidden entry); this list is kept here on
+purpose, since a change to ``.env`` or ``.gitignore`` must be reported even though search
+hides it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".jj", "node_modules", ".venv", "venv", "__pycache__",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".ipynb_checkpoints",
+    ".cache", ".gradle", ".next", ".parcel-cache", ".turbo",
+})
+MAX_FILES = 250_000  # a bigger tree is not tracked (its walk would cost seconds per command)
+
+Signature = tuple[int, int, int, int]  # size, mtime_ns, inode, mode
+
+
+@dataclass
+class Snapshot:
+    files: dict[str, Signature] = field(default_factory=dict)  # root-relative POSIX paths
+    dirs: set[str] = field(default_factory=set)
+    complete: bool = True  # False when the walk stopped at MAX_FILES
+
+
+@dataclass
+class Diff:
+    created: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    created_dirs: list[str] = field(default_factory=list)
+    tracked: bool = True
+
+    def __bool__(self) -> bool:
+        return bool(self.created or self.modified or self.deleted)
+
+    def lines(self) -> list[str]:
+        """``created a.txt`` lines, in path order within each kind."""
+        return [f"{verb} {path}" for verb, paths in
+                (("created", self.created), ("modified", self.modified), ("deleted", self.deleted))
+                for path in paths]
+
+
+def snapshot(root: Path, *, skip: Iterable[Path] = (), limit: int = MAX_FILES,
+             below: str = "", on_dir: Callable[[str, str], None] | None = None) -> Snapshot:
+    """Stat every file below ``root`` (not following links), minus the skipped folders.
+
+    ``below`` (a root-relative folder) walks only that subtree and counts it among the
+    folders; ``on_dir(rel, path)`` hears every folder about to be listed, the start
+    included (rel "" for the root), virtualenvs too (they are dropped from ``dirs``).
+    """
+    snap = Snapshot()
+    skip_real = {os.fspath(p) for p in skip}
+    start = os.path.join(os.fspath(root), below) if below else os.fspath(root)
+    stack = [(start, below + "/" if below else "")]
+    if below:
+        snap.dirs.add(below)
+    while stack:
+        folder, prefix = stack.pop()
+        if on_dir is not None:  # before listing: whatever appears after is still heard of
+            on_dir(prefix[:-1], folder)
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue  # vanished or unreadable mid-walk: nothing to compare there
+        if prefix and any(e.name == "pyvenv.cfg" for e in entries):
+            snap.dirs.discard(prefix[:-1])
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIP_DIRS and entry.path not in skip_real:
+                        snap.dirs.add(rel)
+                        stack.append((entry.path, rel + "/"))
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            snap.files[rel] = signature(st)
+        if len(snap.files) > limit:
+            snap.complete = False
+            break
+    return snap
+
+
+def signature(st: os.stat_result) -> Signature:
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+
+
+def diff(before: Snapshot, after: Snapshot) -> Diff:
+    if not (before.complete and after.complete):
+        return Diff(tracked=False)
+    old, new = before.files, after.files
+    found = Diff(created_dirs=sorted(after.dirs - before.dirs))
+    for path, sig in new.items():  # one pass; the (short) result lists are sorted after
+        was = old.get(path)
+        if was is None:
+            found.created.append(path)
+        elif was != sig:
+            found.modified.append(path)
+    if len(old) + len(found.created) != len(new):
+        found.deleted = [p for p in old if p not in new]
+    for paths in (found.created, found.modified, found.deleted):
+        paths.sort()
+    return found

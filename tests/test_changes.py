@@ -1,0 +1,251 @@
+"""What a run changed (write/edit tools and commands) and undoing it, on real files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from yggdrasil.loki._changes import diff, snapshot
+from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
+
+
+def _tree(root: Path) -> dict[str, tuple[str, int]]:
+    """Every file and folder below root: content hash (or 'dir') and permission bits."""
+    seen: dict[str, tuple[str, int]] = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = Path(folder, name)
+            st = p.lstat()
+            kind = "dir" if stat.S_ISDIR(st.st_mode) else hashlib.sha256(p.read_bytes()).hexdigest()
+            seen[p.relative_to(root).as_posix()] = (kind, stat.S_IMODE(st.st_mode))
+    return seen
+
+
+def test_commands_report_created_modified_deleted(root: Path, box: Toolbox) -> None:
+    (root / "keep.txt").write_text("keep")
+    (root / "edit.txt").write_text("old")
+    (root / "gone.txt").write_text("bye")
+    out = box.call("run", {"command": "mkdir sub && echo new > sub/new.txt; "
+                                      "echo more >> edit.txt; rm gone.txt"})
+    assert out.endswith("stderr:\nchanged:\ncreated sub/new.txt\nmodified edit.txt\n"
+                        "deleted gone.txt\n")
+    assert box.changed == ["sub/new.txt", "edit.txt", "gone.txt"]
+    assert box.changes == {"sub/new.txt": "created", "edit.txt": "modified", "gone.txt": "deleted"}
+
+
+def test_run_python_changes_are_recorded_too(root: Path, box: Toolbox) -> None:
+    out = box.call("run_python", {"code": "open('made.py', 'w').write('x = 1')\nprint('hi')"})
+    assert out == "exit=0\nstdout:\nhi\n\nstderr:\nchanged:\ncreated made.py\n"
+    assert box.changed == ["made.py"]
+
+
+def test_statuses_over_a_whole_run_keep_first_touch_order(root: Path, box: Toolbox) -> None:
+    (root / "a.txt").write_text("a")
+    box.call("write_file", {"path": "b.txt", "content": "b"})
+    box.call("run", {"command": "echo A > a.txt; rm b.txt; touch c.txt"})
+    box.call("edit_file", {"path": "a.txt", "old": "A", "new": "AA"})
+    box.call("run", {"command": "rm c.txt; touch b.txt"})
+    # one command's changes arrive as created, modified, deleted (each in path order)
+    assert box.changed == ["b.txt", "c.txt", "a.txt"]
+    assert box.changes == {"b.txt": "created", "a.txt": "modified", "c.txt": "transient"}
+
+
+def test_chmod_and_rename_over_count_as_modified(root: Path, box: Toolbox) -> None:
+    (root / "x.sh").write_text("echo x")
+    (root / "y.txt").write_text("same size")
+    out = box.call("run", {"command": "chmod +x x.sh; printf 'same size' > t && mv t y.txt"})
+    assert out.endswith("changed:\nmodified x.sh\nmodified y.txt\n")
+
+
+def test_tool_folders_are_not_walked_but_dotfiles_are(root: Path, box: Toolbox) -> None:
+    (root / "venv-custom").mkdir()
+    (root / "venv-custom" / "pyvenv.cfg").write_text("home = /usr\n")
+    cmd = ("mkdir -p .git node_modules/p __pycache__ .venv && touch .git/index "
+           "node_modules/p/i.js __pycache__/m.pyc .venv/x venv-custom/lib.py .env")
+    out = box.call("run", {"command": cmd})
+    assert out.endswith("changed:\ncreated .env\n")
+    assert box.changed == [".env"]
+
+
+def test_huge_trees_are_not_tracked(root: Path) -> None:
+    for i in range(5):
+        (root / f"f{i}").write_text("")
+    assert snapshot(root, limit=3).complete is False
+    assert snapshot(root, limit=5).complete is True
+
+
+def test_no_section_when_nothing_changed(box: Toolbox) -> None:
+    assert box.call("run", {"command": "echo hi"}) == "exit=0\nstdout:\nhi\n\nstderr:\n"
+
+
+def test_a_whole_run_reverts_byte_for_byte(root: Path, box: Toolbox) -> None:
+    (root / "pkg").mkdir()
+    (root / "pkg" / "mod.py").write_bytes(b"\xef\xbb\xbfx = 1\r\ny = 2\r\n")  # BOM + CRLF
+    (root / "tool.sh").write_text("#!/bin/sh\necho hi\n")
+    (root / "tool.sh").chmod(0o751)
+    (root / "data.bin").write_bytes(bytes(range(256)) * 4000)
+    (root / "untouched.txt").write_text("same")
+    before = _tree(root)
+
+    box.call("edit_file", {"path": "pkg/mod.py", "old": "y = 2", "new": "y = 3"})
+    box.call("write_file", {"path": "tool.sh", "content": "rm -rf /\n"})
+    box.call("write_file", {"path": "data.bin", "content": "flattened"})
+    box.call("write_file", {"path": "new/deep/file.txt", "content": "new"})
+    box.call("run", {"command": "chmod 600 tool.sh; rm data.bin; mkdir -p made/by && "
+                                "echo x > made/by/run.txt; echo y > pkg/extra.py"})
+    assert _tree(root) != before
+
+    report = box.revert()
+    assert _tree(root) == before
+    assert sorted(report.restored) == ["data.bin", "pkg/mod.py", "tool.sh"]
+    assert sorted(report.removed) == ["made/", "made/by/", "made/by/run.txt", "new/",
+                                      "new/deep/", "new/deep/file.txt", "pkg/extra.py"]
+    assert report.not_reverted == {}
+    assert box.changed == [] and box.changes == {}
+    assert str(box.revert()) == "nothing to revert"
+
+
+def test_shell_changes_without_a_copy_are_listed_not_reverted(root: Path, box: Toolbox) -> None:
+    (root / "a.txt").write_text("original")
+    (root / "b.txt").write_text("original")
+    box.call("write_file", {"path": "c.txt", "content": "new"})
+    box.call("run", {"command": "echo changed > a.txt; rm b.txt; touch d.txt"})
+    report = box.revert()
+    assert report.removed == [] and report.restored == []
+    assert list(report.not_reverted) == ["c.txt", "d.txt", "a.txt", "b.txt"]
+    assert "changed by a command" in report.not_reverted["a.txt"]
+    assert "deleted by a command" in report.not_reverted["b.txt"]
+    assert "kept because 2 other change(s) cannot be undone" in report.not_reverted["d.txt"]
+    assert "not reverted a.txt: changed by a command" in str(report)
+    assert box.changed == ["c.txt", "d.txt", "a.txt", "b.txt"]  # what stays changed, stays listed
+    assert (root / "d.txt").exists() and (root / "c.txt").read_text() == "new"
+
+
+def test_a_moved_tree_is_never_deleted_by_revert(root: Path, box: Toolbox) -> None:
+    (root / "src").mkdir()
+    (root / "src" / "main.py").write_text("precious")
+    box.call("run", {"command": "mv src lib"})
+    report = box.revert()
+    assert (root / "lib" / "main.py").read_text() == "precious"
+    assert set(report.not_reverted) == {"lib/main.py", "src/main.py"}
+
+
+def test_created_files_go_when_everything_else_can_be_undone(root: Path, box: Toolbox) -> None:
+    (root / "a.txt").write_text("original")
+    box.call("edit_file", {"path": "a.txt", "old": "original", "new": "edited"})
+    box.call("run", {"command": "echo again > a.txt; mkdir out && touch out/x"})
+    report = box.revert()
+    assert report.restored == ["a.txt"] and report.removed == ["out/x", "out/"]
+    assert sorted(os.listdir(root)) == ["a.txt"] and (root / "a.txt").read_text() == "original"
+
+
+def test_originals_are_kept_on_disk_not_in_memory(root: Path, box: Toolbox) -> None:
+    big = os.urandom(3 << 20)
+    (root / "big.bin").write_bytes(big)
+    box.call("write_file", {"path": "big.bin", "content": "small"})
+    assert box.journal is not None
+    kept = list(box.journal.store.iterdir())
+    assert len(kept) == 1 and kept[0].read_bytes() == big
+    assert not kept[0].is_relative_to(root)
+    box.revert()
+    assert (root / "big.bin").read_bytes() == big
+    assert list(box.journal.store.iterdir()) == []
+
+
+def test_revert_puts_a_file_back_where_a_link_now_stands(root: Path, box: Toolbox) -> None:
+    (root / "f.txt").write_text("mine")
+    box.call("write_file", {"path": "f.txt", "content": "theirs"})
+    box.call("run", {"command": "rm f.txt && ln -s ../outside/secret.txt f.txt"})
+    box.revert()
+    assert not (root / "f.txt").is_symlink() and (root / "f.txt").read_text() == "mine"
+    assert (root.parent / "outside" / "secret.txt").read_text() == "TOP SECRET\n"
+
+
+def test_toolbox_without_journal_reverts_nothing() -> None:
+    assert str(Toolbox().revert()) == "nothing to revert"
+
+
+def test_unsandboxed_runs_track_changes_as_well(root: Path) -> None:
+    box = filesystem_toolbox(root, sandbox="off")
+    assert box.call("run", {"command": "touch z"}).endswith("changed:\ncreated z\n")
+
+
+# -- the inotify view must agree with two full snapshots --------------------------------
+
+SCENARIOS = {
+    "nested new folders": "mkdir -p n/m && echo x > n/m/f && touch n/g",
+    "folder renamed": "mv pkg pkg2",
+    "folder moved twice": "mv pkg/sub other && mv other pkg/sub2",
+    "folder swap": "mv pkg tmp && mv lib pkg && mv tmp lib",
+    "tree removed": "rm -rf pkg",
+    "new virtualenv": "mkdir env && touch env/pyvenv.cfg env/x && mkdir env/lib && touch env/lib/y",
+    "file becomes folder": "rm a.txt && mkdir a.txt && touch a.txt/inner",
+    "folder becomes file": "rm -rf lib && echo now-a-file > lib",
+    "metadata only": "chmod 700 a.txt && touch -m -d @0 b.txt",
+    "links": "ln -s a.txt link && ln -s pkg dlink && ln a.txt hard",
+    "files moved across folders": "mv pkg/x.txt . && mv b.txt pkg/",
+    "skipped folders": "mkdir -p node_modules/a .git && touch node_modules/a/b .git/HEAD c.txt",
+    "copied then trimmed": "cp -r pkg pkg_copy && rm -r pkg_copy/sub",
+    "moved in from TMPDIR": "mkdir $TMPDIR/t && touch $TMPDIR/t/f && mv $TMPDIR/t moved",
+    "same size rewrite": "printf 'A' > a.txt.new && mv a.txt.new a.txt",
+    "many new files in a new folder": "mkdir many && cd many && for i in $(seq 150); do : > f$i; done",
+    "nested and look-alike folders": "mkdir pkg/c2 pkg-b && touch pkg-b/f && mv pkg pkg.old && "
+                                     "mkdir pkg && touch pkg/x.txt",
+    "nothing": "true",
+}
+
+
+def _start_tree(root: Path) -> None:
+    for rel, text in {"a.txt": "a", "b.txt": "b", "pkg/x.txt": "x", "pkg/sub/y.txt": "y",
+                      "lib/z.txt": "z"}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def _section(out: str) -> list[str]:
+    return out.split("changed:\n", 1)[1].splitlines() if "changed:\n" in out else []
+
+
+@pytest.mark.parametrize("command", SCENARIOS.values(), ids=SCENARIOS.keys())
+def test_watched_changes_match_full_snapshots(root: Path, box: Toolbox, command: str) -> None:
+    _start_tree(root)
+    box.call("run", {"command": "true"})  # builds the watched view
+    (root / "b.txt").write_text("changed between commands, by someone else")
+    (root / "lib" / "new.txt").write_text("also not the command's doing")
+    before = snapshot(root)
+    out = box.call("run", {"command": command})
+    assert out.startswith("exit=0"), out
+    expected = diff(before, snapshot(root)).lines()
+    assert _section(out) == expected
+    # and the view stays right for the next command
+    before = snapshot(root)
+    out = box.call("run", {"command": "touch a.txt.2 && rm -f b.txt"})
+    assert _section(out) == diff(before, snapshot(root)).lines()
+
+
+def test_changes_are_tracked_without_inotify(root: Path, box: Toolbox,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "no-inotify")
+    scanning = filesystem_toolbox(root)
+    _start_tree(root)
+    out = scanning.call("run", {"command": "mv pkg pkg2 && touch new"})
+    assert _section(out) == ["created new", "created pkg2/sub/y.txt", "created pkg2/x.txt",
+                             "deleted pkg/sub/y.txt", "deleted pkg/x.txt"]
+
+
+def test_an_overflowing_event_queue_falls_back_to_a_full_scan(root: Path, box: Toolbox) -> None:
+    box.call("run", {"command": "true"})
+    shell = box.tools["run"].run.__self__  # type: ignore[attr-defined]
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    count = limit // 2 + 10  # each new file queues a create and a close-write event at least
+    out = box.call("run_python", {"code": f"for i in range({count}): open(f'f{{i}}', 'w').close()"})
+    assert shell.tracker.watch is not None and not shell.tracker.watch.complete  # it overflowed
+    assert out.startswith("exit=0") and len(box.changed) == count
+    assert set(box.changes.values()) == {"created"}
+    out = box.call("run", {"command": "rm f1 && touch g"})  # rebuilt for the next command
+    assert _section(out) == ["created g", "deleted f1"] and shell.tracker.watch.complete

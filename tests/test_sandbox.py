@@ -1,0 +1,232 @@
+"""The Landlock fence around run and run_python, with real processes and a real kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from yggdrasil.loki.errors import PathError
+from yggdrasil.loki.tools import Toolbox, filesystem_toolbox, sandbox_status
+
+STATUS = sandbox_status()
+landlock = pytest.mark.skipif(not STATUS.available, reason=f"no Landlock here: {STATUS}")
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+@landlock
+def test_writes_outside_the_root_are_refused(root: Path, box: Toolbox) -> None:
+    outside = root.parent / "outside"
+    out = box.call("run", {"command": "echo inside > in.txt && cat in.txt; "
+                                      "echo x > ../outside/new.txt; "
+                                      "echo y >> ../outside/secret.txt; "
+                                      "rm ../outside/secret.txt; mkdir ../outside/d"})
+    assert "stdout:\ninside\n" in out
+    stderr = out.split("\nstderr:\n", 1)[1].split("changed:\n")[0]
+    assert stderr.count("Permission denied") == 4, out
+    assert out.endswith("changed:\ncreated in.txt\n[sandbox: commands may write only inside "
+                        "the root and $TMPDIR; a write elsewhere fails with 'Permission denied'. "
+                        "Work inside the root, or ask the user to add a writable folder]\n")
+    assert (root / "in.txt").read_text() == "inside\n"
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+    assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
+
+
+@landlock
+def test_run_python_is_fenced_and_reads_still_work(root: Path, box: Toolbox) -> None:
+    code = textwrap.dedent("""
+        import pathlib
+        print(pathlib.Path('../outside/secret.txt').read_text().strip())
+        pathlib.Path('mine.txt').write_text('ok')
+        try:
+            pathlib.Path('../outside/x.txt').write_text('no')
+        except PermissionError as exc:
+            print('refused:', exc.strerror)
+    """)
+    out = box.call("run_python", {"code": code})
+    assert out.startswith("exit=0\nstdout:\nTOP SECRET\nrefused: Permission denied\n")
+    assert (root / "mine.txt").read_text() == "ok"
+    assert not (root.parent / "outside" / "x.txt").exists()
+
+
+@landlock
+def test_hidden_paths_cannot_be_read(root: Path) -> None:
+    outside = root.parent / "outside"
+    (outside / "public.txt").write_text("fine\n")
+    box = filesystem_toolbox(root, hidden=[outside / "secret.txt", root.parent / "root-secrets"])
+    out = box.call("run", {"command": "cat ../outside/public.txt; cat ../outside/secret.txt; "
+                                      "cat ../root-secrets/key.txt; ls ../root-secrets; "
+                                      "echo in > mine.txt && cat mine.txt"})
+    assert "stdout:\nfine\nkey.txt\nin\n" in out  # names stay listable, contents do not
+    assert "SECRET" not in out and out.count("Permission denied") == 2, out
+    assert "they cannot read" in box.status and "root-secrets" in box.status
+
+
+@landlock
+def test_credential_stores_are_hidden_by_default(root: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    (home / ".bashrc").write_text("# rc")
+    monkeypatch.setenv("HOME", str(home))
+    out = filesystem_toolbox(root).call("run", {"command": "cat ~/.bashrc; cat ~/.ssh/id_ed25519"})
+    assert "# rc" in out and "PRIVATE KEY" not in out and "Permission denied" in out
+    out = filesystem_toolbox(root, hidden=()).call("run", {"command": "cat ~/.ssh/id_ed25519"})
+    assert "PRIVATE KEY" in out
+
+
+@landlock
+def test_no_device_nodes_even_inside_the_root(root: Path, box: Toolbox) -> None:
+    out = box.call("run", {"command": "mknod null-copy c 1 3 || mkfifo fifo && echo made"})
+    assert "mknod: null-copy: Permission denied" in out or "Operation not permitted" in out
+    assert not (root / "null-copy").exists() and "made" in out  # FIFOs are fine
+
+
+@landlock
+def test_devices_and_scratch_stay_writable(box: Toolbox) -> None:
+    out = box.call("run", {"command": "echo a > /dev/null && echo b >/dev/zero && "
+                                      "echo t > $TMPDIR/t && cat $TMPDIR/t && "
+                                      "python3 -c 'import multiprocessing as m; m.Lock()' && "
+                                      "echo ok"})
+    assert out == "exit=0\nstdout:\nt\nok\n\nstderr:\n"
+
+
+@landlock
+def test_extra_writable_folders(root: Path) -> None:
+    box = filesystem_toolbox(root, writable=[root.parent / "outside"])
+    out = box.call("run", {"command": "echo more > ../outside/more.txt && echo no > ../x.txt"})
+    assert (root.parent / "outside" / "more.txt").read_text() == "more\n"
+    assert "x.txt: Permission denied" in out and not (root.parent / "x.txt").exists()
+    assert str(root.parent / "outside") in box.status
+
+
+def test_writable_folders_must_exist(root: Path) -> None:
+    with pytest.raises(PathError, match="does not exist"):
+        filesystem_toolbox(root, writable=[root / "nope"])
+    with pytest.raises(ValueError, match="sandbox must be one of"):
+        filesystem_toolbox(root, sandbox="strict")  # type: ignore[arg-type]
+
+
+@landlock
+def test_the_root_cannot_swap_in_its_own_launcher(root: Path, box: Toolbox) -> None:
+    """run_python puts root/src on PYTHONPATH; a yggdrasil package there must not unfence it."""
+    fake = root / "src" / "yggdrasil" / "loki"
+    fake.mkdir(parents=True)
+    (root / "src" / "yggdrasil" / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "_sandbox.py").write_text(  # an impostor: runs the command without any fence
+        "import os, sys\nargv = sys.argv[sys.argv.index('--') + 1 :]\nos.execvp(argv[0], argv)\n")
+    out = box.call("run_python", {"code": "open('../outside/pwned', 'w')"})
+    assert "PermissionError" in out and not (root.parent / "outside" / "pwned").exists()
+
+
+@landlock
+def test_commands_cannot_signal_the_agent(box: Toolbox) -> None:
+    if STATUS.abi < 6:
+        pytest.skip("signal scoping needs Landlock ABI 6")
+    out = box.call("run", {"command": f"kill -0 {os.getpid()} && echo reached"})
+    assert "reached" not in out and "Operation not permitted" in out
+
+
+@pytest.fixture
+def server() -> Iterator[int]:
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        yield srv.getsockname()[1]
+
+
+@landlock
+def test_network_can_be_blocked(root: Path, server: int) -> None:
+    if not STATUS.network_control:
+        pytest.skip("TCP rules need Landlock ABI 4")
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {server})); print('connected')"
+    bind = "import socket; socket.create_server(('127.0.0.1', 0)); print('bound')"
+    open_box = filesystem_toolbox(root)
+    assert "connected" in open_box.call("run_python", {"code": connect})
+    closed = filesystem_toolbox(root, network=False)
+    assert "TCP connect/bind blocked" in closed.status
+    for code in (connect, bind):
+        out = closed.call("run_python", {"code": code})
+        assert out.startswith("exit=1") and "PermissionError: [Errno 13]" in out
+
+
+@landlock
+def test_status_says_how_commands_are_fenced(root: Path, box: Toolbox) -> None:
+    assert box.status.startswith(f"Commands (run, run_python) are sandboxed by Landlock "
+                                 f"(ABI {STATUS.abi})")
+    assert box.spec().endswith(box.status)
+    out = box.call("run", {"command": "echo $LOKI_SANDBOX"})
+    assert out.splitlines()[2] == f"landlock-abi-{STATUS.abi}"
+    assert "Landlock ABI" in subprocess.run(
+        [sys.executable, "-m", "yggdrasil.loki._sandbox", "--status"], env={"PYTHONPATH": SRC},
+        capture_output=True, text=True, check=True).stdout
+
+
+def test_sandbox_off_runs_unfenced(root: Path) -> None:
+    box = filesystem_toolbox(root, sandbox="off")
+    out = box.call("run", {"command": "echo free > ../outside/free.txt; echo $LOKI_SANDBOX"})
+    assert out.startswith("exit=0\nstdout:\nnone\n")
+    assert (root.parent / "outside" / "free.txt").read_text() == "free\n"
+    assert 'NOT sandboxed (sandbox="off")' in box.status
+
+
+def test_read_only_toolbox_has_no_command_status(root: Path) -> None:
+    assert filesystem_toolbox(root, read_only=True).status == ""
+
+
+# -- a kernel without Landlock: a child whose seccomp filter answers ENOSYS ----------------
+
+_NO_LANDLOCK = r"""
+import ctypes, json, os, platform, struct, sys
+arch = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}[platform.machine()]
+ENOSYS_RET, ALLOW = 0x00050000 | 38, 0x7FFF0000
+insns = [(0x20, 0, 0, 4), (0x15, 0, 3, arch), (0x20, 0, 0, 0), (0x15, 0, 1, 444),
+         (0x06, 0, 0, ENOSYS_RET), (0x06, 0, 0, ALLOW)]
+code = b"".join(struct.pack("HBBI", *i) for i in insns)
+buf = ctypes.create_string_buffer(code, len(code))
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+prog = Prog(len(insns), ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # no_new_privs
+assert libc.prctl(22, 2, ctypes.byref(prog)) == 0, os.strerror(ctypes.get_errno())
+
+from yggdrasil.loki.tools import filesystem_toolbox, sandbox_status
+root = sys.argv[1]
+auto = filesystem_toolbox(root)
+required = filesystem_toolbox(root, sandbox="require")
+print(json.dumps({
+    "status": str(sandbox_status()),
+    "auto_status": auto.status,
+    "auto_run": auto.call("run", {"command": "echo out > ../outside/auto.txt; echo ran"}),
+    "require_status": required.status,
+    "require_run": required.call("run", {"command": "echo should-not-run"}),
+    "require_py": required.call("run_python", {"code": "print(1)"}),
+}))
+"""
+
+
+def test_without_landlock_commands_say_so_and_require_refuses(root: Path) -> None:
+    import platform
+
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("the seccomp stand-in for an old kernel is written for x86_64/aarch64")
+    done = subprocess.run([sys.executable, "-c", _NO_LANDLOCK, str(root)], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert "does not implement Landlock" in seen["status"]
+    assert seen["auto_status"].startswith("Commands (run, run_python) are NOT sandboxed")
+    assert seen["auto_run"].startswith("exit=0\nstdout:\nran\n")
+    assert (root.parent / "outside" / "auto.txt").exists()  # auto ran it, unfenced
+    assert seen["require_status"].startswith("Commands (run, run_python) are refused")
+    for key in ("require_run", "require_py"):
+        assert seen[key].startswith('ERROR: sandbox="require" but Landlock unavailable')
+        assert "should-not-run" not in seen[key]
