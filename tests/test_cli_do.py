@@ -32,8 +32,23 @@ def test_do_runs_the_loop_and_reports(root: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Greeting changed.\n"
     assert "1/12 read_file" in done.stderr and "2/12 edit_file" in done.stderr
-    assert "files changed (1):\n  app.py" in done.stderr and "tokens:" in done.stderr
+    assert "files changed (1):\n  M app.py  (+1 -1)" in done.stderr and "tokens:" in done.stderr
     assert (root / "app.py").read_text() == 'print("hello")\n'
+
+
+def test_do_lists_changes_with_status_and_line_counts(root: Path) -> None:
+    (root / "app.py").write_text("a\nb\nc\n")
+    (root / "old.txt").write_text("bye\n")
+    plan = script(root.parent / "plan.jsonl",
+                  {"thought": "", "tool": "edit_file",
+                   "args": {"path": "app.py", "old": "b\n", "new": "B\nB2\n"}},
+                  {"thought": "", "tool": "run",
+                   "args": {"command": "rm old.txt; printf 'x\\ny\\n' > new.txt; echo z >> app.py"}},
+                  {"thought": "", "done": True, "answer": "done"})
+    done = loki(root.parent, "do", "t", "--root", str(root), "--engine", "scripted",
+                "--model", plan, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "files changed (3):\n  M app.py  (+3 -1)\n  A new.txt  (+2 -0)\n  D old.txt\n" in done.stderr
 
 
 def test_do_refuses_edits_without_a_terminal_or_yes(root: Path) -> None:
@@ -81,7 +96,7 @@ def test_do_through_an_openai_compatible_server(root: Path) -> None:
                     "--base-url", server.url, "--model", "gpt-fake")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Wrote todo.txt.\n" and (root / "todo.txt").read_text() == "x\n"
-    assert "files changed (1):\n  todo.txt" in done.stderr
+    assert "files changed (1):\n  A todo.txt  (+1 -0)" in done.stderr
 
 
 def test_do_without_an_engine_is_one_line(root: Path) -> None:
@@ -110,5 +125,5 @@ def test_ctrl_c_stops_and_still_reports_changes(root: Path) -> None:
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
-    assert "loki: interrupted" in err and "files changed (1):\n  w.txt" in err
+    assert "loki: interrupted" in err and "files changed (1):\n  A w.txt  (+1 -0)" in err
     assert out == ""

@@ -81,6 +81,11 @@ class Journal:
             weakref.finalize(self, shutil.rmtree, self._store, ignore_errors=True)
         return self._store
 
+    def original(self, rel: str) -> bytes | None:
+        """The bytes ``rel`` had before a write/edit tool first changed it, if it had any."""
+        entry = self.entries.get(rel)
+        return entry.backup.read_bytes() if entry and entry.backup else None
+
     def private_dirs(self) -> list[Path]:
         return [self._store] if self._store is not None else []
 

@@ -9,6 +9,7 @@ stops the run and still reports what changed.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 from typing import Any
@@ -25,7 +26,7 @@ from .cli import (
     toolbox_options,
     wrap,
 )
-from .errors import EngineConfigError, EngineError
+from .errors import EngineConfigError, EngineError, LokiError
 from .tools import Toolbox
 
 __all__ = ["EXIT_INCOMPLETE", "add_do", "run_do"]
@@ -164,5 +165,37 @@ def report_changes(box: Toolbox, headline: str = "", *, usage: dict[str, int] | 
                   f"out, {usage.get('requests', 0)} requests\n")
 
 
+_MARKS = {"created": "A", "modified": "M", "deleted": "D", "transient": "T"}
+_DIFF_LIMIT = 1 << 20  # bytes; larger files are listed without a line count
+
+
 def change_lines(box: Toolbox) -> list[str]:
-    return list(box.changed)
+    """``M cli.py  (+3 -1)`` per changed file: status mark, path, lines added and removed."""
+    lines = []
+    for rel in box.changed:
+        status = box.changes.get(rel, "modified")
+        stat = diff_stat(box, rel, status)
+        lines.append(f"{_MARKS.get(status, '?')} {rel}" + (f"  ({stat})" if stat else ""))
+    return lines
+
+
+def diff_stat(box: Toolbox, rel: str, status: str) -> str:
+    """Lines added and removed against the original, where both sides are known text."""
+    journal = box.journal
+    if journal is None or status in ("deleted", "transient"):
+        return ""
+    before = journal.original(rel) if status == "modified" else b""
+    if before is None:
+        return "changed by a command"
+    try:
+        after = journal.root.read_bytes(journal.root.resolve(rel))
+    except LokiError:
+        return ""
+    if max(len(before), len(after)) > _DIFF_LIMIT or b"\0" in before + after:
+        return ""
+    old, new = (side.decode("utf-8", "replace").splitlines() for side in (before, after))
+    added = removed = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new).get_opcodes():
+        if tag != "equal":
+            removed, added = removed + i2 - i1, added + j2 - j1
+    return f"+{added} -{removed}"
