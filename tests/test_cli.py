@@ -128,3 +128,18 @@ def test_help_everywhere_with_examples(tmp_path: Path) -> None:
         assert done.returncode == 0
         assert "examples:" in done.stdout and "loki " in done.stdout
     assert "3    the tool answered 'REFUSED" in loki(tmp_path, "call", "--help").stdout
+
+
+def test_sandbox_options_reach_the_commands(root: Path) -> None:
+    from yggdrasil.loki.tools import sandbox_status
+
+    off = loki(root.parent, "call", "run", "command=echo $LOKI_SANDBOX", "--root", str(root),
+               "--sandbox", "off")
+    assert off.returncode == 0 and "stdout:\nnone\n" in off.stdout
+    status = sandbox_status()
+    if not status.network_control:
+        return  # the kernel cannot block TCP: nothing more to check here
+    code = "import socket; socket.create_server(('127.0.0.1', 0)); print('bound')"
+    closed = loki(root.parent, "call", "run_python", f"code={code}", "--root", str(root),
+                  "--no-network")
+    assert "PermissionError" in closed.stdout and "bound" not in closed.stdout

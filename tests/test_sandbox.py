@@ -137,16 +137,16 @@ def test_commands_cannot_signal_the_agent(box: Toolbox) -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[int]:
+def tcp_port() -> Iterator[int]:
     with socket.create_server(("127.0.0.1", 0)) as srv:
         yield srv.getsockname()[1]
 
 
 @landlock
-def test_network_can_be_blocked(root: Path, server: int) -> None:
+def test_network_can_be_blocked(root: Path, tcp_port: int) -> None:
     if not STATUS.network_control:
         pytest.skip("TCP rules need Landlock ABI 4")
-    connect = f"import socket; socket.create_connection(('127.0.0.1', {server})); print('connected')"
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {tcp_port})); print('connected')"
     bind = "import socket; socket.create_server(('127.0.0.1', 0)); print('bound')"
     open_box = filesystem_toolbox(root)
     assert "connected" in open_box.call("run_python", {"code": connect})
@@ -155,6 +155,7 @@ def test_network_can_be_blocked(root: Path, server: int) -> None:
     for code in (connect, bind):
         out = closed.call("run_python", {"code": code})
         assert out.startswith("exit=1") and "PermissionError: [Errno 13]" in out
+        assert "and may not open TCP connections" in out
 
 
 @landlock

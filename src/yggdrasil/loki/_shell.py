@@ -37,9 +37,10 @@ DEFAULT_HIDDEN = ("~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud"
 MAX_CHANGE_LINES = 200
 SANDBOX_VAR = "LOKI_SANDBOX"  # tells the command (and a user checking) what fences it
 _DENIED = "ermission denied"  # EACCES as shells, Python and libc word it
-_FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR; a write "
+_FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR{net}; a write "
                "elsewhere fails with 'Permission denied'. Work inside the root, or ask the "
                "user to add a writable folder]\n")
+_NO_NETWORK = ", and may not open TCP connections"
 
 
 def writable_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -180,7 +181,8 @@ class Shell:
             self.journal.after_command(changes)
         text = done.observation()
         denied = abi and done.exit_code != 0 and _DENIED in done.stderr.text()
-        for extra in (_changed_section(changes), _FENCE_NOTE if denied else ""):
+        note = _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK) if denied else ""
+        for extra in (_changed_section(changes), note):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
         return text

@@ -92,6 +92,11 @@ def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
     group.add_argument("--read-only", action="store_true",
                        help="only the read tools: no write_file, edit_file, run_python or run")
     group.add_argument("--web", action="store_true", help="add the web_* tools")
+    group.add_argument("--sandbox", choices=("auto", "require", "off"), default="auto",
+                       help="fence run/run_python with Landlock: when available (auto, the "
+                            "default), always or refuse to run (require), never (off)")
+    group.add_argument("--no-network", action="store_true",
+                       help="block TCP connect/bind for run/run_python (Landlock ABI 4+)")
     if with_yes:
         group.add_argument("-y", "--yes", action="store_true",
                            help="allow overwriting/editing existing files without asking "
@@ -103,7 +108,8 @@ def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None) -> To
     """The toolbox the parsed ``--root/--read-only/--web`` describe; CliError when it cannot be."""
     try:
         return filesystem_toolbox(args.root, read_only=args.read_only, allow_web=args.web,
-                                  confirm=confirm)
+                                  confirm=confirm, sandbox=args.sandbox,
+                                  network=not args.no_network)
     except LokiError as exc:
         raise CliError(str(exc)) from exc
 
