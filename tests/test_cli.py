@@ -142,4 +142,4 @@ def test_sandbox_options_reach_the_commands(root: Path) -> None:
     code = "import socket; socket.create_server(('127.0.0.1', 0)); print('bound')"
     closed = loki(root.parent, "call", "run_python", f"code={code}", "--root", str(root),
                   "--no-network")
-    assert "PermissionError" in closed.stdout and "bound" not in closed.stdout
+    assert "PermissionError" in closed.stdout and "stdout:\nbound" not in closed.stdout
