@@ -119,6 +119,23 @@ def test_call_turns_every_mistake_into_an_observation() -> None:
     assert box.call("refuse", {"x": 1}) == "ERROR: not like that"
 
 
+def test_call_never_raises_for_a_bad_name() -> None:
+    box = Toolbox()
+    box.add(Tool("greet", "g", {"name": "n", "times": "t", "loud": "l"}, greet))
+    assert box.call(["greet"], {}).startswith("ERROR: unknown tool ['greet']")  # type: ignore[arg-type]
+    assert box.call(None, {}).startswith("ERROR: unknown tool None")  # type: ignore[arg-type]
+
+
+def test_record_keeps_first_touch_order_even_after_outside_edits() -> None:
+    box = Toolbox()
+    box.record("a")
+    box.record("b")
+    box.changed[0] = "c"
+    box.record("c")
+    box.record("a")
+    assert box.changed == ["c", "b", "a"]
+
+
 def test_call_caps_a_flooding_tool() -> None:
     box = Toolbox()
     box.add(Tool("flood", "f", {}, lambda: "x" * 1_000_000))

@@ -33,7 +33,7 @@ from ._changes import Diff
 from ._root import Root
 from .errors import LokiError
 
-Record = Callable[[str, str], None]  # (root-relative path, status)
+Record = Callable[[str], None]  # hears each root-relative path the run changed
 
 
 @dataclass
@@ -111,7 +111,7 @@ class Journal:
     def after_write(self, rel: str) -> None:
         entry = self.entries.setdefault(rel, Entry(existed=True, exists=True))
         entry.exists = True
-        self.record(rel, entry.status)
+        self.record(rel)
 
     def after_command(self, diff: Diff) -> None:
         for rel in diff.created_dirs:
@@ -122,7 +122,7 @@ class Journal:
             for rel in paths:
                 entry = self.entries.setdefault(rel, Entry(existed=existed, exists=exists))
                 entry.exists = exists
-                self.record(rel, entry.status)
+                self.record(rel)
 
     def _note_missing_parents(self, real: Path) -> None:
         missing: list[str] = []

@@ -149,3 +149,20 @@ def bind_args(name: str, schema: Mapping[str, Any], args: Any) -> dict[str, Any]
     # null for an optional argument means "use the default", as models often send it
     return {k: _coerce(k, v, props.get(k, {})) for k, v in args.items()
             if v is not None or k in schema["required"]}
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The summary paragraph and the ``Args:`` section (``name: description``) of a docstring."""
+    summary = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+    params: dict[str, str] = {}
+    in_args = False
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+        elif in_args and ":" in stripped:
+            key, text = stripped.split(":", 1)
+            params[key.split("(")[0].strip()] = text.strip()
+        elif in_args and not stripped:
+            in_args = False
+    return summary, params

@@ -21,8 +21,8 @@ from ._files import Files
 from ._journal import Journal, Reverted
 from ._observe import clip_text
 from ._root import Root
-from ._sandbox import SandboxStatus, landlock_status
-from ._schema import bind_args, build_schema
+from ._sandbox import landlock_status as sandbox_status  # noqa: F401  (re-exported for users)
+from ._schema import bind_args, build_schema, parse_docstring
 from ._search import Search
 from ._shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
 from ._tables import TableReader
@@ -31,14 +31,6 @@ from .errors import ToolDefinitionError, ToolError
 __all__ = ["Tool", "Toolbox", "filesystem_toolbox"]
 
 log = logging.getLogger("yggdrasil.loki.tools")
-
-
-def sandbox_status() -> SandboxStatus:
-    """Whether this machine can fence commands: the Landlock ABI (0 if absent) and why not.
-
-    ``print(sandbox_status())`` says e.g. ``Landlock ABI 7 available (can block TCP)``.
-    """
-    return landlock_status()
 
 
 @dataclass
@@ -76,7 +68,7 @@ class Tool:
         argument without one gets its name as description.
         """
         doc = inspect.getdoc(fn) or ""
-        summary, documented = _parse_docstring(doc)
+        summary, documented = parse_docstring(doc)
         if params is None:
             names = [k for k, p in inspect.signature(fn).parameters.items()
                      if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
@@ -101,22 +93,6 @@ class Tool:
                 "mutates": self.mutates, "input_schema": self.input_schema}
 
 
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    summary = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
-    params: dict[str, str] = {}
-    in_args = False
-    for line in doc.splitlines():
-        stripped = line.strip()
-        if stripped in ("Args:", "Arguments:", "Parameters:"):
-            in_args = True
-        elif in_args and ":" in stripped:
-            key, text = stripped.split(":", 1)
-            params[key.split("(")[0].strip()] = text.strip()
-        elif in_args and not stripped:
-            in_args = False
-    return summary, params
-
-
 @dataclass
 class Toolbox:
     """A named set of tools plus the run state the loop reports on.
@@ -130,9 +106,7 @@ class Toolbox:
     tools: dict[str, Tool] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
     status: str = field(default="", compare=False)
-    changes: dict[str, str] = field(default_factory=dict, compare=False)
     journal: Journal | None = field(default=None, repr=False, compare=False)
-    _listed: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def add(self, tool: Tool) -> Tool:
         """Register a tool; a second tool with the same name is a definition error."""
@@ -160,15 +134,16 @@ class Toolbox:
     def __len__(self) -> int:
         return len(self.tools)
 
-    def record(self, path: str, status: str | None = None) -> None:
-        """Note a root-relative path as changed (first touch only), with its latest status."""
-        if len(self._listed) != len(self.changed):  # ``changed`` was edited from outside
-            self._listed = set(self.changed)
-        if path not in self._listed:
-            self._listed.add(path)
+    def record(self, path: str) -> None:
+        """Note a root-relative path as changed (first touch only)."""
+        if path not in self.changed:
             self.changed.append(path)
-        if status is not None:
-            self.changes[path] = status
+
+    @property
+    def changes(self) -> dict[str, str]:
+        """Each changed path's status against the start of the run, from the journal."""
+        entries = self.journal.entries if self.journal is not None else {}
+        return {p: entries[p].status if p in entries else "modified" for p in self.changed}
 
     def revert(self) -> Reverted:
         """Undo this run's file changes where the original is known; never raises per path.
@@ -185,9 +160,6 @@ class Toolbox:
         done = self.journal.revert()
         gone = before - set(self.journal.entries)
         self.changed[:] = [p for p in self.changed if p not in gone]
-        self._listed = set(self.changed)
-        for path in gone:
-            self.changes.pop(path, None)
         return done
 
     def spec(self) -> str:
@@ -205,11 +177,11 @@ class Toolbox:
     def to_dict(self) -> dict[str, Any]:
         return {"tools": [t.to_dict() for t in self.tools.values()],
                 "changed": list(self.changed), "status": self.status,
-                "changes": dict(self.changes)}
+                "changes": self.changes}
 
     def call(self, name: str, args: dict[str, Any]) -> str:
         """Run a tool by name; surface any error as a readable observation, never a raise."""
-        tool = self.tools.get(name)
+        tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             available = ", ".join(self.tools) or "none"
             return f"ERROR: unknown tool {name!r}; available tools: {available}"
@@ -273,28 +245,7 @@ def filesystem_toolbox(
         tools += _write_tools(files, shell)
         box.status = shell.status()
     if allow_web:
-        from ._web_policy import AddressPolicy
-        from .web import Web
-
-        web = Web(where, files, read_only=read_only,
-                  policy=AddressPolicy(allow_private=allow_private_hosts))
-        save = {} if read_only else {
-            "save": f"also write the downloaded file here, {_PATH} (default: do not save)"}
-        tools += [
-            Tool("web_fetch", "Fetch an http(s) URL: a page's main text, title and links; "
-                 "plain text and JSON as sent; other content by type and size.",
-                 {"url": "http:// or https:// URL"}, web.web_fetch),
-            Tool("web_table", "Preview a remote table (CSV/TSV, Parquet, JSON, XLSX) like "
-                 "read_table: shape, column types, first rows.",
-                 {"url": "http:// or https:// URL of the table file",
-                  "fmt": "table format when the URL does not show it: csv, tsv, parquet, "
-                  "json, ndjson, xlsx (default: from the extension or content type)",
-                  **save},
-                 web.web_table, mutates=not read_only),
-            Tool("web_image", "Inspect a remote image: content type, byte size, pixel size.",
-                 {"url": "http:// or https:// URL of the image", **save},
-                 web.web_image, mutates=not read_only),
-        ]
+        tools += _web_tools(where, files, read_only=read_only, private=allow_private_hosts)
     for tool in tools:
         box.add(tool)
     return box
@@ -365,4 +316,28 @@ def _write_tools(files: Files, shell: Shell) -> list[Tool]:
         Tool("run", "Run a shell command in the root; prints exit code, stdout and stderr.",
              {"command": "shell command line", "timeout": "seconds before it is killed (default 60)"},
              shell.run, mutates=True),
+    ]
+
+
+def _web_tools(root: Root, files: Files, *, read_only: bool, private: bool) -> list[Tool]:
+    from ._web_policy import AddressPolicy
+    from .web import Web
+
+    web = Web(root, files, read_only=read_only, policy=AddressPolicy(allow_private=private))
+    save = {} if read_only else {
+        "save": f"also write the downloaded file here, {_PATH} (default: do not save)"}
+    return [
+        Tool("web_fetch", "Fetch an http(s) URL: a page's main text, title and links; "
+             "plain text and JSON as sent; other content by type and size.",
+             {"url": "http:// or https:// URL"}, web.web_fetch),
+        Tool("web_table", "Preview a remote table (CSV/TSV, Parquet, JSON, XLSX) like "
+             "read_table: shape, column types, first rows.",
+             {"url": "http:// or https:// URL of the table file",
+              "fmt": "table format when the URL does not show it: csv, tsv, parquet, "
+              "json, ndjson, xlsx (default: from the extension or content type)",
+              **save},
+             web.web_table, mutates=not read_only),
+        Tool("web_image", "Inspect a remote image: content type, byte size, pixel size.",
+             {"url": "http:// or https:// URL of the image", **save},
+             web.web_image, mutates=not read_only),
     ]
