@@ -17,6 +17,7 @@ Statuses, relative to the start of the run: ``created``, ``modified``, ``deleted
 
 from __future__ import annotations
 
+import difflib
 import mmap
 import os
 import shutil
@@ -33,6 +34,7 @@ from ._changes import Diff
 from ._root import Root
 from .errors import LokiError
 
+DIFF_LIMIT = 1 << 20  # bytes: larger files get no line counts
 Record = Callable[[str], None]  # hears each root-relative path the run changed
 
 
@@ -81,10 +83,29 @@ class Journal:
             weakref.finalize(self, shutil.rmtree, self._store, ignore_errors=True)
         return self._store
 
-    def original(self, rel: str) -> bytes | None:
-        """The bytes ``rel`` had before a write/edit tool first changed it, if it had any."""
+    def line_counts(self, rel: str) -> tuple[int, int] | None:
+        """(lines added, lines removed) in ``rel`` since the run began, where both sides are
+        known text of at most DIFF_LIMIT bytes; None otherwise (a command changed a file
+        no copy was kept of, a deleted or binary file, a file too big to compare cheaply)."""
         entry = self.entries.get(rel)
-        return entry.backup.read_bytes() if entry and entry.backup else None
+        if entry is None or not entry.exists or (entry.existed and entry.backup is None):
+            return None
+        real = self.root.resolve(rel)
+        now = self.root.stat(real)
+        sizes = [now.st_size if now else DIFF_LIMIT + 1,
+                 entry.backup.stat().st_size if entry.backup else 0]
+        if max(sizes) > DIFF_LIMIT:
+            return None
+        before = entry.backup.read_bytes() if entry.backup else b""
+        after = self.root.read_bytes(real)
+        if b"\0" in before or b"\0" in after:
+            return None
+        old, new = (side.decode("utf-8", "replace").splitlines() for side in (before, after))
+        added = removed = 0
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new).get_opcodes():
+            if tag != "equal":
+                removed, added = removed + i2 - i1, added + j2 - j1
+        return added, removed
 
     def private_dirs(self) -> list[Path]:
         return [self._store] if self._store is not None else []

@@ -9,7 +9,6 @@ stops the run and still reports what changed.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 from typing import Any
@@ -166,36 +165,20 @@ def report_changes(box: Toolbox, headline: str = "", *, usage: dict[str, int] | 
 
 
 _MARKS = {"created": "A", "modified": "M", "deleted": "D", "transient": "T"}
-_DIFF_LIMIT = 1 << 20  # bytes; larger files are listed without a line count
 
 
 def change_lines(box: Toolbox) -> list[str]:
     """``M cli.py  (+3 -1)`` per changed file: status mark, path, lines added and removed."""
     lines = []
-    for rel in box.changed:
-        status = box.changes.get(rel, "modified")
-        stat = diff_stat(box, rel, status)
-        lines.append(f"{_MARKS.get(status, '?')} {rel}" + (f"  ({stat})" if stat else ""))
+    for rel, status in box.changes.items():
+        counts = _line_counts(box, rel)
+        detail = f"  (+{counts[0]} -{counts[1]})" if counts else ""
+        lines.append(f"{_MARKS.get(status, '?')} {rel}{detail}")
     return lines
 
 
-def diff_stat(box: Toolbox, rel: str, status: str) -> str:
-    """Lines added and removed against the original, where both sides are known text."""
-    journal = box.journal
-    if journal is None or status in ("deleted", "transient"):
-        return ""
-    before = journal.original(rel) if status == "modified" else b""
-    if before is None:
-        return "changed by a command"
+def _line_counts(box: Toolbox, rel: str) -> tuple[int, int] | None:
     try:
-        after = journal.root.read_bytes(journal.root.resolve(rel))
-    except LokiError:
-        return ""
-    if max(len(before), len(after)) > _DIFF_LIMIT or b"\0" in before + after:
-        return ""
-    old, new = (side.decode("utf-8", "replace").splitlines() for side in (before, after))
-    added = removed = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new).get_opcodes():
-        if tag != "equal":
-            removed, added = removed + i2 - i1, added + j2 - j1
-    return f"+{added} -{removed}"
+        return box.journal.line_counts(rel) if box.journal is not None else None
+    except LokiError:  # the file went away or turned into something else meanwhile
+        return None
