@@ -1,10 +1,11 @@
 """Loki tools: the file/shell capabilities the agent acts through.
 
 A :class:`Tool` is one thing the loop can do with its hands; a :class:`Toolbox` holds the
-tools plus ``changed``, the root-relative files a run created or edited.
+tools plus ``changed``, the root-relative files a run created, edited or deleted.
 :func:`filesystem_toolbox` assembles the default toolbox, every path confined to a root.
 This module only wires: path logic lives in ``_root``, files in ``_files``, search in
-``_search``, processes in ``_proc``, tables in ``yggdrasil.io``.
+``_search``, commands in ``_shell`` (sandbox, change tracking) over ``_proc``, undo in
+``_journal``, tables in ``_tables`` over ``yggdrasil.io``, the web in ``web``.
 """
 
 from __future__ import annotations
