@@ -163,6 +163,26 @@ def test_edit_near_miss_shows_closest_lines(root: Path, box: Toolbox) -> None:
     assert "Nothing in the file resembles it" in out
 
 
+def test_edit_near_miss_is_bounded_on_a_large_file(root: Path, box: Toolbox) -> None:
+    """20,000 lines and a 200-line old with one typo: the old scan took minutes here."""
+    words = ["value", "data", "result", "index", "count", "name", "item", "path"]
+    lines = [f"{'    ' * (i % 4)}{words[i % 8]}_{i % 97} = {words[i * 7 % 8]}(self, {i})"
+             for i in range(20_000)]
+    (root / "big.py").write_text("\n".join(lines) + "\n")
+    old = lines[10_000:10_200]
+    old[100] = old[100].replace(" = ", " == ", 1)
+    out = box.call("edit_file", {"path": "big.py", "old": "\n".join(old), "new": "x"})
+    assert "The closest match is lines 10001-10200 (99% similar)" in out
+    assert f"-{old[100]}" in out and f"+{lines[10_100]}" in out
+
+
+def test_edit_near_miss_clips_long_lines(root: Path, box: Toolbox) -> None:
+    (root / "wide.txt").write_text("head\n" + "y" * 3000 + "\ntail\n")
+    out = box.call("edit_file", {"path": "wide.txt", "old": "head\n" + "y" * 2999 + "z", "new": "x"})
+    assert "The closest match is lines 1-2" in out
+    assert "[... 1000 more chars on this line]" in out and "y" * 2001 not in out
+
+
 def test_syntax_warnings_after_write(root: Path, box: Toolbox) -> None:
     out = box.call("write_file", {"path": "bad.py", "content": "def f(:\n  pass\n"})
     assert out.startswith("created bad.py") and "WARNING: bad.py no longer parses: line 1:" in out
