@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 import tempfile
@@ -67,6 +68,29 @@ def test_read_file_text_variants(root: Path, box: Toolbox) -> None:
     (root / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
     out = box.call("read_file", {"path": "blob.bin"})
     assert out.startswith("ERROR: blob.bin is a binary file (300 bytes)") and "\x00" not in out
+
+
+def test_read_file_utf16_and_utf32_windows(root: Path, box: Toolbox) -> None:
+    (root / "small16.txt").write_bytes("".join(f"l\u00e9 {i}\r\n" for i in range(1, 401)).encode("utf-16"))
+    assert box.call("read_file", {"path": "small16.txt", "start": 3, "end": 4}) == (
+        "3\tl\u00e9 3\n4\tl\u00e9 4\n[showing lines 3-4 of 400; read_file(path='small16.txt', "
+        "start=5) for more, or grep to find a line]")
+    (root / "be32.txt").write_bytes(codecs.BOM_UTF32_BE + "a\n\u00df\n".encode("utf-32-be"))
+    assert box.call("read_file", {"path": "be32.txt"}) == "1\ta\n2\t\u00df"
+    (root / "odd16.txt").write_bytes(codecs.BOM_UTF16_LE + "ab\n".encode("utf-16-le") + b"x")
+    assert box.call("read_file", {"path": "odd16.txt"}) == "1\tab\n2\t\ufffd"
+
+
+def test_read_file_big_utf16_reads_only_the_window(root: Path, box: Toolbox) -> None:
+    """Past _COUNT_TAIL_LIMIT the lines after the window are not decoded to be counted."""
+    line = "row {:06} " + "." * 40 + "\n"
+    (root / "big16.txt").write_bytes("".join(line.format(i) for i in range(1, 100_001)).encode("utf-16"))
+    out = box.call("read_file", {"path": "big16.txt", "start": 3, "end": 4})
+    assert out.startswith("3\trow 000003 ") and "\n4\trow 000004 " in out
+    assert out.endswith("[showing lines 3-4 of a 9.9 MB file; read_file(path='big16.txt', start=5) "
+                        "for more, or grep to find a line]")
+    out = box.call("read_file", {"path": "big16.txt", "start": 99_999})
+    assert "100000\trow 100000 " in out and out.endswith("[lines 99999-100000; end of file]")
 
 
 def test_write_creates_parents_and_records(root: Path, box: Toolbox) -> None:

@@ -8,7 +8,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from . import _edit
 from ._observe import (
@@ -25,7 +25,6 @@ from .errors import PathError, Refused, ToolError
 _CHUNK = 1 << 20
 _SNIFF = 8192
 _COUNT_TAIL_LIMIT = 8 << 20  # count the lines after a window only in files this small
-_WIDE_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 Confirm = Callable[[str], bool]
 
@@ -78,8 +77,11 @@ class Files:
             fh.seek(0)
             if size == 0:
                 return f"{rel} is empty (0 bytes)"
-            if head.startswith(_WIDE_BOMS):
-                window = _text_window(_decode(fh.read())[0], start, end)
+            wide = _wide_codec(head)
+            if wide is not None:
+                bom, codec = wide
+                fh.seek(len(bom))
+                window = _byte_window(_AsUtf8(fh, codec), size, start, end)
             elif b"\0" in head:
                 raise ToolError(
                     f"{rel} is a binary file ({human_size(size)}); read_file shows text only"
@@ -139,7 +141,27 @@ class Window:
     remaining: int | None  # lines after the window; None when too costly to count
 
 
-def _byte_window(fh: BinaryIO, size: int, start: int, end: int) -> Window:
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class _AsUtf8:
+    """A UTF-16/32 stream read as UTF-8, decoded one chunk at a time (bad units -> U+FFFD)."""
+
+    def __init__(self, fh: BinaryIO, codec: str) -> None:
+        self.fh = fh
+        self.decoder = codecs.getincrementaldecoder(codec)("replace")
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Some text (at least one char unless at the end), or b"" at the end."""
+        while True:
+            raw = self.fh.read(size)
+            text = self.decoder.decode(raw, final=not raw)
+            if text or not raw:
+                return text.encode("utf-8")
+
+
+def _byte_window(fh: _Readable, size: int, start: int, end: int) -> Window:
     """Lines start..end of a binary stream, reading only up to the window's last byte."""
     stop = end or start + MAX_READ_LINES - 1
     shown: Lines = []
@@ -167,7 +189,7 @@ def _byte_window(fh: BinaryIO, size: int, start: int, end: int) -> Window:
     return Window(shown, 0)
 
 
-def _count_rest(fh: BinaryIO, size: int, rest: bytes) -> int | None:
+def _count_rest(fh: _Readable, size: int, rest: bytes) -> int | None:
     if size > _COUNT_TAIL_LIMIT:
         return None if rest or fh.read(1) else 0
     tail = rest + fh.read()
@@ -181,20 +203,6 @@ def _show(shown: Lines, n: int, raw: bytes) -> int:
     line = clip_line(text)
     shown.append((n, line))
     return len(line) + 8
-
-
-def _text_window(text: str, start: int, end: int) -> Window:
-    stop = end or start + MAX_READ_LINES - 1
-    all_lines = text.splitlines()
-    shown: Lines = []
-    budget = MAX_READ_CHARS
-    for n, line in enumerate(all_lines[start - 1 : stop], start):
-        shown.append((n, clip_line(line)))
-        budget -= len(shown[-1][1]) + 8
-        if budget <= 0:
-            break
-    last = shown[-1][0] if shown else start - 1
-    return Window(shown, len(all_lines) - last)
 
 
 def _render_window(rel: str, size: int, start: int, window: Window) -> str:
@@ -221,6 +229,11 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
+
+
+def _wide_codec(head: bytes) -> tuple[bytes, str] | None:
+    """(BOM, codec) of a UTF-16/32 file, whose text the UTF-8 line walk cannot read as is."""
+    return next(((bom, codec) for bom, codec in _BOMS if codec != "utf-8" and head.startswith(bom)), None)
 
 
 def _decode(data: bytes) -> tuple[str, tuple[bytes, str]]:
