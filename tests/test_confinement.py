@@ -109,6 +109,21 @@ def test_symlink_swapped_in_after_the_check_is_refused(root: Path) -> None:
     assert (root.parent / "outside" / "f.txt").read_text() == "TOP SECRET"
 
 
+def test_a_file_inside_a_path_is_named_not_called_a_symlink(root: Path, box: Toolbox) -> None:
+    (root / "README.md").write_text("hi\n")
+    (root / "d").mkdir()
+    (root / "d" / "f.txt").write_text("x")
+    os.mkfifo(root / "pipe")
+    assert box.call("read_file", {"path": "README.md/x"}) == "ERROR: README.md is a file, not a folder"
+    assert box.call("write_file", {"path": "d/f.txt/y/z", "content": "x"}) == (
+        "ERROR: d/f.txt is a file, not a folder")
+    assert box.call("read_file", {"path": "pipe/x"}) == "ERROR: pipe is a FIFO, not a folder"
+    assert box.call("list_dir", {"path": "README.md/x"}) == "ERROR: README.md/x does not exist"
+    assert Root.at(root).stat(root / "README.md" / "x") is None
+    assert sorted(p.name for p in root.iterdir()) == ["README.md", "d", "pipe"]
+    assert (root / "d" / "f.txt").read_text() == "x"
+
+
 def test_racing_swapper_never_leaks(root: Path) -> None:
     """A thread flips a folder between real and a link out while we read in a loop."""
     (root / "d").mkdir()

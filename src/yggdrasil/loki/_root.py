@@ -90,8 +90,8 @@ class Root:
         """An fd of the folder root/parts, reached without following any symlink."""
         fd = os.open(self.path, _DIR_FLAGS)
         try:
-            for part in parts:
-                nfd = _step_into(fd, part, create=create)
+            for i, part in enumerate(parts):
+                nfd = _step_into(fd, part, "/".join(parts[: i + 1]), create=create)
                 os.close(fd)
                 fd = nfd
             yield fd
@@ -106,7 +106,7 @@ class Root:
         try:
             with self.folder_fd(parts[:-1]) as dfd:
                 return os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
-        except (FileNotFoundError, NotADirectoryError):
+        except (FileNotFoundError, _NotAFolder):
             return None
 
     @contextmanager
@@ -120,8 +120,6 @@ class Root:
                 fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
             raise PathError(f"{self.rel(real)} does not exist") from None
-        except PathError:
-            raise
         except OSError as exc:
             raise _swapped(self.rel(real), exc) from exc
         try:
@@ -159,21 +157,36 @@ class Root:
         return old is None
 
 
-def _step_into(fd: int, part: str, *, create: bool) -> int:
-    """Open the folder ``part`` below ``fd`` (making it when ``create``); ``fd`` stays open."""
+class _NotAFolder(PathError):
+    """A component of the path is a file (or FIFO...): nothing can exist below it."""
+
+
+def _step_into(fd: int, part: str, what: str, *, create: bool) -> int:
+    """Open the folder ``part`` (root-relative ``what``) below ``fd``, making it when
+    ``create``; ``fd`` stays open."""
     try:
         return os.open(part, _DIR_FLAGS, dir_fd=fd)
     except FileNotFoundError:
         if not create:
             raise
     except OSError as exc:
-        raise _swapped(part, exc) from exc
+        raise _not_entered(fd, part, what, exc) from exc
     with suppress(FileExistsError):
         os.mkdir(part, 0o777, dir_fd=fd)
     try:
         return os.open(part, _DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
-        raise _swapped(part, exc) from exc
+        raise _not_entered(fd, part, what, exc) from exc
+
+
+def _not_entered(fd: int, part: str, what: str, exc: OSError) -> PathError:
+    """Why the folder ``part`` could not be opened: O_DIRECTORY|O_NOFOLLOW gives ENOTDIR
+    for a file and for a symlink alike, so look at what is there."""
+    st = _lstat_at(fd, part) if exc.errno == errno.ENOTDIR else None
+    if st is not None and not (stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        noun = "a file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
+        return _NotAFolder(f"{what} is {noun}, not a folder")
+    return _swapped(what, exc)
 
 
 def _swapped(what: str, exc: OSError) -> PathError:
