@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from yggdrasil.loki._files import Files
 from yggdrasil.loki._root import Root
 from yggdrasil.loki.errors import PathError
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
@@ -122,6 +123,22 @@ def test_a_file_inside_a_path_is_named_not_called_a_symlink(root: Path, box: Too
     assert Root.at(root).stat(root / "README.md" / "x") is None
     assert sorted(p.name for p in root.iterdir()) == ["README.md", "d", "pipe"]
     assert (root / "d" / "f.txt").read_text() == "x"
+
+
+def test_list_dir_never_lists_a_link_swapped_in_after_the_check(root: Path) -> None:
+    """The folder becomes a link out between list_dir's stat and its listing."""
+    (root / "d").mkdir()
+    (root.parent / "outside" / "f.txt").write_text("TOP SECRET")
+
+    class SwapAfterStat(Root):
+        def stat(self, real: Path) -> os.stat_result | None:
+            st = super().stat(real)
+            (root / "d").rename(root / "d.old")
+            (root / "d").symlink_to(root.parent / "outside")
+            return st
+
+    with pytest.raises(PathError, match=r"d changed while it was being opened \(a symlink appeared\)"):
+        Files(SwapAfterStat.at(root)).list_dir("d")
 
 
 def test_racing_swapper_never_leaks(root: Path) -> None:

@@ -47,10 +47,16 @@ class Files:
             raise PathError(f"{self.root.rel(real)} does not exist")
         if not stat.S_ISDIR(st.st_mode):
             raise PathError(f"{self.root.rel(real)} is a file; use read_file to read it")
-        rows = [self._entry(real, entry) for entry in _sorted_entries(real)]
-        if not rows:
-            return f"{self.root.rel(real)}/ is empty"
-        return "\n".join(clip_list(rows, MAX_ENTRIES, "entries", "list a subfolder, or use find"))
+        # Entries by name from the folder's descriptor (no link followed, even one swapped
+        # in since resolve); sorted and cut on d_type alone, so only shown files are stat'ed.
+        with self.root.folder_fd(real.relative_to(self.root.path).parts) as fd:
+            entries = _sorted_entries(fd)
+            if not entries:
+                return f"{self.root.rel(real)}/ is empty"
+            names = clip_list([e.name for e in entries], MAX_ENTRIES, "entries",
+                              "list a subfolder, or use find")
+            rows = [self._entry(real, entry) for entry in entries[:MAX_ENTRIES]]
+        return "\n".join(rows + names[MAX_ENTRIES:])  # + the cut note, if any
 
     def _entry(self, folder: Path, entry: os.DirEntry[str]) -> str:
         rel = self.root.rel(folder / entry.name)
@@ -258,8 +264,9 @@ def _encode(text: str, encoding: tuple[bytes, str]) -> bytes:
         ) from exc
 
 
-def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
-    with os.scandir(folder) as it:
+def _sorted_entries(fd: int) -> list[os.DirEntry[str]]:
+    """Folders first, then files, each by name."""
+    with os.scandir(fd) as it:
         entries = list(it)
     return sorted(entries, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
 
