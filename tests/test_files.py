@@ -103,6 +103,16 @@ def test_write_creates_parents_and_records(root: Path, box: Toolbox) -> None:
     assert "is a folder" in box.call("write_file", {"path": "a", "content": "x"})
 
 
+def test_write_refuses_a_path_that_names_a_folder(root: Path, box: Toolbox) -> None:
+    for path in ("a/", "a/.", "b/c/", ".", ""):
+        out = box.call("write_file", {"path": path, "content": "x"})
+        assert out == f"ERROR: path {path!r} names a folder; give a file path, e.g. 'notes/todo.txt'"
+    (root / "f.txt").write_text("old")
+    assert "names a folder" in box.call("edit_file", {"path": "f.txt/", "old": "old", "new": "x"})
+    assert list(root.iterdir()) == [root / "f.txt"] and (root / "f.txt").read_text() == "old"
+    assert box.changed == []
+
+
 def test_write_keeps_mode_and_leaves_no_temp_files(root: Path, box: Toolbox) -> None:
     script = root / "run.sh"
     script.write_text("echo old\n")

@@ -100,7 +100,7 @@ class Files:
     # -- writing ------------------------------------------------------------------------
 
     def write_file(self, path: str, content: str) -> str:
-        real = self.root.resolve(path)
+        real = self.root.resolve(_file_path(path))
         message = self.write_bytes(real, content.encode("utf-8"))
         return _with_warning(message, self.root.rel(real), content)
 
@@ -114,7 +114,7 @@ class Files:
         return f"{'created' if created else 'overwrote'} {rel} ({len(data)} bytes)"
 
     def edit_file(self, path: str, old: str, new: str, replace_all: bool = False) -> str:
-        real = self.root.resolve(path)
+        real = self.root.resolve(_file_path(path))
         rel = self.root.rel(real)
         if self.root.stat(real) is None:
             raise PathError(f"{rel} does not exist; use write_file to create it")
@@ -269,6 +269,14 @@ def _sorted_entries(fd: int) -> list[os.DirEntry[str]]:
     with os.scandir(fd) as it:
         entries = list(it)
     return sorted(entries, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
+
+
+def _file_path(path: str) -> str:
+    """``path`` unless it names a folder by its form ('a/', 'a/.', '..'): resolving would
+    drop that ending and write a file named like the folder."""
+    if path.rsplit("/", 1)[-1] in ("", ".", ".."):
+        raise PathError(f"path {path!r} names a folder; give a file path, e.g. 'notes/todo.txt'")
+    return path
 
 
 def _with_warning(message: str, rel: str, text: str) -> str:
