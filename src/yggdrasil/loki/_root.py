@@ -21,8 +21,8 @@ from pathlib import Path
 
 from .errors import PathError
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def resolve_inside(root: Path, path: str | os.PathLike[str]) -> Path:
@@ -88,7 +88,7 @@ class Root:
     @contextmanager
     def folder_fd(self, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
         """An fd of the folder root/parts, reached without following any symlink."""
-        fd = os.open(self.path, _DIR_FLAGS)
+        fd = os.open(self.path, DIR_FLAGS)
         try:
             for i, part in enumerate(parts):
                 nfd = _step_into(fd, part, "/".join(parts[: i + 1]), create=create)
@@ -117,7 +117,7 @@ class Root:
             raise PathError(f"{self.rel(real)} is a folder, not a file")
         try:
             with self.folder_fd(parts[:-1]) as dfd:
-                fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dfd)
+                fd = os.open(parts[-1], READ_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
             raise PathError(f"{self.rel(real)} does not exist") from None
         except OSError as exc:
@@ -165,7 +165,7 @@ def _step_into(fd: int, part: str, what: str, *, create: bool) -> int:
     """Open the folder ``part`` (root-relative ``what``) below ``fd``, making it when
     ``create``; ``fd`` stays open."""
     try:
-        return os.open(part, _DIR_FLAGS, dir_fd=fd)
+        return os.open(part, DIR_FLAGS, dir_fd=fd)
     except FileNotFoundError:
         if not create:
             raise
@@ -174,7 +174,7 @@ def _step_into(fd: int, part: str, what: str, *, create: bool) -> int:
     with suppress(FileExistsError):
         os.mkdir(part, 0o777, dir_fd=fd)
     try:
-        return os.open(part, _DIR_FLAGS, dir_fd=fd)
+        return os.open(part, DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
         raise _not_entered(fd, part, what, exc) from exc
 
