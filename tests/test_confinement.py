@@ -141,6 +141,31 @@ def test_list_dir_never_lists_a_link_swapped_in_after_the_check(root: Path) -> N
         Files(SwapAfterStat.at(root)).list_dir("d")
 
 
+def test_root_remove_never_follows_a_link(root: Path) -> None:
+    where, outside = Root.at(root), root.parent / "outside"
+    (root / "f.txt").write_text("x")
+    (root / "d").mkdir()
+    (root / "d" / "in.txt").write_text("x")
+    (root / "e").mkdir()
+    (root / "link").symlink_to(outside / "secret.txt")
+    (root / "dlink").symlink_to(outside)
+    assert where.remove(root / "link") and not (root / "link").is_symlink()
+    assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
+    assert not where.remove(root / "dlink", folder=True)  # a link is no folder
+    assert not where.remove(root / "d", folder=True)  # not empty
+    assert where.remove(root / "e", folder=True) and not (root / "e").exists()
+    assert not where.remove(root / "gone.txt")
+    assert not where.remove(root / "f.txt" / "x")  # nothing can be below a file
+    assert not where.remove(root / "f.txt", folder=True)
+    with pytest.raises(PathError, match="Is a directory"):
+        where.remove(root / "d")
+    (root / "d").rename(root / "d.old")
+    (root / "d").symlink_to(outside)  # swapped in after the caller resolved d/secret.txt
+    with pytest.raises(PathError, match="symlink appeared"):
+        where.remove(root / "d" / "secret.txt")
+    assert (outside / "secret.txt").exists() and (root / "dlink").is_symlink()
+
+
 def test_racing_swapper_never_leaks(root: Path) -> None:
     """A thread flips a folder between real and a link out while we read in a loop."""
     (root / "d").mkdir()

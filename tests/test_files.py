@@ -113,6 +113,15 @@ def test_write_refuses_a_path_that_names_a_folder(root: Path, box: Toolbox) -> N
     assert box.changed == []
 
 
+def test_a_write_below_a_file_fails_and_leaves_nothing_to_revert(root: Path, box: Toolbox) -> None:
+    (root / "README.md").write_text("hi\n")
+    assert box.call("write_file", {"path": "README.md/x", "content": "x"}) == (
+        "ERROR: README.md is a file, not a folder")
+    report = box.revert()
+    assert report.not_reverted == {} and report.removed == []
+    assert (root / "README.md").read_text() == "hi\n"
+
+
 def test_write_keeps_mode_and_leaves_no_temp_files(root: Path, box: Toolbox) -> None:
     script = root / "run.sh"
     script.write_text("echo old\n")

@@ -156,6 +156,27 @@ class Root:
             _replace_at(dfd, name, data, mode)
         return old is None
 
+    def remove(self, real: Path, *, folder: bool = False) -> bool:
+        """Unlink the file (or, with ``folder``, rmdir the empty folder) ``real``; a link
+        is removed itself, never followed. False when it is already gone (or something
+        below a file), and for a folder also when it is not empty or not a folder."""
+        parts = self._parts(real)
+        if not parts:
+            raise PathError("the root itself cannot be removed")
+        try:
+            with self.folder_fd(parts[:-1]) as dfd:
+                if folder:
+                    os.rmdir(parts[-1], dir_fd=dfd)
+                else:
+                    os.unlink(parts[-1], dir_fd=dfd)
+        except (FileNotFoundError, NotADirectoryError, _NotAFolder):
+            return False
+        except OSError as exc:
+            if folder:
+                return False  # not empty: something else lives there now
+            raise PathError(exc.strerror or str(exc)) from exc
+        return True
+
 
 class _NotAFolder(PathError):
     """A component of the path is a file (or FIFO...): nothing can exist below it."""
