@@ -50,6 +50,16 @@ def test_read_file_default_window_is_capped(root: Path, box: Toolbox) -> None:
     assert "[... 8000 more chars on this line]" in out and "2\tshort" in out
 
 
+def test_read_file_clips_huge_lines_with_exact_counts(root: Path, box: Toolbox) -> None:
+    """The CR of line 1 ends the first 1 MB read, its LF starts the next."""
+    data = b"a" * ((1 << 20) - 1) + b"\r\n" + "\u00e9".encode() * 300_000 + b"\nend"
+    (root / "wide.txt").write_bytes(data)
+    out = box.call("read_file", {"path": "wide.txt"}).split("\n")
+    assert out[0] == "1\t" + "a" * 2000 + f" [... {(1 << 20) - 1 - 2000} more chars on this line]"
+    assert out[1] == "2\t" + "\u00e9" * 2000 + " [... 298000 more chars on this line]"
+    assert out[2:] == ["3\tend"]
+
+
 def test_read_file_reaches_lines_far_past_64k(root: Path, box: Toolbox) -> None:
     with open(root / "huge.txt", "w") as fh:
         for i in range(1, 300_001):

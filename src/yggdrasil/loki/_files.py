@@ -13,6 +13,7 @@ from typing import BinaryIO, Protocol
 from . import _edit
 from ._observe import (
     MAX_ENTRIES,
+    MAX_LINE,
     MAX_READ_CHARS,
     MAX_READ_LINES,
     clip_line,
@@ -25,6 +26,8 @@ from .errors import PathError, Refused, ToolError
 _CHUNK = 1 << 20
 _SNIFF = 8192
 _COUNT_TAIL_LIMIT = 8 << 20  # count the lines after a window only in files this small
+_LINE_BYTES = 4 * MAX_LINE + 8  # bytes of a line kept: MAX_LINE chars even if all 4-byte
+_UTF8_CONTINUATION = bytes(range(0x80, 0xC0))  # bytes that start no char
 
 Confirm = Callable[[str], bool]
 
@@ -172,7 +175,7 @@ def _byte_window(fh: _Readable, size: int, start: int, end: int) -> Window:
     stop = end or start + MAX_READ_LINES - 1
     shown: Lines = []
     budget = MAX_READ_CHARS
-    n, carry = 1, b""
+    n, line = 1, _Line()
     for chunk in iter(lambda: fh.read(_CHUNK), b""):
         if n < start:
             newlines = chunk.count(b"\n")
@@ -183,16 +186,44 @@ def _byte_window(fh: _Readable, size: int, start: int, end: int) -> Window:
             for _ in range(start - n):
                 cut = chunk.index(b"\n", cut + 1)
             n, chunk = start, chunk[cut + 1 :]
-        buf, pos = carry + chunk, 0
-        while (nl := buf.find(b"\n", pos)) >= 0:
-            budget -= _show(shown, n, buf[pos:nl])
-            n, pos = n + 1, nl + 1
+        pos = 0
+        while (nl := chunk.find(b"\n", pos)) >= 0:
+            line.add(chunk[pos:nl])
+            budget -= _show(shown, n, line)
+            n, pos, line = n + 1, nl + 1, _Line()
             if n > stop or budget <= 0:
-                return Window(shown, _count_rest(fh, size, buf[pos:]))
-        carry = buf[pos:]
-    if carry and n >= start:
-        _show(shown, n, carry)
+                return Window(shown, _count_rest(fh, size, chunk[pos:]))
+        line.add(chunk[pos:])
+    if line.head:
+        _show(shown, n, line)
     return Window(shown, 0)
+
+
+class _Line:
+    """A line being read: its first _LINE_BYTES bytes; past them only a count of chars, so
+    a file of one huge line costs neither memory nor repeated copies."""
+
+    __slots__ = ("cr", "head", "more")
+
+    def __init__(self) -> None:
+        self.head, self.more, self.cr = b"", 0, False
+
+    def add(self, part: bytes) -> None:
+        room = _LINE_BYTES - len(self.head)
+        if room > 0:
+            self.head += part[:room]
+            part = part[room:]
+        if part:
+            self.more += len(part.translate(None, _UTF8_CONTINUATION))
+            self.cr = part.endswith(b"\r")
+
+    def text(self, first: bool) -> str:
+        text = self.head.decode("utf-8", "replace")
+        text = text.removeprefix("\ufeff") if first else text
+        more = self.more - self.cr  # the CR of a CRLF is no char of the line
+        if not self.more:
+            return clip_line(text.removesuffix("\r"))
+        return f"{text[:MAX_LINE]} [... {len(text) - MAX_LINE + more} more chars on this line]"
 
 
 def _count_rest(fh: _Readable, size: int, rest: bytes) -> int | None:
@@ -202,13 +233,10 @@ def _count_rest(fh: _Readable, size: int, rest: bytes) -> int | None:
     return tail.count(b"\n") + (0 if not tail or tail.endswith(b"\n") else 1)
 
 
-def _show(shown: Lines, n: int, raw: bytes) -> int:
-    text = raw.decode("utf-8", "replace").removesuffix("\r")
-    if n == 1:
-        text = text.removeprefix("\ufeff")
-    line = clip_line(text)
-    shown.append((n, line))
-    return len(line) + 8
+def _show(shown: Lines, n: int, line: _Line) -> int:
+    text = line.text(first=n == 1)
+    shown.append((n, text))
+    return len(text) + 8
 
 
 def _render_window(rel: str, size: int, start: int, window: Window) -> str:
