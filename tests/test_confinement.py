@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from yggdrasil.loki._files import Files
 from yggdrasil.loki._root import Root
 from yggdrasil.loki.errors import PathError
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
@@ -107,6 +108,62 @@ def test_symlink_swapped_in_after_the_check_is_refused(root: Path) -> None:
     with pytest.raises(PathError, match="symlink appeared"):
         where.write_atomic(real, b"pwned")
     assert (root.parent / "outside" / "f.txt").read_text() == "TOP SECRET"
+
+
+def test_a_file_inside_a_path_is_named_not_called_a_symlink(root: Path, box: Toolbox) -> None:
+    (root / "README.md").write_text("hi\n")
+    (root / "d").mkdir()
+    (root / "d" / "f.txt").write_text("x")
+    os.mkfifo(root / "pipe")
+    assert box.call("read_file", {"path": "README.md/x"}) == "ERROR: README.md is a file, not a folder"
+    assert box.call("write_file", {"path": "d/f.txt/y/z", "content": "x"}) == (
+        "ERROR: d/f.txt is a file, not a folder")
+    assert box.call("read_file", {"path": "pipe/x"}) == "ERROR: pipe is a FIFO, not a folder"
+    assert box.call("list_dir", {"path": "README.md/x"}) == "ERROR: README.md/x does not exist"
+    assert Root.at(root).stat(root / "README.md" / "x") is None
+    assert sorted(p.name for p in root.iterdir()) == ["README.md", "d", "pipe"]
+    assert (root / "d" / "f.txt").read_text() == "x"
+
+
+def test_list_dir_never_lists_a_link_swapped_in_after_the_check(root: Path) -> None:
+    """The folder becomes a link out between list_dir's stat and its listing."""
+    (root / "d").mkdir()
+    (root.parent / "outside" / "f.txt").write_text("TOP SECRET")
+
+    class SwapAfterStat(Root):
+        def stat(self, real: Path) -> os.stat_result | None:
+            st = super().stat(real)
+            (root / "d").rename(root / "d.old")
+            (root / "d").symlink_to(root.parent / "outside")
+            return st
+
+    with pytest.raises(PathError, match=r"d changed while it was being opened \(a symlink appeared\)"):
+        Files(SwapAfterStat.at(root)).list_dir("d")
+
+
+def test_root_remove_never_follows_a_link(root: Path) -> None:
+    where, outside = Root.at(root), root.parent / "outside"
+    (root / "f.txt").write_text("x")
+    (root / "d").mkdir()
+    (root / "d" / "in.txt").write_text("x")
+    (root / "e").mkdir()
+    (root / "link").symlink_to(outside / "secret.txt")
+    (root / "dlink").symlink_to(outside)
+    assert where.remove(root / "link") and not (root / "link").is_symlink()
+    assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
+    assert not where.remove(root / "dlink", folder=True)  # a link is no folder
+    assert not where.remove(root / "d", folder=True)  # not empty
+    assert where.remove(root / "e", folder=True) and not (root / "e").exists()
+    assert not where.remove(root / "gone.txt")
+    assert not where.remove(root / "f.txt" / "x")  # nothing can be below a file
+    assert not where.remove(root / "f.txt", folder=True)
+    with pytest.raises(PathError, match="Is a directory"):
+        where.remove(root / "d")
+    (root / "d").rename(root / "d.old")
+    (root / "d").symlink_to(outside)  # swapped in after the caller resolved d/secret.txt
+    with pytest.raises(PathError, match="symlink appeared"):
+        where.remove(root / "d" / "secret.txt")
+    assert (outside / "secret.txt").exists() and (root / "dlink").is_symlink()
 
 
 def test_racing_swapper_never_leaks(root: Path) -> None:

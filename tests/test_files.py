@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 import tempfile
@@ -49,6 +50,16 @@ def test_read_file_default_window_is_capped(root: Path, box: Toolbox) -> None:
     assert "[... 8000 more chars on this line]" in out and "2\tshort" in out
 
 
+def test_read_file_clips_huge_lines_with_exact_counts(root: Path, box: Toolbox) -> None:
+    """The CR of line 1 ends the first 1 MB read, its LF starts the next."""
+    data = b"a" * ((1 << 20) - 1) + b"\r\n" + "\u00e9".encode() * 300_000 + b"\nend"
+    (root / "wide.txt").write_bytes(data)
+    out = box.call("read_file", {"path": "wide.txt"}).split("\n")
+    assert out[0] == "1\t" + "a" * 2000 + f" [... {(1 << 20) - 1 - 2000} more chars on this line]"
+    assert out[1] == "2\t" + "\u00e9" * 2000 + " [... 298000 more chars on this line]"
+    assert out[2:] == ["3\tend"]
+
+
 def test_read_file_reaches_lines_far_past_64k(root: Path, box: Toolbox) -> None:
     with open(root / "huge.txt", "w") as fh:
         for i in range(1, 300_001):
@@ -69,6 +80,29 @@ def test_read_file_text_variants(root: Path, box: Toolbox) -> None:
     assert out.startswith("ERROR: blob.bin is a binary file (300 bytes)") and "\x00" not in out
 
 
+def test_read_file_utf16_and_utf32_windows(root: Path, box: Toolbox) -> None:
+    (root / "small16.txt").write_bytes("".join(f"l\u00e9 {i}\r\n" for i in range(1, 401)).encode("utf-16"))
+    assert box.call("read_file", {"path": "small16.txt", "start": 3, "end": 4}) == (
+        "3\tl\u00e9 3\n4\tl\u00e9 4\n[showing lines 3-4 of 400; read_file(path='small16.txt', "
+        "start=5) for more, or grep to find a line]")
+    (root / "be32.txt").write_bytes(codecs.BOM_UTF32_BE + "a\n\u00df\n".encode("utf-32-be"))
+    assert box.call("read_file", {"path": "be32.txt"}) == "1\ta\n2\t\u00df"
+    (root / "odd16.txt").write_bytes(codecs.BOM_UTF16_LE + "ab\n".encode("utf-16-le") + b"x")
+    assert box.call("read_file", {"path": "odd16.txt"}) == "1\tab\n2\t\ufffd"
+
+
+def test_read_file_big_utf16_reads_only_the_window(root: Path, box: Toolbox) -> None:
+    """Past _COUNT_TAIL_LIMIT the lines after the window are not decoded to be counted."""
+    line = "row {:06} " + "." * 40 + "\n"
+    (root / "big16.txt").write_bytes("".join(line.format(i) for i in range(1, 100_001)).encode("utf-16"))
+    out = box.call("read_file", {"path": "big16.txt", "start": 3, "end": 4})
+    assert out.startswith("3\trow 000003 ") and "\n4\trow 000004 " in out
+    assert out.endswith("[showing lines 3-4 of a 9.9 MB file; read_file(path='big16.txt', start=5) "
+                        "for more, or grep to find a line]")
+    out = box.call("read_file", {"path": "big16.txt", "start": 99_999})
+    assert "100000\trow 100000 " in out and out.endswith("[lines 99999-100000; end of file]")
+
+
 def test_write_creates_parents_and_records(root: Path, box: Toolbox) -> None:
     assert box.call("write_file", {"path": "a/b/c.txt", "content": "hé"}) == "created a/b/c.txt (3 bytes)"
     assert (root / "a/b/c.txt").read_text() == "hé"
@@ -77,6 +111,25 @@ def test_write_creates_parents_and_records(root: Path, box: Toolbox) -> None:
     box.call("edit_file", {"path": "a/b/c.txt", "old": "x", "new": "y"})
     assert box.changed == ["a/b/c.txt", "d.txt"]
     assert "is a folder" in box.call("write_file", {"path": "a", "content": "x"})
+
+
+def test_write_refuses_a_path_that_names_a_folder(root: Path, box: Toolbox) -> None:
+    for path in ("a/", "a/.", "b/c/", ".", ""):
+        out = box.call("write_file", {"path": path, "content": "x"})
+        assert out == f"ERROR: path {path!r} names a folder; give a file path, e.g. 'notes/todo.txt'"
+    (root / "f.txt").write_text("old")
+    assert "names a folder" in box.call("edit_file", {"path": "f.txt/", "old": "old", "new": "x"})
+    assert list(root.iterdir()) == [root / "f.txt"] and (root / "f.txt").read_text() == "old"
+    assert box.changed == []
+
+
+def test_a_write_below_a_file_fails_and_leaves_nothing_to_revert(root: Path, box: Toolbox) -> None:
+    (root / "README.md").write_text("hi\n")
+    assert box.call("write_file", {"path": "README.md/x", "content": "x"}) == (
+        "ERROR: README.md is a file, not a folder")
+    report = box.revert()
+    assert report.not_reverted == {} and report.removed == []
+    assert (root / "README.md").read_text() == "hi\n"
 
 
 def test_write_keeps_mode_and_leaves_no_temp_files(root: Path, box: Toolbox) -> None:
@@ -161,6 +214,26 @@ def test_edit_near_miss_shows_closest_lines(root: Path, box: Toolbox) -> None:
     assert "-def func_42(a, c):" in out and "+def func_42(a, b):" in out
     out = box.call("edit_file", {"path": "many.py", "old": "zzz qqq www", "new": "x"})
     assert "Nothing in the file resembles it" in out
+
+
+def test_edit_near_miss_is_bounded_on_a_large_file(root: Path, box: Toolbox) -> None:
+    """20,000 lines and a 200-line old with one typo: the old scan took minutes here."""
+    words = ["value", "data", "result", "index", "count", "name", "item", "path"]
+    lines = [f"{'    ' * (i % 4)}{words[i % 8]}_{i % 97} = {words[i * 7 % 8]}(self, {i})"
+             for i in range(20_000)]
+    (root / "big.py").write_text("\n".join(lines) + "\n")
+    old = lines[10_000:10_200]
+    old[100] = old[100].replace(" = ", " == ", 1)
+    out = box.call("edit_file", {"path": "big.py", "old": "\n".join(old), "new": "x"})
+    assert "The closest match is lines 10001-10200 (99% similar)" in out
+    assert f"-{old[100]}" in out and f"+{lines[10_100]}" in out
+
+
+def test_edit_near_miss_clips_long_lines(root: Path, box: Toolbox) -> None:
+    (root / "wide.txt").write_text("head\n" + "y" * 3000 + "\ntail\n")
+    out = box.call("edit_file", {"path": "wide.txt", "old": "head\n" + "y" * 2999 + "z", "new": "x"})
+    assert "The closest match is lines 1-2" in out
+    assert "[... 1000 more chars on this line]" in out and "y" * 2001 not in out
 
 
 def test_syntax_warnings_after_write(root: Path, box: Toolbox) -> None:

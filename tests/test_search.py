@@ -145,6 +145,19 @@ def test_subfolder_keeps_the_rules_of_the_folders_above(tree: Path, engine: str)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_linked_ignore_file_counts_at_every_level(root: Path, engine: str) -> None:
+    """Read like ripgrep reads it (the link followed, inside the root), whether it lies in
+    the start folder or above it."""
+    write(root, "rules.txt", "x.txt\n")
+    write(root, "pkg/sub/x.txt", "needle\n")
+    write(root, "pkg/sub/y.txt", "needle\n")
+    (root / "pkg" / ".gitignore").symlink_to("../rules.txt")
+    for path in ("pkg", "pkg/sub"):
+        out = search(root, engine).grep("needle", path=path)
+        assert out.splitlines()[0] == "pkg/sub/y.txt:1: needle" and "x.txt" not in out, path
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_file_named_explicitly_is_searched_unless_binary(tree: Path, engine: str) -> None:
     s = search(tree, engine)
     assert s.grep("needle", path="debug.log") == "debug.log:1: needle ignored"

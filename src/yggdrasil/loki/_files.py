@@ -8,11 +8,12 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from . import _edit
 from ._observe import (
     MAX_ENTRIES,
+    MAX_LINE,
     MAX_READ_CHARS,
     MAX_READ_LINES,
     clip_line,
@@ -25,7 +26,8 @@ from .errors import PathError, Refused, ToolError
 _CHUNK = 1 << 20
 _SNIFF = 8192
 _COUNT_TAIL_LIMIT = 8 << 20  # count the lines after a window only in files this small
-_WIDE_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_LINE_BYTES = 4 * MAX_LINE + 8  # bytes of a line kept: MAX_LINE chars even if all 4-byte
+_UTF8_CONTINUATION = bytes(range(0x80, 0xC0))  # bytes that start no char
 
 Confirm = Callable[[str], bool]
 
@@ -48,10 +50,16 @@ class Files:
             raise PathError(f"{self.root.rel(real)} does not exist")
         if not stat.S_ISDIR(st.st_mode):
             raise PathError(f"{self.root.rel(real)} is a file; use read_file to read it")
-        rows = [self._entry(real, entry) for entry in _sorted_entries(real)]
-        if not rows:
-            return f"{self.root.rel(real)}/ is empty"
-        return "\n".join(clip_list(rows, MAX_ENTRIES, "entries", "list a subfolder, or use find"))
+        # Entries by name from the folder's descriptor (no link followed, even one swapped
+        # in since resolve); sorted and cut on d_type alone, so only shown files are stat'ed.
+        with self.root.folder_fd(real.relative_to(self.root.path).parts) as fd:
+            entries = _sorted_entries(fd)
+            if not entries:
+                return f"{self.root.rel(real)}/ is empty"
+            names = clip_list([e.name for e in entries], MAX_ENTRIES, "entries",
+                              "list a subfolder, or use find")
+            rows = [self._entry(real, entry) for entry in entries[:MAX_ENTRIES]]
+        return "\n".join(rows + names[MAX_ENTRIES:])  # + the cut note, if any
 
     def _entry(self, folder: Path, entry: os.DirEntry[str]) -> str:
         rel = self.root.rel(folder / entry.name)
@@ -78,8 +86,11 @@ class Files:
             fh.seek(0)
             if size == 0:
                 return f"{rel} is empty (0 bytes)"
-            if head.startswith(_WIDE_BOMS):
-                window = _text_window(_decode(fh.read())[0], start, end)
+            wide = _wide_codec(head)
+            if wide is not None:
+                bom, codec = wide
+                fh.seek(len(bom))
+                window = _byte_window(_AsUtf8(fh, codec), size, start, end)
             elif b"\0" in head:
                 raise ToolError(
                     f"{rel} is a binary file ({human_size(size)}); read_file shows text only"
@@ -92,7 +103,7 @@ class Files:
     # -- writing ------------------------------------------------------------------------
 
     def write_file(self, path: str, content: str) -> str:
-        real = self.root.resolve(path)
+        real = self.root.resolve(_file_path(path))
         message = self.write_bytes(real, content.encode("utf-8"))
         return _with_warning(message, self.root.rel(real), content)
 
@@ -106,7 +117,7 @@ class Files:
         return f"{'created' if created else 'overwrote'} {rel} ({len(data)} bytes)"
 
     def edit_file(self, path: str, old: str, new: str, replace_all: bool = False) -> str:
-        real = self.root.resolve(path)
+        real = self.root.resolve(_file_path(path))
         rel = self.root.rel(real)
         if self.root.stat(real) is None:
             raise PathError(f"{rel} does not exist; use write_file to create it")
@@ -139,12 +150,32 @@ class Window:
     remaining: int | None  # lines after the window; None when too costly to count
 
 
-def _byte_window(fh: BinaryIO, size: int, start: int, end: int) -> Window:
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class _AsUtf8:
+    """A UTF-16/32 stream read as UTF-8, decoded one chunk at a time (bad units -> U+FFFD)."""
+
+    def __init__(self, fh: BinaryIO, codec: str) -> None:
+        self.fh = fh
+        self.decoder = codecs.getincrementaldecoder(codec)("replace")
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Some text (at least one char unless at the end), or b"" at the end."""
+        while True:
+            raw = self.fh.read(size)
+            text = self.decoder.decode(raw, final=not raw)
+            if text or not raw:
+                return text.encode("utf-8")
+
+
+def _byte_window(fh: _Readable, size: int, start: int, end: int) -> Window:
     """Lines start..end of a binary stream, reading only up to the window's last byte."""
     stop = end or start + MAX_READ_LINES - 1
     shown: Lines = []
     budget = MAX_READ_CHARS
-    n, carry = 1, b""
+    n, line = 1, _Line()
     for chunk in iter(lambda: fh.read(_CHUNK), b""):
         if n < start:
             newlines = chunk.count(b"\n")
@@ -155,46 +186,57 @@ def _byte_window(fh: BinaryIO, size: int, start: int, end: int) -> Window:
             for _ in range(start - n):
                 cut = chunk.index(b"\n", cut + 1)
             n, chunk = start, chunk[cut + 1 :]
-        buf, pos = carry + chunk, 0
-        while (nl := buf.find(b"\n", pos)) >= 0:
-            budget -= _show(shown, n, buf[pos:nl])
-            n, pos = n + 1, nl + 1
+        pos = 0
+        while (nl := chunk.find(b"\n", pos)) >= 0:
+            line.add(chunk[pos:nl])
+            budget -= _show(shown, n, line)
+            n, pos, line = n + 1, nl + 1, _Line()
             if n > stop or budget <= 0:
-                return Window(shown, _count_rest(fh, size, buf[pos:]))
-        carry = buf[pos:]
-    if carry and n >= start:
-        _show(shown, n, carry)
+                return Window(shown, _count_rest(fh, size, chunk[pos:]))
+        line.add(chunk[pos:])
+    if line.head:
+        _show(shown, n, line)
     return Window(shown, 0)
 
 
-def _count_rest(fh: BinaryIO, size: int, rest: bytes) -> int | None:
+class _Line:
+    """A line being read: its first _LINE_BYTES bytes; past them only a count of chars, so
+    a file of one huge line costs neither memory nor repeated copies."""
+
+    __slots__ = ("cr", "head", "more")
+
+    def __init__(self) -> None:
+        self.head, self.more, self.cr = b"", 0, False
+
+    def add(self, part: bytes) -> None:
+        room = _LINE_BYTES - len(self.head)
+        if room > 0:
+            self.head += part[:room]
+            part = part[room:]
+        if part:
+            self.more += len(part.translate(None, _UTF8_CONTINUATION))
+            self.cr = part.endswith(b"\r")
+
+    def text(self, first: bool) -> str:
+        text = self.head.decode("utf-8", "replace")
+        text = text.removeprefix("\ufeff") if first else text
+        more = self.more - self.cr  # the CR of a CRLF is no char of the line
+        if not self.more:
+            return clip_line(text.removesuffix("\r"))
+        return f"{text[:MAX_LINE]} [... {len(text) - MAX_LINE + more} more chars on this line]"
+
+
+def _count_rest(fh: _Readable, size: int, rest: bytes) -> int | None:
     if size > _COUNT_TAIL_LIMIT:
         return None if rest or fh.read(1) else 0
     tail = rest + fh.read()
     return tail.count(b"\n") + (0 if not tail or tail.endswith(b"\n") else 1)
 
 
-def _show(shown: Lines, n: int, raw: bytes) -> int:
-    text = raw.decode("utf-8", "replace").removesuffix("\r")
-    if n == 1:
-        text = text.removeprefix("\ufeff")
-    line = clip_line(text)
-    shown.append((n, line))
-    return len(line) + 8
-
-
-def _text_window(text: str, start: int, end: int) -> Window:
-    stop = end or start + MAX_READ_LINES - 1
-    all_lines = text.splitlines()
-    shown: Lines = []
-    budget = MAX_READ_CHARS
-    for n, line in enumerate(all_lines[start - 1 : stop], start):
-        shown.append((n, clip_line(line)))
-        budget -= len(shown[-1][1]) + 8
-        if budget <= 0:
-            break
-    last = shown[-1][0] if shown else start - 1
-    return Window(shown, len(all_lines) - last)
+def _show(shown: Lines, n: int, line: _Line) -> int:
+    text = line.text(first=n == 1)
+    shown.append((n, text))
+    return len(text) + 8
 
 
 def _render_window(rel: str, size: int, start: int, window: Window) -> str:
@@ -223,6 +265,11 @@ _BOMS = (
 )
 
 
+def _wide_codec(head: bytes) -> tuple[bytes, str] | None:
+    """(BOM, codec) of a UTF-16/32 file, whose text the UTF-8 line walk cannot read as is."""
+    return next(((bom, codec) for bom, codec in _BOMS if codec != "utf-8" and head.startswith(bom)), None)
+
+
 def _decode(data: bytes) -> tuple[str, tuple[bytes, str]]:
     """Text plus how to write it back byte-for-byte: (BOM, codec)."""
     for bom, codec in _BOMS:
@@ -245,10 +292,19 @@ def _encode(text: str, encoding: tuple[bytes, str]) -> bytes:
         ) from exc
 
 
-def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
-    with os.scandir(folder) as it:
+def _sorted_entries(fd: int) -> list[os.DirEntry[str]]:
+    """Folders first, then files, each by name."""
+    with os.scandir(fd) as it:
         entries = list(it)
     return sorted(entries, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
+
+
+def _file_path(path: str) -> str:
+    """``path`` unless it names a folder by its form ('a/', 'a/.', '..'): resolving would
+    drop that ending and write a file named like the folder."""
+    if path.rsplit("/", 1)[-1] in ("", ".", ".."):
+        raise PathError(f"path {path!r} names a folder; give a file path, e.g. 'notes/todo.txt'")
+    return path
 
 
 def _with_warning(message: str, rel: str, text: str) -> str:

@@ -218,17 +218,4 @@ class Journal:
 
     def _remove(self, rel: str, *, folder: bool) -> bool:
         """Unlink (or rmdir) root/rel without following links; False when gone or not empty."""
-        parts = PurePosixPath(rel).parts
-        try:
-            with self.root.folder_fd(parts[:-1]) as dfd:
-                if folder:
-                    os.rmdir(parts[-1], dir_fd=dfd)
-                else:
-                    os.unlink(parts[-1], dir_fd=dfd)
-        except (FileNotFoundError, NotADirectoryError):
-            return False
-        except OSError as exc:
-            if folder:
-                return False  # not empty: something else lives there now
-            raise LokiError(exc.strerror or str(exc)) from exc
-        return True
+        return self.root.remove(self.root.path / PurePosixPath(rel), folder=folder)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from .errors import PathError
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def resolve_inside(root: Path, path: str | os.PathLike[str]) -> Path:
@@ -88,10 +88,10 @@ class Root:
     @contextmanager
     def folder_fd(self, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
         """An fd of the folder root/parts, reached without following any symlink."""
-        fd = os.open(self.path, _DIR_FLAGS)
+        fd = os.open(self.path, DIR_FLAGS)
         try:
-            for part in parts:
-                nfd = _step_into(fd, part, create=create)
+            for i, part in enumerate(parts):
+                nfd = _step_into(fd, part, "/".join(parts[: i + 1]), create=create)
                 os.close(fd)
                 fd = nfd
             yield fd
@@ -106,7 +106,7 @@ class Root:
         try:
             with self.folder_fd(parts[:-1]) as dfd:
                 return os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
-        except (FileNotFoundError, NotADirectoryError):
+        except (FileNotFoundError, _NotAFolder):
             return None
 
     @contextmanager
@@ -117,11 +117,9 @@ class Root:
             raise PathError(f"{self.rel(real)} is a folder, not a file")
         try:
             with self.folder_fd(parts[:-1]) as dfd:
-                fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dfd)
+                fd = os.open(parts[-1], READ_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
             raise PathError(f"{self.rel(real)} does not exist") from None
-        except PathError:
-            raise
         except OSError as exc:
             raise _swapped(self.rel(real), exc) from exc
         try:
@@ -158,22 +156,58 @@ class Root:
             _replace_at(dfd, name, data, mode)
         return old is None
 
+    def remove(self, real: Path, *, folder: bool = False) -> bool:
+        """Unlink the file (or, with ``folder``, rmdir the empty folder) ``real``; a link
+        is removed itself, never followed. False when it is already gone (or something
+        below a file), and for a folder also when it is not empty or not a folder."""
+        parts = self._parts(real)
+        if not parts:
+            raise PathError("the root itself cannot be removed")
+        try:
+            with self.folder_fd(parts[:-1]) as dfd:
+                if folder:
+                    os.rmdir(parts[-1], dir_fd=dfd)
+                else:
+                    os.unlink(parts[-1], dir_fd=dfd)
+        except (FileNotFoundError, NotADirectoryError, _NotAFolder):
+            return False
+        except OSError as exc:
+            if folder:
+                return False  # not empty: something else lives there now
+            raise PathError(exc.strerror or str(exc)) from exc
+        return True
 
-def _step_into(fd: int, part: str, *, create: bool) -> int:
-    """Open the folder ``part`` below ``fd`` (making it when ``create``); ``fd`` stays open."""
+
+class _NotAFolder(PathError):
+    """A component of the path is a file (or FIFO...): nothing can exist below it."""
+
+
+def _step_into(fd: int, part: str, what: str, *, create: bool) -> int:
+    """Open the folder ``part`` (root-relative ``what``) below ``fd``, making it when
+    ``create``; ``fd`` stays open."""
     try:
-        return os.open(part, _DIR_FLAGS, dir_fd=fd)
+        return os.open(part, DIR_FLAGS, dir_fd=fd)
     except FileNotFoundError:
         if not create:
             raise
     except OSError as exc:
-        raise _swapped(part, exc) from exc
+        raise _not_entered(fd, part, what, exc) from exc
     with suppress(FileExistsError):
         os.mkdir(part, 0o777, dir_fd=fd)
     try:
-        return os.open(part, _DIR_FLAGS, dir_fd=fd)
+        return os.open(part, DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
-        raise _swapped(part, exc) from exc
+        raise _not_entered(fd, part, what, exc) from exc
+
+
+def _not_entered(fd: int, part: str, what: str, exc: OSError) -> PathError:
+    """Why the folder ``part`` could not be opened: O_DIRECTORY|O_NOFOLLOW gives ENOTDIR
+    for a file and for a symlink alike, so look at what is there."""
+    st = _lstat_at(fd, part) if exc.errno == errno.ENOTDIR else None
+    if st is not None and not (stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        noun = "a file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
+        return _NotAFolder(f"{what} is {noun}, not a folder")
+    return _swapped(what, exc)
 
 
 def _swapped(what: str, exc: OSError) -> PathError:

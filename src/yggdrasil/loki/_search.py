@@ -23,7 +23,7 @@ from ._globs import GlobError, glob_regex, rebase_ignore_text
 from ._pysearch import COUNT_LIMIT, PythonEngine
 from ._rg import RgEngine, find_rg
 from ._root import Root
-from ._walk import IGNORE_NAMES
+from ._walk import IGNORE_NAMES, read_ignore_text
 from .errors import PathError, ToolError
 
 Backend = Literal["auto", "rg", "python"]
@@ -101,20 +101,24 @@ class Search:
         """
         if start == ".":
             return ()
-        parts = start.split("/")
-        folders = ["/".join(parts[:i]) for i in range(len(parts))]
+        parts = tuple(start.split("/"))
+        texts = [self._ignore_texts(parts[:i]) for i in range(len(parts))]
         lines: list[str] = []
         for name in reversed(IGNORE_NAMES):
-            for folder in folders:
-                text = self._read_rules(f"{folder}/{name}" if folder else name)
-                lines += rebase_ignore_text(text, folder) if text else []
+            for i, found in enumerate(texts):
+                text = found.get(name)
+                lines += rebase_ignore_text(text, "/".join(parts[:i])) if text else []
         return tuple(lines)
 
-    def _read_rules(self, rel: str) -> str:
+    def _ignore_texts(self, folder: tuple[str, ...]) -> dict[str, str]:
+        """name -> text of the ignore files in ``folder``, read as the Python walk reads them."""
         try:
-            return self.root.read_bytes(self.root.resolve(rel)).decode("utf-8", "replace")
+            with self.root.folder_fd(folder) as fd:
+                rel = "/".join(folder) or "."
+                return {name: text for name in IGNORE_NAMES
+                        if (text := read_ignore_text(self.root, fd, rel, name))}
         except (PathError, OSError):
-            return ""
+            return {}
 
 
 def path_matcher(pattern: str) -> Accept:

@@ -2,7 +2,8 @@
 
 It opens every folder from a descriptor of its parent with ``O_NOFOLLOW`` (the first
 one through :class:`Root`), so it never follows a link, not even one swapped in while
-it walks. It skips what ripgrep skips, in ripgrep's order of precedence:
+it walks (an ignore file that is a link is read where it points inside the root, since
+ripgrep reads it too). It skips what ripgrep skips, in ripgrep's order of precedence:
 
 1. ``.git`` (always, silently) and, unless ``include_ignored``, hidden names;
 2. unless ``include_ignored``, ignore files: ``.rgignore`` lines beat ``.ignore`` lines,
@@ -14,19 +15,22 @@ it walks. It skips what ripgrep skips, in ripgrep's order of precedence:
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from ._found import Query, Skips
 from ._globs import IgnoreFile, glob_regex
-from ._root import Root
+from ._root import DIR_FLAGS, READ_FLAGS, Root
+from .errors import PathError
 
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+FILE_FLAGS = READ_FLAGS  # the name _pysearch imports
 IGNORE_NAMES = (".rgignore", ".ignore", ".gitignore")  # highest precedence first
+_IGNORE_CAP = 1 << 20  # bytes of an ignore file read
 
 
 @dataclass(frozen=True)
@@ -125,17 +129,42 @@ class Walker:
 
     def _level(self, fd: int, folder: str, names: set[str]) -> Level:
         return Level(folder, tuple(
-            _read_rules(fd, name) if name in names else None for name in IGNORE_NAMES
+            _read_rules(self.root, fd, folder, name) if name in names else None
+            for name in IGNORE_NAMES
         ))
 
 
-def _read_rules(dir_fd: int, name: str) -> IgnoreFile | None:
+def read_ignore_text(root: Root, dir_fd: int, folder: str, name: str) -> str | None:
+    """The text (first MB) of ignore file ``name`` in the root-relative ``folder``, open
+    as ``dir_fd``; None unless it is a regular file (a FIFO is not read).
+
+    A link is followed as ripgrep follows it, but only to a file inside the root, which
+    is then opened through :class:`Root` (itself never following a link).
+    """
     try:
-        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+        fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EMLINK):  # O_NOFOLLOW met a link
             return None
-        rules = IgnoreFile(fh.read(1 << 20).decode("utf-8", "replace"))
-    return rules or None
+        return _read_linked(root, name if folder == "." else f"{folder}/{name}")
+    with os.fdopen(fd, "rb") as fh:
+        return _read_text(fh)
+
+
+def _read_linked(root: Root, rel: str) -> str | None:
+    try:
+        with root.open_file(root.resolve(rel)) as fd, os.fdopen(os.dup(fd), "rb") as fh:
+            return _read_text(fh)
+    except (PathError, OSError):
+        return None
+
+
+def _read_text(fh: BinaryIO) -> str | None:
+    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+        return None
+    return fh.read(_IGNORE_CAP).decode("utf-8", "replace")
+
+
+def _read_rules(root: Root, dir_fd: int, folder: str, name: str) -> IgnoreFile | None:
+    text = read_ignore_text(root, dir_fd, folder, name)
+    return (IgnoreFile(text) or None) if text else None
