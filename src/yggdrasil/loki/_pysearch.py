@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from ._found import Accept, Found, Hit, HitCollector, PathCollector, Pattern, Query, Skips
 from ._observe import MAX_ENTRIES, MAX_HITS, clip_line
-from ._root import Root
-from ._walk import FILE_FLAGS, Walker
+from ._root import READ_FLAGS, Root
+from ._walk import Walker
 from .errors import ToolError
 
 CHUNK = 1 << 20
@@ -143,7 +143,7 @@ class PythonEngine:
     def _grep_one(self, dir_fd: int, name: str, rel: str, matcher: LineMatcher,
                   hits: HitCollector) -> bool:
         try:
-            fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+            fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
         except OSError:
             return False  # vanished or unreadable: ripgrep goes on too
         try:

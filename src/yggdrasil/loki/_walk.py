@@ -28,7 +28,6 @@ from ._globs import IgnoreFile, glob_regex
 from ._root import DIR_FLAGS, READ_FLAGS, Root
 from .errors import PathError
 
-FILE_FLAGS = READ_FLAGS  # the name _pysearch imports
 IGNORE_NAMES = (".rgignore", ".ignore", ".gitignore")  # highest precedence first
 _IGNORE_CAP = 1 << 20  # bytes of an ignore file read
 
