@@ -116,7 +116,8 @@ class Shell:
         if refusal:
             return f"Commands (run, run_python) are refused: {refusal}."
         _, withheld = scrubbed(os.environ, self.env)
-        env = f"{len(withheld)} secret-looking environment variables withheld"
+        env = (f"{len(withheld)} secret-looking environment "
+               f"variable{'' if len(withheld) == 1 else 's'} withheld")
         if not abi:
             why = ('sandbox="off"' if self.sandbox == "off"
                    else str(_sandbox.landlock_status()))
