@@ -87,3 +87,25 @@ def test_completion_round_trips_through_a_dict() -> None:
 def test_a_brace_heavy_reply_is_bounded() -> None:
     with pytest.raises(NotADecision):
         parse_decision("{" * 50_000)
+
+
+def test_deeply_nested_args_are_an_error_not_a_crash() -> None:
+    from yggdrasil.loki._decision import decode_arguments
+
+    deep = "[" * 5_000 + "]" * 5_000
+    decision = parse_decision('{"tool": "list_dir", "args": "' + deep + '"}')
+    assert decision.tool == "list_dir" and "not valid JSON" in decision.error
+    assert decode_arguments("list_dir", deep)[1].startswith("the args for list_dir are not valid JSON")
+    with pytest.raises(NotADecision):
+        parse_decision('{"tool": "list_dir", "args": ' + deep + "}")
+
+
+def test_a_hostile_reply_costs_a_step_and_the_run_goes_on(tmp_path) -> None:
+    from yggdrasil.loki import Loki
+    from yggdrasil.loki.engines.scripted import ScriptedEngine
+
+    hostile = '{"tool": "list_dir", "args": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    result = Loki(ScriptedEngine([hostile, {"done": True, "answer": "fine"}])).act(
+        "look", root=tmp_path)
+    assert result.completed and result.answer == "fine"
+    assert result.steps[0].tool == "" and result.steps[0].observation.startswith("ERROR:")

@@ -86,7 +86,7 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
         tries += 1
         try:
             obj, end = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # deep nesting is as undecodable as bad JSON
             start = text.find("{", start + 1)
             continue
         if isinstance(obj, dict):
@@ -123,7 +123,7 @@ def _args(tool: str, raw: Any) -> tuple[dict[str, Any], str]:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw) if raw.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             return {}, f"the args for {tool} are not valid JSON; send a JSON object"
     if not isinstance(raw, dict):
         return {}, f"the args for {tool} must be a JSON object, got {json.dumps(raw)[:80]}"
