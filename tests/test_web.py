@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -476,6 +477,93 @@ def test_binary_larger_than_the_cap_is_reported_not_read(root: Path, site: Site)
     assert "type=video/mp4  size=963.3 MB" in box.call("web_fetch", {"url": site.url("/video")})
     out = box.call("web_fetch", {"url": site.url("/stream.bin")})
     assert "sent more than the 97.7 KB download cap" in out
+
+
+# -- content coding: decoded output is bounded before it is produced ----------------------
+
+def gzipped(data: bytes, wbits: int = 31) -> bytes:
+    """``data`` compressed: gzip (31), zlib (15) or raw deflate (-15)."""
+    pack = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    return pack.compress(data) + pack.flush()
+
+
+def zero_bomb(megabytes: int) -> bytes:
+    """``megabytes`` MB of zeros, gzipped a megabyte at a time (about 1 KB per MB)."""
+    pack = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(1 << 20)
+    return b"".join([pack.compress(zeros) for _ in range(megabytes)] + [pack.flush()])
+
+
+def encoded(data: bytes, coding: str, ctype: str = "text/html") -> Route:
+    return body(data, ctype, headers=(("Content-Encoding", coding),))
+
+
+def echo_accept_encoding(h: Handler) -> None:
+    body(h.headers.get("Accept-Encoding", "(none)"), "text/plain")(h)
+
+
+def test_gzip_and_deflate_pages_are_decoded(box: Toolbox, site: Site) -> None:
+    site.routes["/gz"] = encoded(gzipped(PAGE.encode()), "gzip")
+    site.routes["/zlib"] = encoded(gzipped(PAGE.encode(), 15), "deflate")
+    site.routes["/raw"] = encoded(gzipped(PAGE.encode(), -15), "deflate")
+    site.routes["/csv"] = encoded(gzipped(CSV.encode()), "x-gzip", "text/csv")
+    site.routes["/ae"] = echo_accept_encoding
+    for path in ("/gz", "/zlib", "/raw"):
+        out = box.call("web_fetch", {"url": site.url(path)})
+        assert f"size={len(PAGE)} bytes" in out and "title: Loki field guide" in out
+        assert "Writes are atomic" in out
+    assert "shape=(3, 2)" in box.call("web_table", {"url": site.url("/csv"), "fmt": "csv"})
+    assert box.call("web_fetch", {"url": site.url("/ae")}).endswith("\n\ngzip, deflate")
+
+
+def test_stacked_unknown_and_corrupt_codings_are_refused(box: Toolbox, site: Site) -> None:
+    twice = gzipped(gzipped(bytes(8 << 20)))
+    site.routes["/twice"] = encoded(twice, "gzip, gzip")
+    site.routes["/split"] = body(twice, "text/html", headers=(("Content-Encoding", "gzip"),
+                                                             ("Content-Encoding", "gzip")))
+    out = box.call("web_fetch", {"url": site.url("/twice")})
+    assert out == (f"ERROR: {site.url('/twice')} stacks 2 content codings (gzip, gzip); only "
+                   "one layer of gzip or deflate is decoded, since stacked layers can hide a "
+                   "decompression bomb")
+    assert "stacks 2 content codings" in box.call("web_fetch", {"url": site.url("/split")})
+    for coding in ("br", "zstd", "compress"):
+        site.routes[f"/{coding}"] = encoded(b"\x1b\x00\x00", coding)
+        out = box.call("web_image", {"url": site.url(f"/{coding}")})
+        assert out == (f"ERROR: {site.url(f'/{coding}')} is sent with content coding "
+                       f"'{coding}', which the web tools do not decode; only gzip and deflate "
+                       "are asked for and accepted")
+    site.routes["/bad"] = encoded(b"\x1f\x8b not really gzip", "gzip")
+    out = box.call("web_fetch", {"url": site.url("/bad")})
+    assert out.startswith(f"ERROR: {site.url('/bad')} sent a body that is not valid gzip (")
+
+
+def test_gzip_bomb_hits_the_cap_without_being_inflated(root: Path, site: Site) -> None:
+    site.routes["/bomb"] = encoded(zero_bomb(200), "gzip", "text/plain")  # 200 MB in ~200 KB
+    site.routes["/bomb.bin"] = encoded(zero_bomb(200), "gzip", "video/mp4")
+    site.routes["/warm"] = encoded(gzipped(PAGE.encode()), "gzip")
+    code = """if True:
+        import json, resource, sys
+        from yggdrasil.loki.tools import filesystem_toolbox
+        box = filesystem_toolbox(sys.argv[1], allow_web=True, allow_private_hosts=True)
+        box.call("web_fetch", {"url": sys.argv[2]})  # imports and one gzip page first
+        outs, growth = [], []
+        for url in sys.argv[3:]:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            outs.append(box.call("web_fetch", {"url": url}))
+            growth.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+        print(json.dumps({"outs": outs, "growth_kb": growth}))
+    """
+    src = Path(__file__).resolve().parents[1] / "src"
+    done = subprocess.run([sys.executable, "-c", code, str(root), site.url("/warm"),
+                           site.url("/bomb"), site.url("/bomb.bin")], capture_output=True,
+                          text=True, env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"},
+                          check=True, timeout=120)
+    result = json.loads(done.stdout)
+    text, binary = result["outs"]
+    assert text.startswith(f"ERROR: {site.url('/bomb')} sent more than the 5.0 MB download "
+                           "cap; aborted after 5.0 MB")
+    assert "type=video/mp4  size=more than 5.0 MB\nbinary content, not shown" in binary
+    assert max(result["growth_kb"]) < 40_000, result  # the cap plus a chunk, not 200 MB
 
 
 def test_read_and_total_timeouts(root: Path, site: Site) -> None:
