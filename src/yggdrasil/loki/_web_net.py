@@ -11,10 +11,7 @@ therefore cannot move the connection. Proxies are never used (``trust_env=False`
 no connection bypasses the backend. Redirects are followed here, hop by hop, each hop
 a new connection through the same check.
 
-Content decoding is ours, not httpx's: httpx inflates a whole network chunk, layer after
-layer, before a cap can look at it, so a 1 KB body can become gigabytes. We ask for gzip
-and deflate only, refuse stacked or other codings, read the raw bytes and inflate them
-with an output limit, so memory stays within the cap plus one chunk whatever the ratio.
+Content decoding is ours (``_web_decode``), not httpx's: see there why.
 
 This module imports httpx and httpcore at the top: import it only inside the functions
 that use it.
@@ -23,7 +20,6 @@ that use it.
 from __future__ import annotations
 
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,13 +29,11 @@ import httpcore
 import httpx
 
 from ._observe import human_size
+from ._web_decode import ACCEPT_ENCODING, content_coding, inflated
 from ._web_policy import OPT_IN, AddressPolicy, Limits, Resolver, resolve_host
 from .errors import ToolError
 
 USER_AGENT = "yggdrasil-loki (web tools; +https://pypi.org/project/yggdrasil-loki/)"
-ACCEPT_ENCODING = "gzip, deflate"  # what _inflated decodes; never br or zstd
-DECODED = {"gzip": "gzip", "x-gzip": "gzip", "deflate": "deflate"}
-INFLATE_STEP = 1 << 16  # most decoded bytes made per zlib call
 ALLOWED = (f"the web tools reach public internet addresses over http(s) only "
            f"({OPT_IN} on the toolbox allows private and loopback hosts)")
 
@@ -262,16 +256,16 @@ def _receive(url: str, response: httpx.Response, hops: list[str], max_bytes: int
     media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     got = Download(url, final, media_type, response.charset_encoding, b"", 0, redirects=hops)
     declared = _declared_size(response)
-    coding = _content_coding(response, final)
+    coding = content_coding(response.headers, final)
     if not keep_body(media_type):
         got.size, got.size_exact = (declared, True) if declared is not None else _count(
-            _inflated(response.iter_raw(), coding, max_bytes, final), max_bytes)
+            inflated(response.iter_raw(), coding, max_bytes, final), max_bytes)
         return got
     if declared is not None and declared > max_bytes:
         raise ToolError(f"{final} is {human_size(declared)}, over the "
                         f"{human_size(max_bytes)} download cap; nothing was read")
     raw = response.iter_raw()
-    got.body = _read_capped(_inflated(raw, coding, max_bytes, final), max_bytes, final)
+    got.body = _read_capped(inflated(raw, coding, max_bytes, final), max_bytes, final)
     got.size = len(got.body)
     return got
 
@@ -279,55 +273,6 @@ def _receive(url: str, response: httpx.Response, hops: list[str], max_bytes: int
 def _declared_size(response: httpx.Response) -> int | None:
     value = response.headers.get("content-length", "")
     return int(value) if value.isdigit() and "content-encoding" not in response.headers else None
-
-
-def _content_coding(response: httpx.Response, url: str) -> str:
-    """'gzip', 'deflate' or '' (none): the one coding we decode; ToolError for the rest."""
-    codings = [c.strip().lower() for c in response.headers.get_list(
-        "content-encoding", split_commas=True)]
-    codings = [c for c in codings if c not in ("", "identity")]
-    if len(codings) > 1:
-        raise ToolError(f"{url} stacks {len(codings)} content codings ({', '.join(codings)}); "
-                        "only one layer of gzip or deflate is decoded, since stacked layers "
-                        "can hide a decompression bomb")
-    if codings and codings[0] not in DECODED:
-        raise ToolError(f"{url} is sent with content coding {codings[0]!r}, which the web "
-                        "tools do not decode; only gzip and deflate are asked for and accepted")
-    return DECODED[codings[0]] if codings else ""
-
-
-def _inflated(raw: Iterable[bytes], coding: str, limit: int, url: str) -> Iterator[bytes]:
-    """The decoded body in chunks, at most ``limit + 1`` bytes in all, whatever the ratio."""
-    if not coding:
-        yield from raw
-        return
-    head = b""  # the first two bytes tell a zlib 'deflate' body from a raw one
-    inflater: zlib._Decompress | None = None
-    left = limit + 1
-    for chunk in raw:
-        if inflater is None:
-            head += chunk
-            if len(head) < 2:
-                continue
-            inflater, chunk = _inflater(coding, head), head
-        try:
-            while chunk and left > 0:
-                out = inflater.decompress(chunk, min(left, INFLATE_STEP))
-                left -= len(out)
-                chunk = inflater.unconsumed_tail
-                yield out
-        except zlib.error as exc:
-            raise ToolError(f"{url} sent a body that is not valid {coding} ({exc}); "
-                            "try another source") from None
-        if left <= 0 or inflater.eof:
-            return  # over the cap, or past the end of the stream (trailing bytes ignored)
-
-
-def _inflater(coding: str, head: bytes) -> zlib._Decompress:
-    """A zlib decompressor: gzip or zlib (header detected), else raw deflate, as browsers do."""
-    zlib_header = head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0
-    raw_deflate = coding == "deflate" and not zlib_header
-    return zlib.decompressobj(wbits=-zlib.MAX_WBITS if raw_deflate else 32 + zlib.MAX_WBITS)
 
 
 def _read_capped(chunks: Iterable[bytes], limit: int, url: str) -> bytes:
