@@ -123,7 +123,8 @@ class Shell:
                    else str(_sandbox.landlock_status()))
             net = "network allowed" if self.network else "network NOT blocked (no sandbox)"
             return (f"Commands (run, run_python) are NOT sandboxed ({why}): they can write "
-                    f"anywhere this user can; {net}; {env}.")
+                    f"anywhere this user can and can read the agent's environment through "
+                    f"/proc (so withheld secrets too); {net}; {env}.")
         where = "the root and a per-call scratch TMPDIR"
         if self.writable:
             where += " and " + ", ".join(map(str, self.writable))
