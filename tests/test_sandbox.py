@@ -95,8 +95,9 @@ def test_devices_and_scratch_stay_writable(box: Toolbox) -> None:
     out = box.call("run", {"command": "echo a > /dev/null && echo b >/dev/zero && "
                                       "echo t > $TMPDIR/t && cat $TMPDIR/t && "
                                       "python3 -c 'import multiprocessing as m; m.Lock()' && "
-                                      "echo ok"})
-    assert out == "exit=0\nstdout:\nt\nok\n\nstderr:\n"
+                                      "cat <(echo sub) && echo e > /dev/stderr && "
+                                      "head -c1 /dev/urandom | wc -c && echo ok"})
+    assert out == "exit=0\nstdout:\nt\nsub\n1\nok\n\nstderr:\ne\n"
 
 
 @landlock
@@ -313,3 +314,30 @@ def test_the_agent_environment_under_proc(root: Path, mode: str) -> None:
         assert "tok-123-secret" not in seen["run"] and "Permission denied" in seen["run"]
         assert "can read the agent's environment" not in seen["status"]
 
+
+
+@landlock
+def test_commands_cannot_reach_the_users_terminal(box: Toolbox) -> None:
+    master, slave = os.openpty()
+    try:
+        path = os.ttyname(slave)
+        os.set_blocking(master, False)
+        code = textwrap.dedent(f"""
+            import os
+            for dev in ({path!r}, '/dev/tty', '/dev/ptmx'):
+                for flags in (os.O_WRONLY, os.O_RDONLY | os.O_NONBLOCK):
+                    try:
+                        os.close(os.open(dev, flags | os.O_NOCTTY))
+                        print(dev, 'opened')
+                    except OSError as exc:
+                        print(dev, exc.strerror)
+            """)
+        out = box.call("run_python", {"code": code})
+        assert out.count("Permission denied") == 6 and "opened" not in out, out
+        out = box.call("run", {"command": f"printf 'pwned' > {path}"})
+        assert "Permission denied" in out
+        with pytest.raises(BlockingIOError):
+            os.read(master, 100)  # nothing reached the terminal
+    finally:
+        os.close(master)
+        os.close(slave)

@@ -44,10 +44,14 @@ _READ = EXECUTE | READ_FILE | READ_DIR
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
 SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
-# Devices a command may write (and ioctl) besides its folders: discarding output, ttys,
-# random numbers, POSIX shared memory (multiprocessing's semaphores live in /dev/shm).
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-           "/dev/ptmx", "/dev/pts", "/dev/shm")
+# The only devices a command may open (read, write, ioctl): discarding output, random
+# numbers, POSIX shared memory (multiprocessing's semaphores live in /dev/shm). The rest of
+# /dev is not even readable: the user's terminals (/dev/tty, /dev/pts/N, where a command
+# could inject keystrokes or escape sequences), /dev/ptmx (a new pty is only usable through
+# /dev/pts, which would expose the user's ones too), raw disks, consoles, kmsg. Commands
+# run without a controlling terminal anyway; /dev/fd and /dev/std* lead into /proc.
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/shm")
+_DEV = "/dev"
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -220,7 +224,7 @@ def restrict_self(writable: list[str], *, network: bool, abi: int,
     write = fs & ~(MAKE_CHAR | MAKE_BLOCK)
     try:
         _add_path(ruleset, "/", READ_DIR)  # listing stays possible everywhere: names only
-        for path in readable_roots(list(hidden)):
+        for path in readable_roots([*hidden, _DEV]):
             _add_path(ruleset, path, _READ & fs, strict=False)
         for path in (*writable, *DEVICES):
             _add_path(ruleset, path, write)
