@@ -23,7 +23,17 @@ import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ._changes import SKIP_DIRS, Diff, Signature, Snapshot, diff, signature, snapshot
+from ._changes import (
+    SKIP_DIRS,
+    Diff,
+    Signature,
+    Snapshot,
+    diff,
+    lost,
+    signature,
+    skipped_inode,
+    snapshot,
+)
 
 _MODIFY, _ATTRIB, _CLOSE_WRITE = 0x2, 0x4, 0x8
 _MOVED_FROM, _MOVED_TO, _CREATE, _DELETE = 0x40, 0x80, 0x100, 0x200
@@ -86,6 +96,7 @@ class TreeWatch:
         self.notify = _Inotify()
         self.files: dict[str, Signature] = {}
         self.dirs: set[str] = set()
+        self.skipped: dict[str, int] = {}  # folders not walked (.git, venvs) -> inode
         self.wd_of: dict[str, int] = {}
         self.dir_of: dict[int, str] = {}
         self.complete = False
@@ -99,6 +110,7 @@ class TreeWatch:
         list(self.notify.events())  # drop what was queued for the old view
         snap = snapshot(Path(self.root), skip=skip, on_dir=self._watch)
         self.files, self.dirs, self.complete = snap.files, snap.dirs | {""}, snap.complete
+        self.skipped = snap.skipped
         self._unwatch_untracked()
 
     def update(self, skip: Iterable[Path]) -> Diff:
@@ -130,14 +142,16 @@ class TreeWatch:
     def _settle(self, candidates: set[str], dirty: list[str], skip: set[str]) -> Diff:
         old_dirs = set(self.dirs)
         fresh: dict[str, Signature] = {}
+        gone: list[str] = []
         if dirty:
             prefixes = tuple(d + "/" for d in dirty)
             candidates.update(f for f in self.files if f.startswith(prefixes))
+            gone = self._lost_skipped(set(dirty), prefixes)
             for d in [d for d in self.dirs if d in dirty or d.startswith(prefixes)]:
                 self._unwatch(d)
             for d in dirty:
                 fresh.update(self._rewalk(d, skip))
-        found = Diff()
+        found = Diff(lost_dirs=gone)
         for rel in sorted(candidates | fresh.keys()):
             new = fresh[rel] if rel in fresh else self._stat(rel, skip)
             was = self.files.get(rel)
@@ -154,13 +168,28 @@ class TreeWatch:
         found.created_dirs = sorted(self.dirs - old_dirs)
         return found
 
+    def _lost_skipped(self, dirty: set[str], prefixes: tuple[str, ...]) -> list[str]:
+        """Skipped folders at or below a dirty folder, forgotten; those gone or replaced."""
+        near = {r: ino for r, ino in self.skipped.items() if r in dirty or r.startswith(prefixes)}
+        for rel in near:
+            del self.skipped[rel]
+        now = {r: ino for r in near if os.path.dirname(r) in self.dirs
+               and (ino := skipped_inode(os.path.join(self.root, r))) is not None}
+        return lost(near, now)  # the rewalk of the dirty folders records what is there now
+
     def _rewalk(self, rel: str, skip: set[str]) -> dict[str, Signature]:
         path = os.path.join(self.root, rel)
-        if (rel.rsplit("/", 1)[-1] in SKIP_DIRS or path in skip or not os.path.isdir(path)
-                or os.path.islink(path) or os.path.dirname(rel) not in self.dirs):
+        if (path in skip or not os.path.isdir(path) or os.path.islink(path)
+                or os.path.dirname(rel) not in self.dirs):
+            return {}
+        if rel.rsplit("/", 1)[-1] in SKIP_DIRS:
+            ino = skipped_inode(path)
+            if ino is not None:
+                self.skipped[rel] = ino
             return {}
         snap = snapshot(Path(self.root), below=rel, skip=map(Path, skip), on_dir=self._watch)
         self.dirs |= snap.dirs
+        self.skipped.update(snap.skipped)
         self._unwatch_untracked()
         return snap.files
 
@@ -220,7 +249,8 @@ class ChangeTracker:
         if self.use_watch:
             try:
                 watch = self._refresh(skip)
-                self.before = Snapshot(dict(watch.files), set(watch.dirs))  # for a fallback
+                self.before = Snapshot(dict(watch.files), set(watch.dirs),  # for a fallback
+                                       dict(watch.skipped))
                 return
             except OSError:  # no inotify, a watch/instance limit, or too big: scan instead
                 self._give_up_watching()
