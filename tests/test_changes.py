@@ -277,3 +277,24 @@ def test_a_moved_history_folder_is_never_deleted_by_revert(
     assert (root / "nm" / "p" / "i.js").read_text() == "history"
     assert report.removed == [] and "old-git-history/HEAD" in report.not_reverted
     assert "cannot be put back" in report.not_reverted[".git/"]
+
+
+@pytest.mark.parametrize("watching", [True, False], ids=["inotify", "snapshots"])
+def test_an_edit_through_a_hard_link_elsewhere_is_seen(
+        root: Path, monkeypatch: pytest.MonkeyPatch, watching: bool) -> None:
+    if not watching:
+        monkeypatch.setattr(sys, "platform", "no-inotify")
+    box = filesystem_toolbox(root)
+    (root / "app.py").write_text("print(1)\n")
+    (root / "lib.py").write_text("x = 1\n")
+    (root / ".git").mkdir()
+    os.link(root / "lib.py", root / ".git" / "lib-link")  # a link in a folder nobody watches
+    box.call("run", {"command": "true"})
+    out = box.call("run", {"command": "ln app.py $TMPDIR/h && echo EVIL >> $TMPDIR/h"})
+    assert _section(out) == ["modified app.py"]
+    out = box.call("run", {"command": "echo EVIL >> .git/lib-link"})
+    assert _section(out) == ["modified lib.py"]
+    out = box.call("run", {"command": "ln lib.py twin && echo more >> .git/lib-link"})
+    assert _section(out) == ["created twin", "modified lib.py"]
+    out = box.call("run", {"command": "echo again >> twin"})
+    assert _section(out) == ["modified lib.py", "modified twin"]

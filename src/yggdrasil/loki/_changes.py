@@ -39,6 +39,7 @@ class Snapshot:
     files: dict[str, Signature] = field(default_factory=dict)  # root-relative POSIX paths
     dirs: set[str] = field(default_factory=set)
     skipped: dict[str, int] = field(default_factory=dict)  # skipped folder -> its inode
+    linked: set[str] = field(default_factory=set)  # files with more than one hard link
     complete: bool = True  # False when the walk stopped at MAX_FILES
 
 
@@ -103,6 +104,8 @@ def snapshot(root: Path, *, skip: Iterable[Path] = (), limit: int = MAX_FILES,
             except OSError:
                 continue
             snap.files[rel] = signature(st)
+            if st.st_nlink > 1:
+                snap.linked.add(rel)
         if len(snap.files) > limit:
             snap.complete = False
             break
@@ -127,6 +130,21 @@ def skipped_inode(path: str) -> int | None:
 def lost(before: dict[str, int], after: dict[str, int]) -> list[str]:
     """Skipped folders of ``before`` that are gone from ``after`` or another folder now."""
     return sorted(rel for rel, ino in before.items() if after.get(rel) != ino)
+
+
+def linked_inodes(folders: Iterable[str]) -> set[int]:
+    """Inodes of the files below ``folders`` that have more than one hard link."""
+    found: set[int] = set()
+    for top in folders:
+        for folder, _, names in os.walk(top):
+            for name in names:
+                try:
+                    st = os.lstat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                if st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
+                    found.add(st.st_ino)
+    return found
 
 
 def signature(st: os.stat_result) -> Signature:

@@ -29,6 +29,7 @@ from ._changes import (
     Signature,
     Snapshot,
     diff,
+    linked_inodes,
     lost,
     signature,
     skipped_inode,
@@ -97,6 +98,8 @@ class TreeWatch:
         self.files: dict[str, Signature] = {}
         self.dirs: set[str] = set()
         self.skipped: dict[str, int] = {}  # folders not walked (.git, venvs) -> inode
+        self.linked: set[str] = set()  # files with other hard links: re-stat after each command
+        self._new_links: set[str] = set()
         self.wd_of: dict[str, int] = {}
         self.dir_of: dict[int, str] = {}
         self.complete = False
@@ -110,7 +113,7 @@ class TreeWatch:
         list(self.notify.events())  # drop what was queued for the old view
         snap = snapshot(Path(self.root), skip=skip, on_dir=self._watch)
         self.files, self.dirs, self.complete = snap.files, snap.dirs | {""}, snap.complete
-        self.skipped = snap.skipped
+        self.skipped, self.linked = snap.skipped, snap.linked
         self._unwatch_untracked()
 
     def update(self, skip: Iterable[Path]) -> Diff:
@@ -135,7 +138,12 @@ class TreeWatch:
                 candidates.add(rel)
             elif mask & (_CREATE | _DELETE | _MOVED_FROM | _MOVED_TO):
                 dirty.add(rel)
-        return self._settle(candidates, _outermost(dirty), {os.fspath(p) for p in skip})
+        # A write through a hard link in a folder nobody watches ($TMPDIR, .git) raises no
+        # event here: re-stat every file known to have another link, and those whose inode
+        # has a link in the skipped (scratch) folders.
+        skip_paths = {os.fspath(p) for p in skip}
+        candidates |= self.linked | self._linked_from(skip_paths)
+        return self._settle(candidates, _outermost(dirty), skip_paths)
 
     # -- folding events into the snapshot ------------------------------------------------
 
@@ -152,7 +160,20 @@ class TreeWatch:
             for d in dirty:
                 fresh.update(self._rewalk(d, skip))
         found = Diff(lost_dirs=gone)
-        for rel in sorted(candidates | fresh.keys()):
+        self._new_links.clear()
+        self._fold(candidates | fresh.keys(), fresh, skip, found)
+        # A file that just got a second name: its other names changed too (link count).
+        inodes = {self.files[r][2] for r in self._new_links if r in self.files}
+        twins = {r for r, sig in self.files.items() if sig[2] in inodes} - candidates - fresh.keys()
+        self._fold(twins, {}, skip, found)
+        for paths in (found.created, found.modified, found.deleted):
+            paths.sort()
+        found.created_dirs = sorted(self.dirs - old_dirs)
+        return found
+
+    def _fold(self, rels: set[str], fresh: dict[str, Signature], skip: set[str],
+              found: Diff) -> None:
+        for rel in sorted(rels):
             new = fresh[rel] if rel in fresh else self._stat(rel, skip)
             was = self.files.get(rel)
             if was is None and new is not None:
@@ -163,10 +184,14 @@ class TreeWatch:
                 found.modified.append(rel)
             if new is None:
                 self.files.pop(rel, None)
+                self.linked.discard(rel)
             else:
                 self.files[rel] = new
-        found.created_dirs = sorted(self.dirs - old_dirs)
-        return found
+
+    def _linked_from(self, folders: set[str]) -> set[str]:
+        """Tracked files sharing an inode with a multiply-linked file in ``folders``."""
+        inodes = linked_inodes(folders)
+        return {r for r, sig in self.files.items() if sig[2] in inodes} if inodes else set()
 
     def _lost_skipped(self, dirty: set[str], prefixes: tuple[str, ...]) -> list[str]:
         """Skipped folders at or below a dirty folder, forgotten; those gone or replaced."""
@@ -190,6 +215,8 @@ class TreeWatch:
         snap = snapshot(Path(self.root), below=rel, skip=map(Path, skip), on_dir=self._watch)
         self.dirs |= snap.dirs
         self.skipped.update(snap.skipped)
+        self.linked |= snap.linked
+        self._new_links |= snap.linked
         self._unwatch_untracked()
         return snap.files
 
@@ -203,7 +230,14 @@ class TreeWatch:
             st = os.lstat(path)
         except OSError:
             return None
-        return None if stat.S_ISDIR(st.st_mode) else signature(st)
+        if stat.S_ISDIR(st.st_mode):
+            return None
+        if st.st_nlink < 2:
+            self.linked.discard(rel)
+        elif rel not in self.linked:
+            self.linked.add(rel)
+            self._new_links.add(rel)
+        return signature(st)
 
     # -- watches ------------------------------------------------------------------------
 
