@@ -341,3 +341,22 @@ def test_commands_cannot_reach_the_users_terminal(box: Toolbox) -> None:
     finally:
         os.close(master)
         os.close(slave)
+
+
+@landlock
+def test_status_says_when_a_hidden_path_is_not_hidden(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    (home / ".aws").mkdir()
+    (tmp_path / "keys").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    box = filesystem_toolbox(home, hidden=["~/.ssh", "~/.aws", tmp_path / "keys"],
+                             writable=[tmp_path / "keys"])
+    status = box.status
+    assert "~/.ssh is inside the root: NOT hidden" in status
+    assert "~/.aws is inside the root: NOT hidden" in status
+    assert f"{tmp_path / 'keys'} is inside writable folder {tmp_path / 'keys'}: NOT hidden" in status
+    assert "cannot read" not in status and "/dev/shm" in status
+    assert "PRIVATE KEY" in box.call("run", {"command": "cat .ssh/id_ed25519"})  # it says true
