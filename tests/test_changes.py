@@ -196,13 +196,18 @@ SCENARIOS = {
     "many new files in a new folder": "mkdir many && cd many && for i in $(seq 150); do : > f$i; done",
     "nested and look-alike folders": "mkdir pkg/c2 pkg-b && touch pkg-b/f && mv pkg pkg.old && "
                                      "mkdir pkg && touch pkg/x.txt",
+    "skipped folders moved away": "mv .git old-history && mv pkg/node_modules nm",
+    "skipped folder replaced": "rm -rf .git && mkdir .git && touch .git/HEAD",
+    "virtualenv removed": "rm -rf lib/env",
+    "folder holding a skipped one renamed": "mv pkg pkg2",
     "nothing": "true",
 }
 
 
 def _start_tree(root: Path) -> None:
     for rel, text in {"a.txt": "a", "b.txt": "b", "pkg/x.txt": "x", "pkg/sub/y.txt": "y",
-                      "lib/z.txt": "z"}.items():
+                      "lib/z.txt": "z", ".git/HEAD": "ref", "pkg/node_modules/m.js": "m",
+                      "lib/env/pyvenv.cfg": "home = /usr"}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
 
@@ -235,7 +240,8 @@ def test_changes_are_tracked_without_inotify(root: Path, box: Toolbox,
     _start_tree(root)
     out = scanning.call("run", {"command": "mv pkg pkg2 && touch new"})
     assert _section(out) == ["created new", "created pkg2/sub/y.txt", "created pkg2/x.txt",
-                             "deleted pkg/sub/y.txt", "deleted pkg/x.txt"]
+                             "deleted pkg/sub/y.txt", "deleted pkg/x.txt",
+                             "deleted pkg/node_modules/"]
 
 
 def test_an_overflowing_event_queue_falls_back_to_a_full_scan(root: Path, box: Toolbox) -> None:
@@ -249,3 +255,46 @@ def test_an_overflowing_event_queue_falls_back_to_a_full_scan(root: Path, box: T
     assert set(box.changes.values()) == {"created"}
     out = box.call("run", {"command": "rm f1 && touch g"})  # rebuilt for the next command
     assert _section(out) == ["created g", "deleted f1"] and shell.tracker.watch.complete
+
+
+@pytest.mark.parametrize("watching", [True, False], ids=["inotify", "snapshots"])
+def test_a_moved_history_folder_is_never_deleted_by_revert(
+        root: Path, monkeypatch: pytest.MonkeyPatch, watching: bool) -> None:
+    if not watching:
+        monkeypatch.setattr(sys, "platform", "no-inotify")
+    box = filesystem_toolbox(root)
+    for rel in (".git/HEAD", ".git/objects/ab/cdef", "node_modules/p/i.js", ".venv/pyvenv.cfg"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("history")
+    (root / "app.py").write_text("x = 1\n")
+    box.call("run", {"command": "true"})
+    out = box.call("run", {"command": "mv .git old-git-history && mv node_modules nm && "
+                                      "rm -rf .venv"})
+    assert _section(out)[-3:] == ["deleted .git/", "deleted .venv/", "deleted node_modules/"]
+    assert box.changes[".git/"] == "deleted"
+    report = box.revert()
+    assert (root / "old-git-history" / "objects" / "ab" / "cdef").read_text() == "history"
+    assert (root / "nm" / "p" / "i.js").read_text() == "history"
+    assert report.removed == [] and "old-git-history/HEAD" in report.not_reverted
+    assert "cannot be put back" in report.not_reverted[".git/"]
+
+
+@pytest.mark.parametrize("watching", [True, False], ids=["inotify", "snapshots"])
+def test_an_edit_through_a_hard_link_elsewhere_is_seen(
+        root: Path, monkeypatch: pytest.MonkeyPatch, watching: bool) -> None:
+    if not watching:
+        monkeypatch.setattr(sys, "platform", "no-inotify")
+    box = filesystem_toolbox(root)
+    (root / "app.py").write_text("print(1)\n")
+    (root / "lib.py").write_text("x = 1\n")
+    (root / ".git").mkdir()
+    os.link(root / "lib.py", root / ".git" / "lib-link")  # a link in a folder nobody watches
+    box.call("run", {"command": "true"})
+    out = box.call("run", {"command": "ln app.py $TMPDIR/h && echo EVIL >> $TMPDIR/h"})
+    assert _section(out) == ["modified app.py"]
+    out = box.call("run", {"command": "echo EVIL >> .git/lib-link"})
+    assert _section(out) == ["modified lib.py"]
+    out = box.call("run", {"command": "ln lib.py twin && echo more >> .git/lib-link"})
+    assert _section(out) == ["created twin", "modified lib.py"]
+    out = box.call("run", {"command": "echo again >> twin"})
+    assert _section(out) == ["modified lib.py", "modified twin"]

@@ -95,8 +95,9 @@ def test_devices_and_scratch_stay_writable(box: Toolbox) -> None:
     out = box.call("run", {"command": "echo a > /dev/null && echo b >/dev/zero && "
                                       "echo t > $TMPDIR/t && cat $TMPDIR/t && "
                                       "python3 -c 'import multiprocessing as m; m.Lock()' && "
-                                      "echo ok"})
-    assert out == "exit=0\nstdout:\nt\nok\n\nstderr:\n"
+                                      "cat <(echo sub) && echo e > /dev/stderr && "
+                                      "head -c1 /dev/urandom | wc -c && echo ok"})
+    assert out == "exit=0\nstdout:\nt\nsub\n1\nok\n\nstderr:\ne\n"
 
 
 @landlock
@@ -231,3 +232,131 @@ def test_without_landlock_commands_say_so_and_require_refuses(root: Path) -> Non
     for key in ("require_run", "require_py"):
         assert seen[key].startswith('ERROR: sandbox="require" but Landlock unavailable')
         assert "should-not-run" not in seen[key]
+
+
+# -- the agent's process, environment and terminal stay out of reach --------------------
+
+_PROBE_AGENT = """
+import ctypes, os
+agent = {pid}
+print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])
+try:
+    open(f'/proc/{{agent}}/environ', 'rb').read()
+    print('environ readable')
+except OSError as exc:
+    print('environ:', exc.strerror)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.ptrace(0x4206, agent, 0, 0) == 0:  # PTRACE_SEIZE: attaches without stopping it
+    print('ptrace attached')
+    libc.ptrace(17, agent, 0, 0)  # PTRACE_DETACH
+else:
+    print('ptrace:', os.strerror(ctypes.get_errno()))
+"""
+
+
+@landlock
+def test_commands_have_no_capabilities_and_cannot_reach_the_agent(box: Toolbox) -> None:
+    out = box.call("run_python", {"code": _PROBE_AGENT.format(pid=os.getpid())})
+    assert out.startswith("exit=0\nstdout:\n0000000000000000\nenviron: Permission denied\n"
+                          "ptrace: Operation not permitted\n"), out
+
+
+def _tiny_wheel(folder: Path) -> Path:
+    """A pure-Python wheel, built by hand so that installing it needs no build backend."""
+    import zipfile
+
+    wheel = folder / "tiny-1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("tiny.py", "X = 1\n")
+        zf.writestr("tiny-1.dist-info/METADATA", "Metadata-Version: 2.1\nName: tiny\nVersion: 1\n")
+        zf.writestr("tiny-1.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: t\n"
+                    "Root-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr("tiny-1.dist-info/RECORD", "")
+    return wheel
+
+
+@landlock
+def test_a_capless_root_command_still_does_ordinary_work(root: Path, box: Toolbox) -> None:
+    wheel = _tiny_wheel(root)
+    out = box.call("run", {"command": (
+        "git init -q repo && cd repo && echo a > a && git add a && "
+        "git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l && "
+        f"cd .. && python3 -m pip install -q --no-index --target deps {wheel.name} && "
+        "PYTHONPATH=deps python3 -c 'import tiny; print(tiny.X)'"), "timeout": 120})
+    assert out.startswith("exit=0\nstdout:\n1\n1\n"), out
+
+
+_SECRET_AGENT = r"""
+import json, sys
+from yggdrasil.loki.tools import filesystem_toolbox
+root, mode = sys.argv[1], sys.argv[2]
+box = filesystem_toolbox(root, sandbox=mode)
+print(json.dumps({"status": box.status, "run": box.call(
+    "run", {"command": "tr '\\0' '\\n' </proc/$PPID/environ | grep MY_API_TOKEN; "
+                       "echo env=${MY_API_TOKEN:-withheld}"})}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["auto", "off"])
+def test_the_agent_environment_under_proc(root: Path, mode: str) -> None:
+    if mode == "auto" and not STATUS.available:
+        pytest.skip(f"no Landlock here: {STATUS}")
+    env = {**os.environ, "PYTHONPATH": SRC, "MY_API_TOKEN": "tok-123-secret"}
+    done = subprocess.run([sys.executable, "-c", _SECRET_AGENT, str(root), mode],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert "env=withheld" in seen["run"]
+    if mode == "off":  # unfenced: the agent's environment is there to read, and status says so
+        assert "MY_API_TOKEN=tok-123-secret" in seen["run"]
+        assert "can read the agent's environment" in seen["status"]
+    else:
+        assert "tok-123-secret" not in seen["run"] and "Permission denied" in seen["run"]
+        assert "can read the agent's environment" not in seen["status"]
+
+
+
+@landlock
+def test_commands_cannot_reach_the_users_terminal(box: Toolbox) -> None:
+    master, slave = os.openpty()
+    try:
+        path = os.ttyname(slave)
+        os.set_blocking(master, False)
+        code = textwrap.dedent(f"""
+            import os
+            for dev in ({path!r}, '/dev/tty', '/dev/ptmx'):
+                for flags in (os.O_WRONLY, os.O_RDONLY | os.O_NONBLOCK):
+                    try:
+                        os.close(os.open(dev, flags | os.O_NOCTTY))
+                        print(dev, 'opened')
+                    except OSError as exc:
+                        print(dev, exc.strerror)
+            """)
+        out = box.call("run_python", {"code": code})
+        assert out.count("Permission denied") == 6 and "opened" not in out, out
+        out = box.call("run", {"command": f"printf 'pwned' > {path}"})
+        assert "Permission denied" in out
+        with pytest.raises(BlockingIOError):
+            os.read(master, 100)  # nothing reached the terminal
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+@landlock
+def test_status_says_when_a_hidden_path_is_not_hidden(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    (home / ".aws").mkdir()
+    (tmp_path / "keys").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    box = filesystem_toolbox(home, hidden=["~/.ssh", "~/.aws", tmp_path / "keys"],
+                             writable=[tmp_path / "keys"])
+    status = box.status
+    assert "~/.ssh is inside the root: NOT hidden" in status
+    assert "~/.aws is inside the root: NOT hidden" in status
+    assert f"{tmp_path / 'keys'} is inside writable folder {tmp_path / 'keys'}: NOT hidden" in status
+    assert "cannot read" not in status and "/dev/shm" in status
+    assert "PRIVATE KEY" in box.call("run", {"command": "cat .ssh/id_ed25519"})  # it says true

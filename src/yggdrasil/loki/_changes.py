@@ -10,11 +10,16 @@ dependency trees, virtualenvs (any folder holding a ``pyvenv.cfg``) and caches. 
 search tools skip these too (and more: every hidden entry); this list is kept here on
 purpose, since a change to ``.env`` or ``.gitignore`` must be reported even though search
 hides it.
+
+Those folders are still watched from outside: a skipped folder that vanished, moved away
+or was replaced by another one (a new inode) counts as a deletion nobody can undo
+(``Diff.lost_dirs``), since its contents were never copied.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +38,8 @@ Signature = tuple[int, int, int, int]  # size, mtime_ns, inode, mode
 class Snapshot:
     files: dict[str, Signature] = field(default_factory=dict)  # root-relative POSIX paths
     dirs: set[str] = field(default_factory=set)
+    skipped: dict[str, int] = field(default_factory=dict)  # skipped folder -> its inode
+    linked: set[str] = field(default_factory=set)  # files with more than one hard link
     complete: bool = True  # False when the walk stopped at MAX_FILES
 
 
@@ -42,15 +49,17 @@ class Diff:
     modified: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     created_dirs: list[str] = field(default_factory=list)
+    lost_dirs: list[str] = field(default_factory=list)  # skipped folders gone or replaced
     tracked: bool = True
 
     def __bool__(self) -> bool:
-        return bool(self.created or self.modified or self.deleted)
+        return bool(self.created or self.modified or self.deleted or self.lost_dirs)
 
     def lines(self) -> list[str]:
-        """``created a.txt`` lines, in path order within each kind."""
+        """``created a.txt`` lines, in path order within each kind; lost folders last."""
         return [f"{verb} {path}" for verb, paths in
-                (("created", self.created), ("modified", self.modified), ("deleted", self.deleted))
+                (("created", self.created), ("modified", self.modified), ("deleted", self.deleted),
+                 ("deleted", [d + "/" for d in self.lost_dirs]))
                 for path in paths]
 
 
@@ -79,12 +88,15 @@ def snapshot(root: Path, *, skip: Iterable[Path] = (), limit: int = MAX_FILES,
             continue  # vanished or unreadable mid-walk: nothing to compare there
         if prefix and any(e.name == "pyvenv.cfg" for e in entries):
             snap.dirs.discard(prefix[:-1])
+            _note_skipped(snap, prefix[:-1], folder)
             continue
         for entry in entries:
             rel = prefix + entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in SKIP_DIRS and entry.path not in skip_real:
+                    if entry.name in SKIP_DIRS:
+                        _note_skipped(snap, rel, entry.path)
+                    elif entry.path not in skip_real:
                         snap.dirs.add(rel)
                         stack.append((entry.path, rel + "/"))
                     continue
@@ -92,10 +104,47 @@ def snapshot(root: Path, *, skip: Iterable[Path] = (), limit: int = MAX_FILES,
             except OSError:
                 continue
             snap.files[rel] = signature(st)
+            if st.st_nlink > 1:
+                snap.linked.add(rel)
         if len(snap.files) > limit:
             snap.complete = False
             break
     return snap
+
+
+def _note_skipped(snap: Snapshot, rel: str, path: str) -> None:
+    ino = skipped_inode(path)
+    if ino is not None:
+        snap.skipped[rel] = ino
+
+
+def skipped_inode(path: str) -> int | None:
+    """The inode of the (not followed) folder at ``path``; None when it is not one."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_ino if stat.S_ISDIR(st.st_mode) else None
+
+
+def lost(before: dict[str, int], after: dict[str, int]) -> list[str]:
+    """Skipped folders of ``before`` that are gone from ``after`` or another folder now."""
+    return sorted(rel for rel, ino in before.items() if after.get(rel) != ino)
+
+
+def linked_inodes(folders: Iterable[str]) -> set[int]:
+    """Inodes of the files below ``folders`` that have more than one hard link."""
+    found: set[int] = set()
+    for top in folders:
+        for folder, _, names in os.walk(top):
+            for name in names:
+                try:
+                    st = os.lstat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                if st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
+                    found.add(st.st_ino)
+    return found
 
 
 def signature(st: os.stat_result) -> Signature:
@@ -106,7 +155,8 @@ def diff(before: Snapshot, after: Snapshot) -> Diff:
     if not (before.complete and after.complete):
         return Diff(tracked=False)
     old, new = before.files, after.files
-    found = Diff(created_dirs=sorted(after.dirs - before.dirs))
+    found = Diff(created_dirs=sorted(after.dirs - before.dirs),
+                 lost_dirs=lost(before.skipped, after.skipped))
     for path, sig in new.items():  # one pass; the (short) result lists are sorted after
         was = old.get(path)
         if was is None:

@@ -9,7 +9,9 @@ disk, so a big file costs no memory). That is enough to undo:
   change cannot be undone (then it may hold the only copy of that data, and it stays);
 - a path a write/edit tool touched first is restored from its copy, byte for byte;
 - a file a command (run, run_python) changed or deleted before any tool had copied it
-  cannot be restored: the revert report lists it as not reverted, with the reason.
+  cannot be restored: the revert report lists it as not reverted, with the reason; so
+  cannot a folder that is not tracked inside (``.git/``, ``node_modules/``, a virtualenv)
+  that a command moved, deleted or replaced (its entry ends with ``/``).
 
 Statuses, relative to the start of the run: ``created``, ``modified``, ``deleted``, and
 ``transient`` (created during the run and gone again).
@@ -138,8 +140,9 @@ class Journal:
         for rel in diff.created_dirs:
             if rel not in self.created_dirs:
                 self.created_dirs.append(rel)
+        lost = [d + "/" for d in diff.lost_dirs]  # skipped folders: their contents never copied
         for paths, existed, exists in ((diff.created, False, True), (diff.modified, True, True),
-                                       (diff.deleted, True, False)):
+                                       (diff.deleted, True, False), (lost, True, False)):
             for rel in paths:
                 entry = self.entries.setdefault(rel, Entry(existed=existed, exists=exists))
                 entry.exists = exists
@@ -195,6 +198,10 @@ class Journal:
         elif entry.backup is not None:
             self._restore(rel, entry.backup, entry.mode)
             done.restored.append(rel)
+        elif rel.endswith("/"):
+            done.not_reverted[rel] = ("a folder whose contents are not tracked (.git, "
+                                      "node_modules, a virtualenv...) was moved, deleted or "
+                                      "replaced by a command; it cannot be put back")
         else:
             verb = "changed" if entry.exists else "deleted"
             done.not_reverted[rel] = (f"{verb} by a command (run/run_python); no copy of the "

@@ -6,7 +6,8 @@ The parent never restricts itself. It starts::
 
 and this file, run as a script, sets ``no_new_privs``, restricts itself with a Landlock
 ruleset (write only below the given folders, read and execute everything but the hidden
-paths, optionally no TCP connect/bind) and then ``execvp``s ``argv``: the command and
+paths, optionally no TCP connect/bind), gives up every capability (a root agent's
+commands stay uid 0 but lose root's powers) and then ``execvp``s ``argv``: the command and
 everything it starts inherit the fence. It imports only light standard modules (it runs
 before every command) and is run by path with ``-I``, so that a ``yggdrasil`` package
 inside the agent root (on PYTHONPATH for run_python) can never stand in for it.
@@ -27,6 +28,9 @@ _ARCHES = {"x86_64", "amd64", "aarch64", "arm64", "riscv64", "ppc64le", "s390x",
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_CAP_VERSION_3 = 0x20080522
+_EINVAL = 22
 
 # Filesystem access rights, by the ABI that introduced them.
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -40,10 +44,14 @@ _READ = EXECUTE | READ_FILE | READ_DIR
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
 SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
-# Devices a command may write (and ioctl) besides its folders: discarding output, ttys,
-# random numbers, POSIX shared memory (multiprocessing's semaphores live in /dev/shm).
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-           "/dev/ptmx", "/dev/pts", "/dev/shm")
+# The only devices a command may open (read, write, ioctl): discarding output, random
+# numbers, POSIX shared memory (multiprocessing's semaphores live in /dev/shm). The rest of
+# /dev is not even readable: the user's terminals (/dev/tty, /dev/pts/N, where a command
+# could inject keystrokes or escape sequences), /dev/ptmx (a new pty is only usable through
+# /dev/pts, which would expose the user's ones too), raw disks, consoles, kmsg. Commands
+# run without a controlling terminal anyway; /dev/fd and /dev/std* lead into /proc.
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/shm")
+_DEV = "/dev"
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -53,6 +61,15 @@ class _RulesetAttr(ctypes.Structure):
 class _PathBeneathAttr(ctypes.Structure):
     _pack_ = 1
     _fields_ = (("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32))
 
 
 class SandboxStatus:
@@ -207,7 +224,7 @@ def restrict_self(writable: list[str], *, network: bool, abi: int,
     write = fs & ~(MAKE_CHAR | MAKE_BLOCK)
     try:
         _add_path(ruleset, "/", READ_DIR)  # listing stays possible everywhere: names only
-        for path in readable_roots(list(hidden)):
+        for path in readable_roots([*hidden, _DEV]):
             _add_path(ruleset, path, _READ & fs, strict=False)
         for path in (*writable, *DEVICES):
             _add_path(ruleset, path, write)
@@ -216,6 +233,30 @@ def restrict_self(writable: list[str], *, network: bool, abi: int,
         _syscall("restrict_self", ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
+
+
+def drop_capabilities() -> None:
+    """Leave this process (and what it execs) with no capability at all, keeping its uid.
+
+    Landlock scopes ptrace and /proc/<pid>/environ, but CAP_SYS_PTRACE and the DAC
+    overrides of a root agent would carry a command past those checks. A root command
+    stays uid 0 (so it still owns root's files) but without capabilities; the bounding
+    set goes too, so exec'ing as uid 0 cannot grant them back.
+    """
+    libc = _libc()
+    header, data = _CapHeader(_CAP_VERSION_3, 0), (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    if not any(d.permitted or d.effective or d.inheritable for d in data) and os.geteuid():
+        return  # an ordinary user: nothing to give up
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL before 4.3: none
+    cap = 0
+    while libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
+        cap += 1
+    if ctypes.get_errno() != _EINVAL:  # EINVAL: past the last capability this kernel knows
+        raise OSError(ctypes.get_errno(), f"prctl(PR_CAPBSET_DROP, {cap}) failed")
+    if libc.capset(ctypes.byref(header), (_CapData * 2)()) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
 
 
 # -- the launcher -----------------------------------------------------------------------
@@ -263,6 +304,7 @@ def _launch(args: list[str]) -> int:
     try:
         restrict_self(values["--write"], network=network, abi=int(values["--abi"][0]),
                       hidden=values["--hide"])
+        drop_capabilities()  # after the rules: opening their paths may need root's rights
     except OSError as exc:
         print(f"loki sandbox: refusing to run unfenced: {exc}", file=sys.stderr)
         return 126

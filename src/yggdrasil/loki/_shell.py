@@ -123,13 +123,17 @@ class Shell:
                    else str(_sandbox.landlock_status()))
             net = "network allowed" if self.network else "network NOT blocked (no sandbox)"
             return (f"Commands (run, run_python) are NOT sandboxed ({why}): they can write "
-                    f"anywhere this user can; {net}; {env}.")
+                    f"anywhere this user can and can read the agent's environment through "
+                    f"/proc (so withheld secrets too); {net}; {env}.")
         where = "the root and a per-call scratch TMPDIR"
         if self.writable:
             where += " and " + ", ".join(map(str, self.writable))
-        hidden = self.hidden_paths()
+        where += " (and /dev/shm, which is not tracked)"
+        hidden, exposed = self._hidden_and_exposed()
         if hidden:
             where += "; they cannot read " + ", ".join(_home_relative(p) for p in hidden)
+        for path, inside in exposed:  # a write rule there grants read; Landlock only adds
+            where += f"; {_home_relative(path)} is inside {inside}: NOT hidden"
         if self.network:
             net = "network allowed"
         else:
@@ -145,6 +149,21 @@ class Shell:
             if os.path.lexists(real) and real not in found:
                 found.append(real)
         return found
+
+    def _hidden_and_exposed(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """Hidden paths that stay unreadable, and (path, where) for those that lie in the
+        root or a writable folder, whose write rule lets commands read them anyway."""
+        places = [(str(self.root.path.resolve()), "the root"),
+                  *((str(w), f"writable folder {w}") for w in self.writable)]
+        hidden, exposed = [], []
+        for path in self.hidden_paths():
+            inside = next((name for top, name in places
+                           if path == top or path.startswith(top.rstrip("/") + "/")), None)
+            if inside is None:
+                hidden.append(path)
+            else:
+                exposed.append((path, inside))
+        return hidden, exposed
 
     def _env(self, scratch: Path) -> dict[str, str]:
         env, _ = scrubbed(os.environ, self.env)

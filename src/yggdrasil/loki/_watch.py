@@ -23,7 +23,18 @@ import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ._changes import SKIP_DIRS, Diff, Signature, Snapshot, diff, signature, snapshot
+from ._changes import (
+    SKIP_DIRS,
+    Diff,
+    Signature,
+    Snapshot,
+    diff,
+    linked_inodes,
+    lost,
+    signature,
+    skipped_inode,
+    snapshot,
+)
 
 _MODIFY, _ATTRIB, _CLOSE_WRITE = 0x2, 0x4, 0x8
 _MOVED_FROM, _MOVED_TO, _CREATE, _DELETE = 0x40, 0x80, 0x100, 0x200
@@ -86,6 +97,9 @@ class TreeWatch:
         self.notify = _Inotify()
         self.files: dict[str, Signature] = {}
         self.dirs: set[str] = set()
+        self.skipped: dict[str, int] = {}  # folders not walked (.git, venvs) -> inode
+        self.linked: set[str] = set()  # files with other hard links: re-stat after each command
+        self._new_links: set[str] = set()
         self.wd_of: dict[str, int] = {}
         self.dir_of: dict[int, str] = {}
         self.complete = False
@@ -99,6 +113,7 @@ class TreeWatch:
         list(self.notify.events())  # drop what was queued for the old view
         snap = snapshot(Path(self.root), skip=skip, on_dir=self._watch)
         self.files, self.dirs, self.complete = snap.files, snap.dirs | {""}, snap.complete
+        self.skipped, self.linked = snap.skipped, snap.linked
         self._unwatch_untracked()
 
     def update(self, skip: Iterable[Path]) -> Diff:
@@ -123,22 +138,42 @@ class TreeWatch:
                 candidates.add(rel)
             elif mask & (_CREATE | _DELETE | _MOVED_FROM | _MOVED_TO):
                 dirty.add(rel)
-        return self._settle(candidates, _outermost(dirty), {os.fspath(p) for p in skip})
+        # A write through a hard link in a folder nobody watches ($TMPDIR, .git) raises no
+        # event here: re-stat every file known to have another link, and those whose inode
+        # has a link in the skipped (scratch) folders.
+        skip_paths = {os.fspath(p) for p in skip}
+        candidates |= self.linked | self._linked_from(skip_paths)
+        return self._settle(candidates, _outermost(dirty), skip_paths)
 
     # -- folding events into the snapshot ------------------------------------------------
 
     def _settle(self, candidates: set[str], dirty: list[str], skip: set[str]) -> Diff:
         old_dirs = set(self.dirs)
         fresh: dict[str, Signature] = {}
+        gone: list[str] = []
         if dirty:
             prefixes = tuple(d + "/" for d in dirty)
             candidates.update(f for f in self.files if f.startswith(prefixes))
+            gone = self._lost_skipped(set(dirty), prefixes)
             for d in [d for d in self.dirs if d in dirty or d.startswith(prefixes)]:
                 self._unwatch(d)
             for d in dirty:
                 fresh.update(self._rewalk(d, skip))
-        found = Diff()
-        for rel in sorted(candidates | fresh.keys()):
+        found = Diff(lost_dirs=gone)
+        self._new_links.clear()
+        self._fold(candidates | fresh.keys(), fresh, skip, found)
+        # A file that just got a second name: its other names changed too (link count).
+        inodes = {self.files[r][2] for r in self._new_links if r in self.files}
+        twins = {r for r, sig in self.files.items() if sig[2] in inodes} - candidates - fresh.keys()
+        self._fold(twins, {}, skip, found)
+        for paths in (found.created, found.modified, found.deleted):
+            paths.sort()
+        found.created_dirs = sorted(self.dirs - old_dirs)
+        return found
+
+    def _fold(self, rels: set[str], fresh: dict[str, Signature], skip: set[str],
+              found: Diff) -> None:
+        for rel in sorted(rels):
             new = fresh[rel] if rel in fresh else self._stat(rel, skip)
             was = self.files.get(rel)
             if was is None and new is not None:
@@ -149,18 +184,39 @@ class TreeWatch:
                 found.modified.append(rel)
             if new is None:
                 self.files.pop(rel, None)
+                self.linked.discard(rel)
             else:
                 self.files[rel] = new
-        found.created_dirs = sorted(self.dirs - old_dirs)
-        return found
+
+    def _linked_from(self, folders: set[str]) -> set[str]:
+        """Tracked files sharing an inode with a multiply-linked file in ``folders``."""
+        inodes = linked_inodes(folders)
+        return {r for r, sig in self.files.items() if sig[2] in inodes} if inodes else set()
+
+    def _lost_skipped(self, dirty: set[str], prefixes: tuple[str, ...]) -> list[str]:
+        """Skipped folders at or below a dirty folder, forgotten; those gone or replaced."""
+        near = {r: ino for r, ino in self.skipped.items() if r in dirty or r.startswith(prefixes)}
+        for rel in near:
+            del self.skipped[rel]
+        now = {r: ino for r in near if os.path.dirname(r) in self.dirs
+               and (ino := skipped_inode(os.path.join(self.root, r))) is not None}
+        return lost(near, now)  # the rewalk of the dirty folders records what is there now
 
     def _rewalk(self, rel: str, skip: set[str]) -> dict[str, Signature]:
         path = os.path.join(self.root, rel)
-        if (rel.rsplit("/", 1)[-1] in SKIP_DIRS or path in skip or not os.path.isdir(path)
-                or os.path.islink(path) or os.path.dirname(rel) not in self.dirs):
+        if (path in skip or not os.path.isdir(path) or os.path.islink(path)
+                or os.path.dirname(rel) not in self.dirs):
+            return {}
+        if rel.rsplit("/", 1)[-1] in SKIP_DIRS:
+            ino = skipped_inode(path)
+            if ino is not None:
+                self.skipped[rel] = ino
             return {}
         snap = snapshot(Path(self.root), below=rel, skip=map(Path, skip), on_dir=self._watch)
         self.dirs |= snap.dirs
+        self.skipped.update(snap.skipped)
+        self.linked |= snap.linked
+        self._new_links |= snap.linked
         self._unwatch_untracked()
         return snap.files
 
@@ -174,7 +230,14 @@ class TreeWatch:
             st = os.lstat(path)
         except OSError:
             return None
-        return None if stat.S_ISDIR(st.st_mode) else signature(st)
+        if stat.S_ISDIR(st.st_mode):
+            return None
+        if st.st_nlink < 2:
+            self.linked.discard(rel)
+        elif rel not in self.linked:
+            self.linked.add(rel)
+            self._new_links.add(rel)
+        return signature(st)
 
     # -- watches ------------------------------------------------------------------------
 
@@ -220,7 +283,8 @@ class ChangeTracker:
         if self.use_watch:
             try:
                 watch = self._refresh(skip)
-                self.before = Snapshot(dict(watch.files), set(watch.dirs))  # for a fallback
+                self.before = Snapshot(dict(watch.files), set(watch.dirs),  # for a fallback
+                                       dict(watch.skipped))
                 return
             except OSError:  # no inotify, a watch/instance limit, or too big: scan instead
                 self._give_up_watching()
