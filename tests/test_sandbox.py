@@ -137,6 +137,16 @@ def test_commands_cannot_signal_the_agent(box: Toolbox) -> None:
     assert "reached" not in out and "Operation not permitted" in out
 
 
+@landlock
+def test_commands_cannot_kill_their_reaper(root: Path, box: Toolbox) -> None:
+    """The launcher stays outside the fence, so a killed reaper cannot free an escapee."""
+    if STATUS.abi < 6:
+        pytest.skip("signal scoping needs Landlock ABI 6")
+    out = box.call("run", {"command": "kill -9 $PPID; echo $? > status; sleep 0.2; echo on"})
+    assert out.startswith("exit=0\nstdout:\non\n") and "Operation not permitted" in out
+    assert (root / "status").read_text() == "1\n"
+
+
 @pytest.fixture
 def tcp_port() -> Iterator[int]:
     with socket.create_server(("127.0.0.1", 0)) as srv:
@@ -292,7 +302,8 @@ from yggdrasil.loki.tools import filesystem_toolbox
 root, mode = sys.argv[1], sys.argv[2]
 box = filesystem_toolbox(root, sandbox=mode)
 print(json.dumps({"status": box.status, "run": box.call(
-    "run", {"command": "tr '\\0' '\\n' </proc/$PPID/environ | grep MY_API_TOKEN; "
+    "run", {"command": "agent=$(cut -d' ' -f4 /proc/$PPID/stat); "  # $PPID: the launcher
+                       "tr '\\0' '\\n' </proc/$agent/environ | grep MY_API_TOKEN; "
                        "echo env=${MY_API_TOKEN:-withheld}"})}))
 """
 

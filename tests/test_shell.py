@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -175,3 +176,43 @@ def test_an_escapee_holding_the_output_is_killed(root: Path, box: Toolbox) -> No
     out = box.call("run", {"command": cmd, "timeout": 20})
     assert out.startswith("exit=0\nstdout:\nhi\n")
     assert _settles_dead(int((root / "esc.pid").read_text()))
+
+
+# A daemon that leaves the session, clears its environment (no LOKI_RUN_ID) and lets go
+# of the output pipes: only the launcher, its subreaper, can still find it.
+_ESCAPEE = ("setsid env -i /bin/sh -c 'echo $$ > esc.pid; exec sleep 300' "
+            "</dev/null >/dev/null 2>&1 & while [ ! -s esc.pid ]; do sleep 0.01; done; ")
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_a_daemon_without_marker_or_pipes_dies_with_the_command(root: Path, sandbox: str) -> None:
+    box = filesystem_toolbox(root, sandbox=sandbox)  # type: ignore[arg-type]
+    out = box.call("run", {"command": _ESCAPEE + "echo started; exit 3", "timeout": 20})
+    assert out.startswith("exit=3\nstdout:\nstarted\n")
+    assert _settles_dead(int((root / "esc.pid").read_text()))
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_a_daemon_without_marker_or_pipes_dies_on_timeout(root: Path, sandbox: str) -> None:
+    box = filesystem_toolbox(root, sandbox=sandbox)  # type: ignore[arg-type]
+    out = box.call("run", {"command": _ESCAPEE + "echo started; sleep 300", "timeout": 1})
+    assert out.startswith("exit=timeout (killed after 1s") and "started" in out
+    assert _settles_dead(int((root / "esc.pid").read_text()))
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_signals_and_pipes_behave_as_without_the_launcher(root: Path, sandbox: str) -> None:
+    box = filesystem_toolbox(root, sandbox=sandbox)  # type: ignore[arg-type]
+    assert box.call("run", {"command": "kill -9 $$"}).startswith("exit=-9\n")
+    assert box.call("run_python", {"code": "import os; os.abort()"}).startswith("exit=-6\n")
+    assert not list(root.iterdir())  # the launcher re-raised SIGABRT without a core file
+    # SIGPIPE is back to its default: `yes` dies quietly instead of reporting EPIPE.
+    assert box.call("run", {"command": "yes | head -1"}) == "exit=0\nstdout:\ny\n\nstderr:\n"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="without the launcher $PPID is pytest")
+def test_only_the_agent_can_stop_the_launcher(root: Path) -> None:
+    """A command that signals its parent (`kill 0`, `kill $PPID`) does not end the run."""
+    box = filesystem_toolbox(root, sandbox="off")
+    out = box.call("run", {"command": "kill -TERM $PPID; sleep 0.2; echo still here"})
+    assert out == "exit=0\nstdout:\nstill here\n\nstderr:\n"

@@ -8,9 +8,12 @@ and this file, run as a script, sets ``no_new_privs``, restricts itself with a L
 ruleset (write only below the given folders, read and execute everything but the hidden
 paths, optionally no TCP connect/bind), gives up every capability (a root agent's
 commands stay uid 0 but lose root's powers) and then ``execvp``s ``argv``: the command and
-everything it starts inherit the fence. It imports only light standard modules (it runs
-before every command) and is run by path with ``-I``, so that a ``yggdrasil`` package
-inside the agent root (on PYTHONPATH for run_python) can never stand in for it.
+everything it starts inherit the fence. It does that in a forked child: the launcher
+itself stays outside the fence as the command's reaper (``_reaper.py``) and kills whatever
+the command leaves behind. ``--abi 0`` only reaps (no fence, no capability drop). It
+imports only light standard modules (it runs before every command) and is run by path
+with ``-I``, so that a ``yggdrasil`` package inside the agent root (on PYTHONPATH for
+run_python) can never stand in for it.
 
 ``python -m yggdrasil.loki._sandbox --status`` prints what this machine supports.
 """
@@ -18,9 +21,11 @@ inside the agent root (on PYTHONPATH for run_python) can never stand in for it.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import stat
 import sys
+from types import ModuleType
 
 # Syscall numbers: every architecture shares the generic table for calls added after 424.
 _SYSCALLS = {"create_ruleset": 444, "add_rule": 445, "restrict_self": 446}
@@ -301,18 +306,34 @@ def _launch(args: list[str]) -> int:
     except ValueError as exc:
         print(f"loki sandbox: {exc}\n{_USAGE}", file=sys.stderr)
         return 2
-    try:
-        restrict_self(values["--write"], network=network, abi=int(values["--abi"][0]),
-                      hidden=values["--hide"])
-        drop_capabilities()  # after the rules: opening their paths may need root's rights
-    except OSError as exc:
-        print(f"loki sandbox: refusing to run unfenced: {exc}", file=sys.stderr)
-        return 126
-    try:
-        os.execvp(argv[0], argv)
-    except OSError as exc:
-        print(f"loki sandbox: cannot start {argv[0]!r}: {exc.strerror}", file=sys.stderr)
-    return 127
+    abi = int(values["--abi"][0])
+
+    def start() -> int:
+        if abi:  # --abi 0: no fence, only the reaper
+            try:
+                restrict_self(values["--write"], network=network, abi=abi,
+                              hidden=values["--hide"])
+                drop_capabilities()  # after the rules: opening their paths may need root's rights
+            except OSError as exc:
+                print(f"loki sandbox: refusing to run unfenced: {exc}", file=sys.stderr)
+                return 126
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as exc:
+            print(f"loki sandbox: cannot start {argv[0]!r}: {exc.strerror}", file=sys.stderr)
+        return 127
+
+    return _reaper().run_reaped(start)
+
+
+def _reaper() -> ModuleType:
+    """_reaper.py, loaded by path: under ``-I`` this folder is not on sys.path."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_reaper.py")
+    spec = importlib.util.spec_from_file_location("_loki_reaper", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(args: list[str]) -> int:

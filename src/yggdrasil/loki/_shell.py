@@ -188,14 +188,17 @@ class Shell:
         if refusal:
             raise ToolError(refusal)
         _check_program(argv[0], env)
-        if abi:
-            allowed = [str(self.root.path), str(scratch), *map(str, self.writable)]
+        reaped = bool(abi) or sys.platform == "linux"  # the reaper needs a Linux subreaper
+        if reaped:
+            allowed = [str(self.root.path), str(scratch), *map(str, self.writable)] if abi else []
+            hidden = self.hidden_paths() if abi else []
             python = sys.executable or shutil.which("python3") or "python3"
             argv = _sandbox.launcher_argv(python, allowed, network=self.network, abi=abi,
-                                          argv=argv, hidden=self.hidden_paths())
+                                          argv=argv, hidden=hidden)
         skip = [scratch, *(self.journal.private_dirs() if self.journal else [])]
         self.tracker.begin(skip)
-        done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env)
+        done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
+                           reaped=reaped)
         changes = self.tracker.end(skip)
         if self.journal is not None:
             self.journal.after_command(changes)
