@@ -157,7 +157,9 @@ def test_write_is_atomic_when_killed_mid_write(root: Path) -> None:
         f"filesystem_toolbox({str(root)!r}).call('write_file', "
         "{'path': 'data.txt', 'content': 'n' * 200_000_000})\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code])
+    scratch = root.parent / "child-tmp"  # the killed child's undo copies stay in pytest's tmp
+    scratch.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(scratch)})
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not any(p.name.endswith(".tmp") for p in root.iterdir()):
         time.sleep(0.005)
