@@ -112,20 +112,31 @@ def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None) -> To
         raise CliError(str(exc)) from exc
 
 
+def subcommand(commands: Any, name: str, run: Callable[[argparse.Namespace], int], *,
+               with_yes: bool, summary: str, description: str,
+               epilog: str) -> argparse.ArgumentParser:
+    """Register a toolbox-backed subcommand: the shared options, a filled description, the
+    examples laid out as written, and ``run`` as what it does."""
+    parser = commands.add_parser(
+        name, parents=[toolbox_options(with_yes=with_yes)], help=summary,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=wrap(description), epilog=epilog)
+    parser.set_defaults(run=run)
+    return parser
+
+
 # -- loki tools ------------------------------------------------------------------------
 
 def add_tools(commands: Any) -> None:
-    parser = commands.add_parser(
-        "tools", parents=[toolbox_options(with_yes=False)],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="list the tools, marking the ones that change files",
-        description=wrap("List the tools of the toolbox: signature, description, arguments. "
-                    "'[changes files]' marks the tools that mutate."),
+    parser = subcommand(
+        commands, "tools", run_tools, with_yes=False,
+        summary="list the tools, marking the ones that change files",
+        description=("List the tools of the toolbox: signature, description, arguments. "
+                     "'[changes files]' marks the tools that mutate."),
         epilog="examples:\n  loki tools\n  loki tools --root ~/src/app --read-only\n"
                "  loki tools --json | jq '.tools[] | select(.mutates) | .name'")
     parser.add_argument("--json", action="store_true",
                         help="print the catalog as JSON (Toolbox.to_dict() plus 'root')")
-    parser.set_defaults(run=run_tools)
 
 
 def run_tools(args: argparse.Namespace) -> int:
@@ -143,19 +154,17 @@ def run_tools(args: argparse.Namespace) -> int:
 # -- loki mcp --------------------------------------------------------------------------
 
 def add_mcp(commands: Any) -> None:
-    parser = commands.add_parser(
-        "mcp", parents=[toolbox_options(with_yes=False)],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="serve the tools over MCP (stdio)",
-        description=wrap("Serve the toolbox as a Model Context Protocol server over stdin/stdout. "
-                    "Logs go to stderr only. There is no terminal to ask before an existing "
-                    "file is changed: mutating tools are marked destructiveHint so the MCP "
-                    "client asks its user; use --read-only for a server that changes nothing."),
+    subcommand(
+        commands, "mcp", run_mcp, with_yes=False,
+        summary="serve the tools over MCP (stdio)",
+        description=("Serve the toolbox as a Model Context Protocol server over stdin/stdout. "
+                     "Logs go to stderr only. There is no terminal to ask before an existing "
+                     "file is changed: mutating tools are marked destructiveHint so the MCP "
+                     "client asks its user; use --read-only for a server that changes nothing."),
         epilog="examples:\n  loki mcp --root ~/src/app\n  loki mcp --root . --read-only\n\n"
                "client configuration (Claude Desktop / Claude Code / Cursor):\n"
                '  {"mcpServers": {"loki": {"command": "loki", '
                '"args": ["mcp", "--root", "/path/to/project"]}}}')
-    parser.set_defaults(run=run_mcp)
 
 
 def run_mcp(args: argparse.Namespace) -> int:

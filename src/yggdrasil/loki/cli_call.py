@@ -15,9 +15,8 @@ from .cli import (
     EXIT_TOOL_ERROR,
     CliError,
     open_toolbox,
+    subcommand,
     terminal_confirm,
-    toolbox_options,
-    wrap,
 )
 from .errors import ToolError
 
@@ -25,14 +24,13 @@ __all__ = ["add_call", "run_call"]
 
 
 def add_call(commands: Any) -> None:
-    parser = commands.add_parser(
-        "call", parents=[toolbox_options(with_yes=True)],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="run one tool and print its observation",
-        description=wrap("Run one tool and print its observation on stdout. Arguments are "
-                    "key=value pairs; a value is read as JSON where the tool's schema wants a "
-                    "number, boolean, array or object, and kept as text where it wants a "
-                    "string. --args takes a JSON object; key=value pairs override it."),
+    parser = subcommand(
+        commands, "call", run_call, with_yes=True,
+        summary="run one tool and print its observation",
+        description=("Run one tool and print its observation on stdout. Arguments are "
+                     "key=value pairs; a value is read as JSON where the tool's schema wants a "
+                     "number, boolean, array or object, and kept as text where it wants a "
+                     "string. --args takes a JSON object; key=value pairs override it."),
         epilog="examples:\n"
                "  loki call read_file path=README.md start=1 end=20\n"
                "  loki call grep pattern='def main' glob='*.py'\n"
@@ -43,7 +41,6 @@ def add_call(commands: Any) -> None:
     parser.add_argument("pairs", nargs="*", default=[], metavar="key=value",
                         help="tool arguments")
     parser.add_argument("--args", metavar="JSON", help="tool arguments as a JSON object")
-    parser.set_defaults(run=run_call)
 
 
 def run_call(args: argparse.Namespace) -> int:

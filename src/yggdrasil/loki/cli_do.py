@@ -21,9 +21,8 @@ from .cli import (
     CliError,
     Confirm,
     open_toolbox,
+    subcommand,
     terminal_confirm,
-    toolbox_options,
-    wrap,
 )
 from .errors import EngineConfigError, EngineError, LokiError
 from .tools import Toolbox
@@ -35,11 +34,10 @@ ARGS_SHOWN = 60  # characters of a step's arguments on its progress line
 
 
 def add_do(commands: Any) -> None:
-    parser = commands.add_parser(
-        "do", parents=[toolbox_options(with_yes=True)],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="let the agent work on a task in the root",
-        description=wrap(
+    parser = subcommand(
+        commands, "do", run_do, with_yes=True,
+        summary="let the agent work on a task in the root",
+        description=(
             "Run the agent loop on TASK: the engine picks one tool call per step, the "
             "toolbox runs it inside --root, and the observation goes back to the engine, "
             "until it answers or --max-steps runs out. Without --engine the engine comes "
@@ -66,7 +64,6 @@ def add_do(commands: Any) -> None:
     parser.add_argument("--log", metavar="FILE",
                         help="write a JSONL transcript as the run goes (replayable with "
                              "--engine scripted --model FILE)")
-    parser.set_defaults(run=run_do)
 
 
 def run_do(args: argparse.Namespace) -> int:
