@@ -24,8 +24,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from yggdrasil.loki._changes import diff, snapshot
-from yggdrasil.loki._watch import ChangeTracker, TreeWatch
+from yggdrasil.loki.shell import ChangeTracker, TreeWatch, diff, snapshot
 from yggdrasil.loki.tools import filesystem_toolbox, sandbox_status
 
 CORPUS = Path(__file__).resolve().parent / ".corpus" / "changes"

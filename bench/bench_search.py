@@ -22,8 +22,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _corpus
-from yggdrasil.loki._root import Root
-from yggdrasil.loki._search import Search
+from yggdrasil.loki.files import Root
+from yggdrasil.loki.search import Search
 from yggdrasil.loki.tools import filesystem_toolbox
 
 # rg's own defaults read .gitignore only inside a git repo; the corpus is not one.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from yggdrasil.loki._changes import diff, snapshot
+from yggdrasil.loki.shell import diff, snapshot
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 

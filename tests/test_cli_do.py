@@ -99,7 +99,7 @@ def test_do_through_an_openai_compatible_server(root: Path) -> None:
     assert "files changed (1):\n  A todo.txt  (+1 -0)" in done.stderr
 
 
-def test_do_without_an_engine_is_one_line(root: Path) -> None:
+def test_do_without_an_engine_says_every_way_to_configure_one(root: Path) -> None:
     env = {k: v for k, v in child_env(root.parent).items()
            if not k.startswith(("LOKI_", "OPENAI_", "ANTHROPIC_"))}
     env["OLLAMA_HOST"] = "http://127.0.0.1:9"  # nothing listens on the discard port
@@ -107,7 +107,11 @@ def test_do_without_an_engine_is_one_line(root: Path) -> None:
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
                           timeout=60)
     assert done.returncode == 2 and done.stdout == ""
-    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("loki: error: ")
+    assert done.stderr.startswith("loki: error: no engine is configured. Choose one of:\n")
+    for way in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ollama serve", "LOKI_BASE_URL",
+                "Loki(engine="):
+        assert way in done.stderr
+    assert "Traceback" not in done.stderr and not done.stderr.rstrip().endswith(":")
 
 
 def test_ctrl_c_stops_and_still_reports_changes(root: Path) -> None:

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from yggdrasil.loki._files import Files
-from yggdrasil.loki._root import Root
 from yggdrasil.loki.errors import PathError
+from yggdrasil.loki.files import Files, Root
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 ESCAPES = [

@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from yggdrasil.loki._conversation import Conversation
-from yggdrasil.loki._retry import RetryPolicy, parse_retry_after, retry_call, status_error
+from yggdrasil.loki.brain import RetryPolicy, parse_retry_after, retry_call, status_error
 from yggdrasil.loki.errors import (
     EngineAuthError,
     EngineError,
@@ -16,6 +15,7 @@ from yggdrasil.loki.errors import (
     EngineRequestError,
     EngineUnavailable,
 )
+from yggdrasil.loki.loop._conversation import Conversation
 
 
 def test_retry_after_forms() -> None:

@@ -247,6 +247,15 @@ def test_syntax_warnings_after_write(root: Path, box: Toolbox) -> None:
     assert "WARNING" not in box.call("write_file", {"path": "ok.json", "content": '{"a": 1}'})
 
 
+def test_yaml_that_no_longer_parses_is_flagged(root: Path, box: Toolbox) -> None:
+    out = box.call("write_file", {"path": "ci.yml", "content": "jobs:\n  test: [1, 2\n"})
+    assert out.startswith("created ci.yml") and "WARNING: ci.yml no longer parses:" in out
+    (root / "conf.yaml").write_text("name: app\nport: 80\n")
+    out = box.call("edit_file", {"path": "conf.yaml", "old": "port: 80", "new": "port: : 80"})
+    assert out.startswith("edited conf.yaml") and "WARNING: conf.yaml no longer parses:" in out
+    assert "WARNING" not in box.call("write_file", {"path": "ok.yaml", "content": "a: [1, 2]\n"})
+
+
 @pytest.fixture
 def not_temp(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Make the system temp dir somewhere else, so the test root counts as a real project."""

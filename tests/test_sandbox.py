@@ -119,11 +119,12 @@ def test_writable_folders_must_exist(root: Path) -> None:
 @landlock
 def test_the_root_cannot_swap_in_its_own_launcher(root: Path, box: Toolbox) -> None:
     """run_python puts root/src on PYTHONPATH; a yggdrasil package there must not unfence it."""
-    fake = root / "src" / "yggdrasil" / "loki"
+    fake = root / "src" / "yggdrasil" / "loki" / "sandbox"
     fake.mkdir(parents=True)
     (root / "src" / "yggdrasil" / "__init__.py").write_text("")
+    (fake.parent / "__init__.py").write_text("")
     (fake / "__init__.py").write_text("")
-    (fake / "_sandbox.py").write_text(  # an impostor: runs the command without any fence
+    (fake / "_landlock.py").write_text(  # an impostor: runs the command without any fence
         "import os, sys\nargv = sys.argv[sys.argv.index('--') + 1 :]\nos.execvp(argv[0], argv)\n")
     out = box.call("run_python", {"code": "open('../outside/pwned', 'w')"})
     assert "PermissionError" in out and not (root.parent / "outside" / "pwned").exists()
@@ -177,7 +178,7 @@ def test_status_says_how_commands_are_fenced(root: Path, box: Toolbox) -> None:
     out = box.call("run", {"command": "echo $LOKI_SANDBOX"})
     assert out.splitlines()[2] == f"landlock-abi-{STATUS.abi}"
     assert "Landlock ABI" in subprocess.run(
-        [sys.executable, "-m", "yggdrasil.loki._sandbox", "--status"], env={"PYTHONPATH": SRC},
+        [sys.executable, "-m", "yggdrasil.loki.sandbox"], env={"PYTHONPATH": SRC},
         capture_output=True, text=True, check=True).stdout
 
 

@@ -8,13 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from yggdrasil.loki._globs import IgnoreFile, glob_regex
-from yggdrasil.loki._observe import MAX_ENTRIES, MAX_HITS
-from yggdrasil.loki._pysearch import COUNT_LIMIT
-from yggdrasil.loki._rg import find_rg
-from yggdrasil.loki._root import Root
-from yggdrasil.loki._search import Search
 from yggdrasil.loki.errors import PathError, ToolError
+from yggdrasil.loki.files import MAX_ENTRIES, MAX_HITS, Root
+from yggdrasil.loki.search import COUNT_LIMIT, IgnoreFile, Search, find_rg, glob_regex
 from yggdrasil.loki.tools import Toolbox
 
 HAVE_RG = find_rg() is not None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from yggdrasil.loki._shell import Shell
+from yggdrasil.loki.shell import Shell
 from yggdrasil.loki.tools import Tool, Toolbox, filesystem_toolbox
 
 
@@ -112,7 +112,7 @@ def test_bad_arguments(box: Toolbox) -> None:
 
 
 def test_missing_interpreter_is_a_readable_error(root: Path) -> None:
-    from yggdrasil.loki._root import Root
+    from yggdrasil.loki.files import Root
 
     shell = Shell(Root.at(root), shell="/no/such/bash")
     box = Toolbox()

@@ -19,13 +19,9 @@ from typing import Any
 
 import pytest
 
-from yggdrasil.loki._files import Files
-from yggdrasil.loki._observe import MAX_READ_CHARS
-from yggdrasil.loki._root import Root
-from yggdrasil.loki._web_page import MAX_LINKS
-from yggdrasil.loki._web_policy import AddressPolicy, Limits
+from yggdrasil.loki.files import MAX_READ_CHARS, Files, Root
 from yggdrasil.loki.tools import Tool, Toolbox, filesystem_toolbox
-from yggdrasil.loki.web import Web
+from yggdrasil.loki.web import MAX_LINKS, AddressPolicy, Limits, Web
 
 # -- a small real web site ----------------------------------------------------------------
 

@@ -8,6 +8,7 @@ Importing this package does no work; polars (and fastexcel) are imported on firs
 from __future__ import annotations
 
 from ._detect import FORMATS
+from ._units import human_size
 from .query import QueryResult, TableRef, find_table_refs, query_tables
 from .tables import TableError, TablePreview, preview_table, scan_table
 
@@ -18,6 +19,7 @@ __all__ = [
     "TablePreview",
     "TableRef",
     "find_table_refs",
+    "human_size",
     "preview_table",
     "query_tables",
     "scan_table",

@@ -3,72 +3,21 @@
 ``Loki(engine=...).act(task, root=...)`` asks the engine for a decision, runs the tool it
 names, feeds the observation back, and repeats until the engine says it is done or the
 step budget runs out. The engine never sees the filesystem and the toolbox never sees the
-engine: this is the one place where the two meet (the loop itself is in ``_loop``).
+engine: this is the one place where the two meet (the loop itself is in ``loop/``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from ._retry import RetryPolicy
-from .engine import DEFAULT_TIMEOUT, Engine, choose_engine
+from .engine import DEFAULT_TIMEOUT, Engine, RetryPolicy, choose_engine
+from .loop import ActResult, ActStep, ProtocolName, Run
 from .tools import Toolbox, filesystem_toolbox
 
 __all__ = ["ActResult", "ActStep", "Loki"]
-
-ProtocolName = Literal["auto", "native", "text"]
-
-
-@dataclass
-class ActStep:
-    """One step of a run: the tool the model called, with what, and what it got back.
-
-    A reply that was not a decision is a step too: ``tool`` is ``""``, ``thought`` holds
-    the reply, and ``observation`` the correction the model was sent.
-    """
-
-    n: int
-    thought: str
-    tool: str
-    args: dict[str, Any]
-    observation: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class ActResult:
-    """The outcome of ``Loki.act``.
-
-    ``completed`` is True when the engine said it was done; ``stop_reason`` is ``"done"``,
-    ``"max_steps"`` or ``"error"`` (the partial result then rides on the raised
-    EngineError as ``.result``). ``usage`` sums ``input_tokens``, ``output_tokens`` and
-    ``requests`` over the run; ``files_changed`` are root-relative, from the toolbox.
-    """
-
-    task: str
-    engine: str
-    model: str
-    root: str
-    steps: list[ActStep] = field(default_factory=list)
-    answer: str = ""
-    completed: bool = False
-    files_changed: list[str] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=dict)
-    stop_reason: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def to_json(self, indent: int | None = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
-
 
 class Loki:
     """An agent: one engine, and the settings of the loop that drives it.
@@ -111,8 +60,6 @@ class Loki:
         which ``engine="scripted"`` can replay. Engine failures that retrying cannot fix
         raise EngineError, with the partial ActResult as ``.result``.
         """
-        from ._loop import Run
-
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if toolbox is None:
@@ -121,5 +68,7 @@ class Loki:
         result = ActResult(task=task, engine=str(getattr(self.engine, "name", "custom")),
                            model=str(getattr(self.engine, "model", "")),
                            root=str(Path(root).resolve()))
-        run = Run(self, result, toolbox, max_steps=max_steps, on_step=on_step)
+        run = Run(self.engine, result, toolbox, max_steps=max_steps, on_step=on_step,
+                  protocol=self.protocol, context_chars=self.context_chars,
+                  observation_chars=self.observation_chars)
         return run.go(transcript)

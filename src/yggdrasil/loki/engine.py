@@ -20,15 +20,27 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from ._decision import Decision, NotADecision, decisions_from, parse_decision
-from ._retry import RetryPolicy
+from .brain import (
+    DEFAULT_TIMEOUT,
+    Completion,
+    Decision,
+    Engine,
+    Message,
+    NotADecision,
+    RetryPolicy,
+    ToolCall,
+    decisions_from,
+    ollama_models,
+    ollama_url,
+    parse_decision,
+)
 from .errors import EngineConfigError
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "ENGINES",
     "Completion",
     "Decision",
@@ -43,61 +55,6 @@ __all__ = [
     "parse_decision",
     "register_engine",
 ]
-
-Message = dict[str, Any]
-DEFAULT_TIMEOUT = 300.0  # seconds for one request; long enough for a slow local model
-
-
-@dataclass
-class ToolCall:
-    """One native tool call; ``error`` says why its arguments could not be decoded."""
-
-    id: str
-    name: str
-    args: dict[str, Any] = field(default_factory=dict)
-    error: str = ""
-
-
-@dataclass
-class Completion:
-    """One reply of an engine. ``truncated`` is set when it hit the output limit."""
-
-    text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=dict)
-    model: str = ""
-    truncated: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Completion:
-        calls = [ToolCall(str(c.get("id", f"call_{i}")), str(c["name"]), dict(c.get("args") or {}),
-                          str(c.get("error", "")))
-                 for i, c in enumerate(data.get("tool_calls") or [])]
-        return cls(text=str(data.get("text") or ""), tool_calls=calls,
-                   usage=dict(data.get("usage") or {}), model=str(data.get("model") or ""),
-                   truncated=bool(data.get("truncated", False)))
-
-
-@runtime_checkable
-class Engine(Protocol):
-    """A model behind an API: messages + system (+ tool schemas) in, a completion out.
-
-    ``native_tools`` says whether the engine is asked with tool schemas (native tool
-    calling) or with the JSON-in-text protocol described in the system prompt.
-    """
-
-    name: str
-    model: str
-    native_tools: bool
-
-    def complete(
-        self, messages: Sequence[Message], *, system: str,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> Completion: ...
-
 
 EngineFactory = Callable[..., Engine]
 
@@ -181,8 +138,6 @@ def _detect(base_url: str | None, env: Mapping[str, str]) -> str:
         return "anthropic"
     if env.get("OPENAI_API_KEY"):
         return "openai"
-    from .engines.openai import ollama_models, ollama_url
-
     if ollama_models(ollama_url(env)) is not None:
         return "ollama"
     raise EngineConfigError(HOW_TO_CONFIGURE)

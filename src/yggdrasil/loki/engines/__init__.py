@@ -7,4 +7,7 @@
 
 They are registered by name in :data:`yggdrasil.loki.engine.ENGINES`, exactly like an
 outside engine added with :func:`yggdrasil.loki.engine.register_engine`.
+Each imports only ``yggdrasil.loki.brain`` (the shared types, decision parsing, retry
+policy) and ``yggdrasil.loki.errors``, never ``yggdrasil.loki.engine``, so the registry
+can name them without a cycle. ``_sdk_errors`` is private to this package.
 """

@@ -1,7 +1,7 @@
 """Claude through the Messages API and the official ``anthropic`` SDK.
 
-The SDK is imported when an engine is made, and its own retries are off:
-:mod:`yggdrasil.loki._retry` is the policy. Aborting at once: 401/403 (key), 400/404/422
+The SDK is imported when an engine is made, and its own retries are off: the shared
+policy in ``yggdrasil.loki.brain`` decides. Aborting at once: 401/403 (key), 400/404/422
 (request, model name), and a prompt too long for the model. 529 (overloaded) is retried.
 """
 
@@ -11,8 +11,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._retry import RetryPolicy, retry_call, status_error
-from ..engine import DEFAULT_TIMEOUT, Completion, Message, ToolCall
+from ..brain import (
+    DEFAULT_TIMEOUT,
+    Completion,
+    Message,
+    RetryPolicy,
+    ToolCall,
+    retry_call,
+    status_error,
+)
 from ..errors import (
     ContextLengthError,
     EngineConfigError,

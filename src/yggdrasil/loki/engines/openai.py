@@ -2,7 +2,8 @@
 
 OpenAI itself, and the local servers people run: Ollama (``localhost:11434/v1``), vLLM,
 the llama.cpp server, LM Studio. The SDK is imported when an engine is made, never when
-this module is, and its own retries are off: :mod:`yggdrasil.loki._retry` is the policy.
+this module is, and its own retries are off: the shared policy in ``yggdrasil.loki.brain``
+decides.
 Aborting at once: 401/403 (key), 400/404/422 (request, model name), context length, and
 a 429 that means the quota is spent rather than a rate limit.
 """
@@ -11,13 +12,21 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._decision import decode_arguments
-from .._retry import RetryPolicy, retry_call, status_error
-from ..engine import DEFAULT_TIMEOUT, Completion, Message, ToolCall
+from ..brain import (
+    DEFAULT_TIMEOUT,
+    Completion,
+    Message,
+    RetryPolicy,
+    ToolCall,
+    decode_arguments,
+    ollama_models,
+    ollama_url,
+    retry_call,
+    status_error,
+)
 from ..errors import (
     ContextLengthError,
     EngineConfigError,
@@ -151,27 +160,6 @@ def _completion(response: Any, model: str) -> Completion:
                "output_tokens": getattr(usage, "completion_tokens", 0) or 0},
         model=getattr(response, "model", "") or model,
         truncated=choices[0].finish_reason == "length")
-
-
-def ollama_url(env: Mapping[str, str] | None = None) -> str:
-    """The Ollama server's root URL: ``OLLAMA_HOST`` or http://localhost:11434."""
-    host = (env if env is not None else os.environ).get("OLLAMA_HOST") or "localhost:11434"
-    if "://" not in host:
-        host = f"http://{host}"
-    return host.rstrip("/").replace("://0.0.0.0", "://127.0.0.1")
-
-
-def ollama_models(url: str, timeout: float = 0.5) -> list[str] | None:
-    """The models an Ollama server at ``url`` has pulled, or None when none answers."""
-    try:
-        with urllib.request.urlopen(f"{url}/api/tags", timeout=timeout) as response:
-            data = json.load(response)
-    except (OSError, ValueError):
-        return None
-    models = data.get("models") if isinstance(data, dict) else None
-    if not isinstance(models, list):
-        return None
-    return [str(m.get("name") or m.get("model")) for m in models if isinstance(m, dict)]
 
 
 def ollama_engine(

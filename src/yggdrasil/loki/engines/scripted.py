@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..engine import Completion, Message
+from ..brain import Completion, Message
 from ..errors import EngineConfigError, EngineRequestError
 
 _TRANSCRIPT_ONLY = {"start", "step", "end", "error"}

@@ -1,0 +1,148 @@
+"""What every ``loki`` subcommand shares: options, the toolbox, confirm, errors, exit codes.
+
+:func:`toolbox_options` / :func:`open_toolbox` (``--root``, ``--read-only``, ``--web``,
+``--sandbox``, ``--no-network``), :func:`subcommand` (registers one), :func:`terminal_confirm`
+(the y/N prompt for destructive operations), :class:`CliError` and :func:`fail` (the error
+on stderr, a non-zero exit, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from ..errors import LokiError
+from ..files import Confirm
+from ..tools import Toolbox, filesystem_toolbox
+
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_TOOL_ERROR",
+    "EXIT_USAGE",
+    "CliError",
+    "Parser",
+    "fail",
+    "open_toolbox",
+    "subcommand",
+    "terminal_confirm",
+    "toolbox_options",
+    "wrap",
+]
+
+# Exit codes, shared by every subcommand (documented in `loki --help`).
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1  # the tool answered "ERROR: ..."
+EXIT_USAGE = 2  # bad command line, missing root, unknown tool, bad arguments (argparse uses 2 too)
+EXIT_REFUSED = 3  # the tool answered "REFUSED: ...": a destructive operation was declined
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES = f"""\
+exit codes:
+  {EXIT_OK}    success
+  {EXIT_TOOL_ERROR}    the tool answered 'ERROR: ...' (printed on stdout)
+  {EXIT_USAGE}    bad command line, missing root, unknown tool, bad arguments, no engine (on stderr)
+  {EXIT_REFUSED}    the tool answered 'REFUSED: ...': a destructive operation was declined
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, like every other loki error."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+class CliError(Exception):
+    """A mistake on the command line: printed as one ``loki: error: ...`` line."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def terminal_confirm(assume_yes: bool, *, stdin: TextIO | None = None,
+                     stderr: TextIO | None = None) -> Confirm:
+    """The ``confirm`` for a toolbox driven from a terminal.
+
+    With ``assume_yes`` every action is allowed. Otherwise, when stdin is a terminal the
+    user is asked ``<action>? [y/N]`` on stderr; without a terminal nobody can answer, so
+    the action is declined (the tool then answers ``REFUSED: ...``) with a hint on stderr.
+    """
+    def confirm(action: str) -> bool:
+        if assume_yes:
+            return True
+        inp, err = stdin or sys.stdin, stderr or sys.stderr
+        if inp is None or not inp.isatty():
+            err.write(f"loki: declined to {action}: no terminal to ask; pass --yes to allow\n")
+            err.flush()
+            return False
+        err.write(f"loki: {action}? [y/N] ")
+        err.flush()
+        return inp.readline().strip().lower() in ("y", "yes")
+    return confirm
+
+
+def wrap(text: str) -> str:
+    """A help paragraph filled by hand: the raw formatter keeps the examples' layout."""
+    return textwrap.fill(text, width=88)
+
+
+def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
+    """A parent parser with the options every toolbox-backed subcommand shares."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("toolbox")
+    group.add_argument("--root", default=".", metavar="DIR",
+                       help="the folder the tools are confined to (default: the current folder)")
+    group.add_argument("--read-only", action="store_true",
+                       help="only the read tools: no write_file, edit_file, run_python or run")
+    group.add_argument("--web", action="store_true", help="add the web_* tools")
+    group.add_argument("--sandbox", choices=("auto", "require", "off"), default="auto",
+                       help="fence run/run_python with Landlock: when available (auto, the "
+                            "default), always or refuse to run (require), never (off)")
+    group.add_argument("--no-network", action="store_true",
+                       help="block TCP connect/bind for run/run_python (Landlock ABI 4+)")
+    if with_yes:
+        group.add_argument("-y", "--yes", action="store_true",
+                           help="allow overwriting/editing existing files without asking "
+                                "(needed when there is no terminal to ask)")
+    return parent
+
+
+def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None) -> Toolbox:
+    """The toolbox the parsed ``--root/--read-only/--web`` describe; CliError when it cannot be."""
+    try:
+        return filesystem_toolbox(args.root, read_only=args.read_only, allow_web=args.web,
+                                  confirm=confirm, sandbox=args.sandbox,
+                                  network=not args.no_network)
+    except LokiError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def subcommand(commands: Any, name: str, run: Callable[[argparse.Namespace], int], *,
+               with_yes: bool, summary: str, description: str,
+               epilog: str) -> argparse.ArgumentParser:
+    """Register a toolbox-backed subcommand: the shared options, a filled description, the
+    examples laid out as written, and ``run`` as what it does."""
+    parser = commands.add_parser(
+        name, parents=[toolbox_options(with_yes=with_yes)], help=summary,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=wrap(description), epilog=epilog)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def fail(message: str, code: int) -> int:
+    """The error every subcommand ends with: ``loki: error: ...`` on stderr, whole.
+
+    A message of several lines (how to configure an engine, a list of choices) is printed
+    in full; only its first line carries the prefix.
+    """
+    text = message.strip() or "failed"
+    sys.stderr.write(f"loki: error: {text}\n")
+    return code

@@ -1,0 +1,181 @@
+"""``loki do "TASK"``: run the reason -> act -> observe loop from a terminal.
+
+Progress goes to stderr (a spinner while the model thinks, one line per step, the step
+budget); the answer goes to stdout, or the whole ActResult with ``--json``. Destructive
+operations ask y/N on a terminal, and are refused without one unless ``--yes``. Ctrl-C
+stops the run and still reports what changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import EngineConfigError, EngineError, LokiError
+from ..files import Confirm
+from ..tools import Toolbox
+from ._common import (
+    EXIT_CODES,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TOOL_ERROR,
+    CliError,
+    open_toolbox,
+    subcommand,
+    terminal_confirm,
+)
+
+__all__ = ["EXIT_INCOMPLETE", "add_do", "run_do"]
+
+EXIT_INCOMPLETE = 4  # the step budget ran out before the engine gave an answer
+ARGS_SHOWN = 60  # characters of a step's arguments on its progress line
+
+
+def add_do(commands: Any) -> None:
+    parser = subcommand(
+        commands, "do", run_do, with_yes=True,
+        summary="let the agent work on a task in the root",
+        description=(
+            "Run the agent loop on TASK: the engine picks one tool call per step, the "
+            "toolbox runs it inside --root, and the observation goes back to the engine, "
+            "until it answers or --max-steps runs out. Without --engine the engine comes "
+            "from LOKI_ENGINE/LOKI_MODEL/LOKI_BASE_URL, else ANTHROPIC_API_KEY, "
+            "OPENAI_API_KEY, or an Ollama server on localhost:11434."),
+        epilog="examples:\n"
+               "  loki do 'add a --verbose flag to cli.py' --root ~/src/app\n"
+               "  loki do 'summarise data/sales.csv' --read-only --engine ollama --model qwen3\n"
+               "  loki do 'fix the failing test' --engine openai --base-url "
+               "http://localhost:8000/v1 --model my-model --yes\n"
+               "  loki do 'replay' --engine scripted --model run.jsonl --json\n"
+               "\n" + EXIT_CODES + f"\n  {EXIT_INCOMPLETE}    do: the step budget ran out "
+               "before an answer")
+    parser.add_argument("task", help="what the agent should do, in plain words")
+    parser.add_argument("--engine", metavar="NAME",
+                        help="openai, anthropic, ollama or scripted (default: from the environment)")
+    parser.add_argument("--model", metavar="M",
+                        help="model name (for scripted: the JSONL file of decisions to replay)")
+    parser.add_argument("--base-url", metavar="URL", help="API base URL (OpenAI-compatible servers)")
+    parser.add_argument("--max-steps", type=int, default=12, metavar="N",
+                        help="most tool calls before the run stops (default 12)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the whole result (steps, answer, files, usage) as JSON")
+    parser.add_argument("--log", metavar="FILE",
+                        help="write a JSONL transcript as the run goes (replayable with "
+                             "--engine scripted --model FILE)")
+
+
+def run_do(args: argparse.Namespace) -> int:
+    from ..agent import Loki
+
+    if args.max_steps < 1:
+        raise CliError("--max-steps must be at least 1")
+    try:
+        loki = Loki(engine=args.engine, model=args.model, base_url=args.base_url)
+    except (EngineConfigError, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+    progress = Progress(args.max_steps, live=sys.stderr.isatty())
+    box = open_toolbox(args, confirm=progress.paused(terminal_confirm(args.yes)))
+    try:
+        with progress:
+            result = loki.act(args.task, root=args.root, max_steps=args.max_steps,
+                              toolbox=box, on_step=progress.step, transcript=args.log)
+    except KeyboardInterrupt:
+        report_changes(box, "interrupted")
+        return EXIT_INTERRUPTED
+    except EngineError as exc:
+        report_changes(box, f"engine error: {exc}")
+        return EXIT_TOOL_ERROR
+    if args.json:
+        print(result.to_json(indent=2))
+    else:
+        print(result.answer or "(no answer: the step budget ran out)")
+        report_changes(box, usage=result.usage)
+    return EXIT_OK if result.completed else EXIT_INCOMPLETE
+
+
+class Progress:
+    """Step lines on stderr, with a spinner between them when stderr is a terminal."""
+
+    def __init__(self, max_steps: int, *, live: bool) -> None:
+        from rich.console import Console
+
+        self.max_steps = max_steps
+        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.status: Any = self.console.status(self._waiting(1)) if live else None
+
+    def _waiting(self, n: int) -> str:
+        return f"step {n}/{self.max_steps}: thinking..."
+
+    def __enter__(self) -> Progress:
+        if self.status is not None:
+            self.status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+    def step(self, step: Any) -> None:
+        from rich.markup import escape
+
+        if step.tool:
+            args = json.dumps(step.args, ensure_ascii=False)
+            args = args if len(args) <= ARGS_SHOWN else args[: ARGS_SHOWN - 3] + "..."
+            first = step.observation.splitlines()[0] if step.observation else ""
+            line = f"[bold]{step.n}/{self.max_steps}[/] {escape(step.tool)} {escape(args)}"
+            self.console.print(f"{line}  [dim]-> {escape(first[:80])}[/]")
+        else:
+            self.console.print(f"[bold]{step.n}/{self.max_steps}[/] [yellow]reply was not a "
+                               "decision; asked again[/]")
+        if self.status is not None:
+            self.status.update(self._waiting(step.n + 1))
+
+    def paused(self, confirm: Confirm) -> Confirm:
+        """``confirm`` with the spinner stopped while the user is asked."""
+        def ask(action: str) -> bool:
+            if self.status is None:
+                return confirm(action)
+            self.status.stop()
+            try:
+                return confirm(action)
+            finally:
+                self.status.start()
+        return ask
+
+
+def report_changes(box: Toolbox, headline: str = "", *, usage: dict[str, int] | None = None) -> None:
+    """What the run changed (and its token usage), on stderr."""
+    err = sys.stderr
+    if headline:
+        err.write(f"loki: {headline}\n")
+    if box.changed:
+        err.write(f"files changed ({len(box.changed)}):\n")
+        for line in change_lines(box):
+            err.write(f"  {line}\n")
+    else:
+        err.write("files changed: none\n")
+    if usage:
+        err.write(f"tokens: {usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} "
+                  f"out, {usage.get('requests', 0)} requests\n")
+
+
+_MARKS = {"created": "A", "modified": "M", "deleted": "D", "transient": "T"}
+
+
+def change_lines(box: Toolbox) -> list[str]:
+    """``M cli.py  (+3 -1)`` per changed file: status mark, path, lines added and removed."""
+    lines = []
+    for rel, status in box.changes.items():
+        counts = _line_counts(box, rel)
+        detail = f"  (+{counts[0]} -{counts[1]})" if counts else ""
+        lines.append(f"{_MARKS.get(status, '?')} {rel}{detail}")
+    return lines
+
+
+def _line_counts(box: Toolbox, rel: str) -> tuple[int, int] | None:
+    try:
+        return box.journal.line_counts(rel) if box.journal is not None else None
+    except LokiError:  # the file went away or turned into something else meanwhile
+        return None

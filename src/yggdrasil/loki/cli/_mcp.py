@@ -1,0 +1,35 @@
+"""``loki mcp``: the toolbox as an MCP server over stdio (the server itself is ``mcp/``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ._common import EXIT_OK, CliError, open_toolbox, subcommand
+
+__all__ = ["add_mcp", "run_mcp"]
+
+
+def add_mcp(commands: Any) -> None:
+    subcommand(
+        commands, "mcp", run_mcp, with_yes=False,
+        summary="serve the tools over MCP (stdio)",
+        description=("Serve the toolbox as a Model Context Protocol server over stdin/stdout. "
+                     "Logs go to stderr only. There is no terminal to ask before an existing "
+                     "file is changed: mutating tools are marked destructiveHint so the MCP "
+                     "client asks its user; use --read-only for a server that changes nothing."),
+        epilog="examples:\n  loki mcp --root ~/src/app\n  loki mcp --root . --read-only\n\n"
+               "client configuration (Claude Desktop / Claude Code / Cursor):\n"
+               '  {"mcpServers": {"loki": {"command": "loki", '
+               '"args": ["mcp", "--root", "/path/to/project"]}}}')
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    box = open_toolbox(args)  # before importing the SDK: a bad root fails fast
+    try:
+        from ..mcp import serve
+    except ImportError as exc:
+        raise CliError(f"loki mcp needs the MCP SDK: pip install 'yggdrasil-loki[mcp]' ({exc})") from exc
+    serve(box, root=os.path.realpath(args.root))
+    return EXIT_OK

@@ -1,0 +1,50 @@
+"""The confined file layer: the one place that decides what a path means (internal).
+
+Owns ``Root`` (every path resolved and opened inside the agent root, no symlink followed
+out), the file tools (list, read a window, write, edit), the text edits and syntax checks,
+the run's journal (what each touched path was, and how to put it back) and the bounds on
+what any tool hands back to a model (``clip_*``, ``MAX_*``). Every other hand builds on
+this package; it imports only ``yggdrasil.loki.errors`` and ``yggdrasil.io``.
+"""
+
+from __future__ import annotations
+
+from ._edit import syntax_problem
+from ._files import Confirm, Files
+from ._journal import Diff, Journal, Reverted
+from ._observe import (
+    MAX_ENTRIES,
+    MAX_HITS,
+    MAX_LINE,
+    MAX_OBSERVATION,
+    MAX_READ_CHARS,
+    MAX_READ_LINES,
+    clip_line,
+    clip_list,
+    clip_text,
+    human_size,
+)
+from ._root import DIR_FLAGS, READ_FLAGS, Root, resolve_inside
+
+__all__ = [
+    "DIR_FLAGS",
+    "MAX_ENTRIES",
+    "MAX_HITS",
+    "MAX_LINE",
+    "MAX_OBSERVATION",
+    "MAX_READ_CHARS",
+    "MAX_READ_LINES",
+    "READ_FLAGS",
+    "Confirm",
+    "Diff",
+    "Files",
+    "Journal",
+    "Reverted",
+    "Root",
+    "clip_line",
+    "clip_list",
+    "clip_text",
+    "human_size",
+    "resolve_inside",
+    "syntax_problem",
+]

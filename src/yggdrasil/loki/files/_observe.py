@@ -1,0 +1,42 @@
+"""Bounds on what a tool may hand back to a model, and how a cut is announced.
+
+Every list and every text a tool returns goes through one of these, so one call can
+never flood a model's context, and a cut always says what was cut and how to narrow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from yggdrasil.io import human_size
+
+__all__ = ["clip_line", "clip_list", "clip_text", "human_size"]
+
+MAX_OBSERVATION = 100_000  # characters: the last guard, applied by Toolbox.call
+MAX_LINE = 2_000  # characters of one line shown by read_file and grep
+MAX_READ_CHARS = 50_000  # characters of one read_file window
+MAX_READ_LINES = 2_000  # lines of one read_file window without an explicit end
+MAX_ENTRIES = 1_000  # entries of list_dir / find
+MAX_HITS = 500  # grep matches
+
+
+def clip_line(text: str, limit: int = MAX_LINE) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... {len(text) - limit} more chars on this line]"
+
+
+def clip_list(items: Sequence[str], limit: int, what: str, narrow: str) -> list[str]:
+    """The first ``limit`` items, plus a line saying how many were cut and how to narrow."""
+    if len(items) <= limit:
+        return list(items)
+    return [*items[:limit], f"[... {len(items) - limit} more {what} not shown; {narrow}]"]
+
+
+def clip_text(text: str, limit: int = MAX_OBSERVATION) -> str:
+    """Keep the head and the tail of an over-long observation, and say what was cut."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 3 // 4], text[-(limit // 4) :]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head}\n[... {cut} characters cut from the middle; ask for less at a time ...]\n{tail}"

@@ -1,0 +1,246 @@
+"""Confined paths: the one place that decides whether a path is inside the agent root.
+
+Every filesystem tool goes through :class:`Root`. A path is resolved (``..``, absolute
+paths and every symlink followed) and must land at or below the root, compared by path
+components, never by string prefix. Opening then walks the resolved path from a file
+descriptor of the root, one component at a time with ``O_NOFOLLOW``, so a symlink swapped
+in between the check and the open is refused instead of followed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import PathError
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def resolve_inside(root: Path, path: str | os.PathLike[str]) -> Path:
+    """The absolute, symlink-free form of ``path`` (taken from ``root`` when relative).
+
+    Raises PathError when it resolves outside ``root``; ``root`` must already be resolved.
+    The path need not exist: the missing tail is kept as written, after its existing
+    parent has been resolved.
+    """
+    text = os.fspath(path)
+    if "\0" in text:
+        raise PathError(f"path {text!r} contains a NUL byte")
+    real = Path(os.path.realpath(root / (text or ".")))
+    if real != root and not real.is_relative_to(root):
+        raise PathError(f"path {text!r} escapes the agent root; use a path inside {root}")
+    return real
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symlink"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+@dataclass(frozen=True)
+class Root:
+    """An agent root: a resolved folder that every path must stay inside."""
+
+    path: Path
+
+    @classmethod
+    def at(cls, path: str | os.PathLike[str]) -> Root:
+        real = Path(os.path.realpath(os.fspath(path)))
+        if not real.is_dir():
+            raise PathError(f"root {os.fspath(path)!r} is not an existing folder")
+        return cls(real)
+
+    def resolve(self, path: str | os.PathLike[str]) -> Path:
+        return resolve_inside(self.path, path)
+
+    def rel(self, real: Path) -> str:
+        """Root-relative POSIX form of a resolved path ('.' for the root itself)."""
+        return real.relative_to(self.path).as_posix() or "."
+
+    def is_temporary(self, real: Path) -> bool:
+        """True when ``real`` lies under the system temp dir (by path components)."""
+        tmp = Path(os.path.realpath(tempfile.gettempdir()))
+        return real == tmp or real.is_relative_to(tmp)
+
+    # -- descriptor walks -------------------------------------------------------------
+
+    def _parts(self, real: Path) -> tuple[str, ...]:
+        return real.relative_to(self.path).parts
+
+    @contextmanager
+    def folder_fd(self, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
+        """An fd of the folder root/parts, reached without following any symlink."""
+        fd = os.open(self.path, DIR_FLAGS)
+        try:
+            for i, part in enumerate(parts):
+                nfd = _step_into(fd, part, "/".join(parts[: i + 1]), create=create)
+                os.close(fd)
+                fd = nfd
+            yield fd
+        finally:
+            os.close(fd)
+
+    def stat(self, real: Path) -> os.stat_result | None:
+        """lstat of a resolved path walked from the root; None when it does not exist."""
+        parts = self._parts(real)
+        if not parts:
+            return os.stat(self.path)
+        try:
+            with self.folder_fd(parts[:-1]) as dfd:
+                return os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
+        except (FileNotFoundError, _NotAFolder):
+            return None
+
+    @contextmanager
+    def open_file(self, real: Path) -> Iterator[int]:
+        """A read-only fd of a regular file; FIFOs, sockets and devices are refused."""
+        parts = self._parts(real)
+        if not parts:
+            raise PathError(f"{self.rel(real)} is a folder, not a file")
+        try:
+            with self.folder_fd(parts[:-1]) as dfd:
+                fd = os.open(parts[-1], READ_FLAGS, dir_fd=dfd)
+        except FileNotFoundError:
+            raise PathError(f"{self.rel(real)} does not exist") from None
+        except OSError as exc:
+            raise _swapped(self.rel(real), exc) from exc
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise PathError(
+                    f"{self.rel(real)} is {_kind(mode)}; only regular files can be read"
+                )
+            yield fd
+        finally:
+            os.close(fd)
+
+    def read_bytes(self, real: Path) -> bytes:
+        with self.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read()
+
+    def write_atomic(self, real: Path, data: bytes) -> bool:
+        """Replace ``real`` with ``data`` atomically; returns True when the file is new.
+
+        The bytes go to a temp file beside the target, are flushed to disk, then renamed
+        over it: a reader (or a crash) sees the old content or the new, never a part.
+        An existing file keeps its permission bits; missing parent folders are made.
+        """
+        parts = self._parts(real)
+        if not parts:
+            raise PathError("the root itself is a folder, not a file")
+        rel = self.rel(real)
+        with self.folder_fd(parts[:-1], create=True) as dfd:
+            name = parts[-1]
+            old = _lstat_at(dfd, name)
+            if old is not None and not stat.S_ISREG(old.st_mode):
+                raise PathError(f"{rel} is {_kind(old.st_mode)}; only regular files can be written")
+            mode = stat.S_IMODE(old.st_mode) if old else 0o666 & ~_UMASK
+            _replace_at(dfd, name, data, mode)
+        return old is None
+
+    def remove(self, real: Path, *, folder: bool = False) -> bool:
+        """Unlink the file (or, with ``folder``, rmdir the empty folder) ``real``; a link
+        is removed itself, never followed. False when it is already gone (or something
+        below a file), and for a folder also when it is not empty or not a folder."""
+        parts = self._parts(real)
+        if not parts:
+            raise PathError("the root itself cannot be removed")
+        try:
+            with self.folder_fd(parts[:-1]) as dfd:
+                if folder:
+                    os.rmdir(parts[-1], dir_fd=dfd)
+                else:
+                    os.unlink(parts[-1], dir_fd=dfd)
+        except (FileNotFoundError, NotADirectoryError, _NotAFolder):
+            return False
+        except OSError as exc:
+            if folder:
+                return False  # not empty: something else lives there now
+            raise PathError(exc.strerror or str(exc)) from exc
+        return True
+
+
+class _NotAFolder(PathError):
+    """A component of the path is a file (or FIFO...): nothing can exist below it."""
+
+
+def _step_into(fd: int, part: str, what: str, *, create: bool) -> int:
+    """Open the folder ``part`` (root-relative ``what``) below ``fd``, making it when
+    ``create``; ``fd`` stays open."""
+    try:
+        return os.open(part, DIR_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+    except OSError as exc:
+        raise _not_entered(fd, part, what, exc) from exc
+    with suppress(FileExistsError):
+        os.mkdir(part, 0o777, dir_fd=fd)
+    try:
+        return os.open(part, DIR_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        raise _not_entered(fd, part, what, exc) from exc
+
+
+def _not_entered(fd: int, part: str, what: str, exc: OSError) -> PathError:
+    """Why the folder ``part`` could not be opened: O_DIRECTORY|O_NOFOLLOW gives ENOTDIR
+    for a file and for a symlink alike, so look at what is there."""
+    st = _lstat_at(fd, part) if exc.errno == errno.ENOTDIR else None
+    if st is not None and not (stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        noun = "a file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
+        return _NotAFolder(f"{what} is {noun}, not a folder")
+    return _swapped(what, exc)
+
+
+def _swapped(what: str, exc: OSError) -> PathError:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return PathError(f"{what} changed while it was being opened (a symlink appeared); try again")
+    return PathError(f"{what}: {exc.strerror or exc}")
+
+
+def _lstat_at(dfd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _replace_at(dfd: int, name: str, data: bytes, mode: int) -> None:
+    tmp = f".{name}.loki-{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600, dir_fd=dfd)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+    os.fsync(dfd)
+
+
+# os.umask can only be read by setting it: do it once, at import, before threads start.
+_UMASK = os.umask(0)
+os.umask(_UMASK)

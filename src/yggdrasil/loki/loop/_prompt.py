@@ -1,0 +1,56 @@
+"""What the loop says to the model: the system prompt, observations and corrections."""
+
+from __future__ import annotations
+
+from ..toolbox import Toolbox
+
+_INTRO = """You are Loki, an autonomous coding agent. You work inside one project folder, \
+the root, and act only through the tools below. Paths are relative to the root."""
+
+_TEXT_PROTOCOL = """Reply to every message with exactly one JSON object and nothing else.
+To call a tool:
+{"thought": "<one sentence: why this step>", "tool": "<tool name>", "args": {<arguments by name>}}
+The tool's output comes back to you as the next message.
+When the task is done, or cannot be done:
+{"thought": "<why>", "done": true, "answer": "<your final answer for the user>"}"""
+
+_NATIVE_PROTOCOL = """Call the tools to act; each result comes back to you. When the task \
+is done, or cannot be done, reply without calling a tool: that reply is your final answer \
+for the user."""
+
+_METHOD = """Look before you change anything{edits}, and check your work when you can. \
+You have at most {max_steps} tool calls; an output marked as elided was dropped to save \
+room: call the tool again if you still need it."""
+_EDITS = ", prefer small exact edits (edit_file) to rewriting whole files"
+
+_DECISION_SHAPE = ('{"thought": "...", "tool": "<tool name>", "args": {...}} to call a tool, '
+                   'or {"thought": "...", "done": true, "answer": "..."} when the task is done')
+
+
+def system_prompt(toolbox: Toolbox, *, native: bool, max_steps: int) -> str:
+    protocol = _NATIVE_PROTOCOL if native else _TEXT_PROTOCOL
+    return "\n\n".join([_INTRO, "# Tools", toolbox.spec(), "# How to act", protocol,
+                        _METHOD.format(max_steps=max_steps,
+                                       edits=_EDITS if "edit_file" in toolbox else "")])
+
+
+def task_message(task: str) -> str:
+    return f"Task: {task}"
+
+
+def observation_header(n: int, tool: str) -> str:
+    return f"Output of step {n} ({tool}):\n"
+
+
+def correction(problem: str, *, native: bool) -> str:
+    """The message that answers a reply which was not a decision."""
+    if native:
+        return (f"ERROR: your reply could not be used ({problem}). Call one of the tools, "
+                "or reply with your final answer in plain text when the task is done.")
+    return (f"ERROR: your reply was not a decision ({problem}). Reply with exactly one JSON "
+            f"object: {_DECISION_SHAPE}.")
+
+
+def elided(n: int, tool: str, size: int) -> str:
+    return (f"[elided to save context: the {size}-character output of step {n} ({tool}); "
+            "call the tool again if you need it]")

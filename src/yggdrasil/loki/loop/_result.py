@@ -1,0 +1,57 @@
+"""What a run produces: its steps and its outcome, each with a JSON form."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = ["ActResult", "ActStep", "ProtocolName"]
+
+ProtocolName = Literal["auto", "native", "text"]
+
+
+@dataclass
+class ActStep:
+    """One step of a run: the tool the model called, with what, and what it got back.
+
+    A reply that was not a decision is a step too: ``tool`` is ``""``, ``thought`` holds
+    the reply, and ``observation`` the correction the model was sent.
+    """
+
+    n: int
+    thought: str
+    tool: str
+    args: dict[str, Any]
+    observation: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ActResult:
+    """The outcome of ``Loki.act``.
+
+    ``completed`` is True when the engine said it was done; ``stop_reason`` is ``"done"``,
+    ``"max_steps"`` or ``"error"`` (the partial result then rides on the raised
+    EngineError as ``.result``). ``usage`` sums ``input_tokens``, ``output_tokens`` and
+    ``requests`` over the run; ``files_changed`` are root-relative, from the toolbox.
+    """
+
+    task: str
+    engine: str
+    model: str
+    root: str
+    steps: list[ActStep] = field(default_factory=list)
+    answer: str = ""
+    completed: bool = False
+    files_changed: list[str] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    stop_reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)

@@ -1,0 +1,16 @@
+"""find and grep (internal): ripgrep when it is installed, else an identical Python engine.
+
+Owns the choice of engine, the ripgrep backend, the descriptor-based Python walker and
+line matcher, globs and ignore rules (.gitignore, .ignore, .rgignore), and how hits and
+skipped files are collected and rendered. Both engines give byte-identical output.
+Imports ``files`` (Root, the observation caps) and ``errors``.
+"""
+
+from __future__ import annotations
+
+from ._globs import GlobError, IgnoreFile, glob_regex
+from ._pysearch import COUNT_LIMIT
+from ._rg import find_rg
+from ._search import Backend, Search
+
+__all__ = ["COUNT_LIMIT", "Backend", "GlobError", "IgnoreFile", "Search", "find_rg", "glob_regex"]

@@ -1,0 +1,227 @@
+"""The ripgrep engine: ``rg`` walks and searches; we read its JSON and its debug log.
+
+Skipped entries are not found by walking twice: ``rg --debug`` logs each one on
+stderr (``ignoring ./x: Ignore(IgnoreMatch(Hidden))``, ``... found binary data at
+offset 3``), which goes to a temp file (no pipe to deadlock on) and is parsed after.
+
+grep runs ripgrep in parallel and unsorted; when there are more hits than we count,
+it stops it and runs again with ``--sort path`` up to the first hits not shown, so the
+hits shown are the first ones in walk order, exactly as the Python engine finds them.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO, Any
+
+from ..errors import ToolError
+from ..files import MAX_ENTRIES, MAX_HITS, Root, clip_line
+from ._found import Accept, Found, Hit, HitCollector, PathCollector, Pattern, Query, Skips
+from ._globs import glob_regex
+from ._pysearch import COUNT_LIMIT, is_binary
+
+_WALK = re.compile(rb"^rg: DEBUG\|ignore::walk\|\S*: ignoring (.*?): Ignore\(IgnoreMatch\((\w+)(.*)$")
+_BINARY = re.compile(rb"^rg: DEBUG\|grep_printer::\w+\|\S*: ignoring (.*): found binary data at")
+_HIDDEN_GLOB = "!.*"  # hidden names, as an override so it beats whitelists and types
+_MIN_VERSION = (14, 0)
+_FS, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+_REGEX_ERRORS = ("rg: regex parse error", "rg: the literal", "rg: compiled regex")
+
+
+@functools.cache
+def find_rg() -> str | None:
+    """The ``rg`` on PATH when it is a ripgrep 14 (whose debug log we parse), else None."""
+    exe = shutil.which("rg")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.match(rb"ripgrep (\d+)\.(\d+)", out.stdout)
+    return exe if m and (int(m[1]), int(m[2])) >= _MIN_VERSION else None
+
+
+@dataclass
+class RgEngine:
+    root: Root
+    exe: str
+    name: str = "rg"
+
+    def find(self, query: Query, accept: Accept) -> Found:
+        paths = PathCollector(MAX_ENTRIES)
+        with self._run(query, ["--files", "--null"]) as (proc, err):
+            assert proc.stdout is not None
+            tail = b""
+            while chunk := proc.stdout.read(1 << 20):
+                block = tail + chunk
+                cut = block.rfind(b"\0")
+                tail = block[cut + 1 :]
+                if cut >= 0:
+                    rels = [_rel(r) for r in block[:cut].decode(_FS, _FS_ERRORS).split("\0")]
+                    paths.extend([r for r in rels if accept(r)])
+            proc.wait()
+            return paths.found(_skips(err, _everything))
+
+    def grep(self, query: Query, pattern: Pattern) -> Found:
+        if query.start_is_file and self._binary_file(query.start):
+            skips = Skips()
+            skips.add("binary", query.start)
+            return Found([], 0, False, skips.counts())
+        wanted = _name_filter(query)
+        hits = HitCollector(MAX_HITS, COUNT_LIMIT)
+        with self._run(query, _grep_args(pattern)) as (proc, err):
+            _read_hits(proc, hits, wanted)
+            if not hits.over:
+                code = proc.wait()
+                _raise_on_error(code, err, pattern, hits)
+                return hits.found(_skips(err, wanted))
+        first = HitCollector(MAX_HITS, MAX_HITS)
+        with self._run(query, [*_grep_args(pattern), "--sort", "path"]) as (proc, err):
+            _read_hits(proc, first, wanted)
+            proc.kill()
+            proc.wait()
+            return first.found(_skips(err, wanted), limit=COUNT_LIMIT)
+
+    def _binary_file(self, rel: str) -> bool:
+        # ripgrep searches a file named on its command line even when it is binary.
+        with self.root.open_file(self.root.resolve(rel)) as fd:
+            return is_binary(fd)
+
+    @contextmanager
+    def _run(self, query: Query, extra: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], IO[bytes]]]:
+        with tempfile.TemporaryFile() as err, _parent_rules_file(query) as ignore_file:
+            args = [self.exe, *_walk_args(query, ignore_file), *extra, "--", _target(query)]
+            proc = subprocess.Popen(args, cwd=self.root.path, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=err)
+            try:
+                yield proc, err
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                assert proc.stdout is not None
+                proc.stdout.close()
+                proc.wait()
+
+
+def _walk_args(query: Query, ignore_file: str | None) -> list[str]:
+    args = ["--no-config", "--debug", "--no-require-git", "--no-ignore-parent",
+            "--no-ignore-global", "--no-ignore-exclude"]
+    if query.include_ignored:
+        args += ["--no-ignore", "--hidden"]
+    else:
+        args += ["-g", _HIDDEN_GLOB]
+    args += ["-g", "!.git"]
+    if ignore_file:
+        args += ["--ignore-file", ignore_file]
+    return args
+
+
+def _grep_args(pattern: Pattern) -> list[str]:
+    return ["--json", *(["-i"] if pattern.ignore_case else []), "-e", pattern.regex]
+
+
+def _target(query: Query) -> str:
+    return "." if query.start == "." else f"./{query.start}"
+
+
+@contextmanager
+def _parent_rules_file(query: Query) -> Iterator[str | None]:
+    if not query.parent_rules or query.include_ignored:
+        yield None
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".ignore", encoding="utf-8") as fh:
+        fh.write("\n".join(query.parent_rules) + "\n")
+        fh.flush()
+        yield fh.name
+
+
+def _name_filter(query: Query) -> Callable[[str], object]:
+    """grep's ``glob``, applied to what ripgrep found.
+
+    Not given to ripgrep as a file type: ``--debug`` logs every file a type lets
+    through, which costs ~30 us a file; dropping the other files' hits costs nothing
+    more than a grep without a glob.
+    """
+    if not query.name_glob or query.start_is_file:
+        return _everything
+    rx = re.compile(f"(?:.*/)?(?:{glob_regex(query.name_glob, literal_separator=True)})")
+    return rx.fullmatch
+
+
+def _everything(rel: str) -> bool:
+    return True
+
+
+def _read_hits(proc: subprocess.Popen[bytes], hits: HitCollector,
+               wanted: Callable[[str], object]) -> None:
+    """Feed ripgrep's JSON lines to ``hits`` until it ends or ``hits`` has enough."""
+    assert proc.stdout is not None
+    for raw in proc.stdout:
+        if raw.startswith(b'{"type":"match"'):
+            data = json.loads(raw)["data"]
+            text = _text(data["lines"]).removesuffix("\n").removesuffix("\r")
+            rel = _rel(_text(data["path"]))
+            if wanted(rel) and hits.add(Hit(rel, data["line_number"], clip_line(text))):
+                return
+        elif raw.startswith(b'{"type":"end"'):
+            hits.end_file(json.loads(raw)["data"]["binary_offset"] is not None)
+
+
+def _text(field: dict[str, Any]) -> str:
+    if "text" in field:
+        return str(field["text"])
+    return os.fsdecode(base64.b64decode(field["bytes"]))
+
+
+def _rel(path: str) -> str:
+    return path.removeprefix("./")
+
+
+def _skips(err: IO[bytes], wanted: Callable[[str], object]) -> Skips:
+    skips = Skips()
+    err.seek(0)
+    for line in err:
+        if m := _WALK.match(line):
+            kind = _skip_kind(m[2], m[3])
+            if kind:
+                skips.add(kind, _rel(m[1].decode("utf-8", "replace")))
+        elif (m := _BINARY.match(line)) and wanted(rel := _rel(m[1].decode("utf-8", "replace"))):
+            skips.add("binary", rel)
+    return skips
+
+
+def _skip_kind(match: bytes, detail: bytes) -> str | None:
+    if match == b"Hidden":
+        return "hidden"
+    if match == b"Gitignore":
+        return "ignored"
+    if match == b"Override" and f'original: "{_HIDDEN_GLOB}"'.encode() in detail:
+        return "hidden"
+    return None  # .git, or a file the name glob leaves out
+
+
+def _raise_on_error(code: int, err: IO[bytes], pattern: Pattern, hits: HitCollector) -> None:
+    if code != 2 or hits.count:
+        return  # 2 with hits: some file could not be read; ripgrep went on
+    err.seek(0)
+    lines = [ln.decode("utf-8", "replace").rstrip() for ln in err
+             if not ln.startswith(b"rg: DEBUG|")]
+    lines = [ln for ln in lines if ln]
+    if lines and lines[0].startswith(_REGEX_ERRORS):
+        detail = [ln.removeprefix("error: ") for ln in lines if ln.startswith("error: ")]
+        why = detail[0] if detail else lines[0].removeprefix("rg: ")
+        raise ToolError(f"pattern {pattern.regex!r} is not a valid regex (ripgrep/Rust syntax): {why}")
+    if lines and not any("os error" in ln for ln in lines):
+        raise ToolError(f"ripgrep failed: {lines[0].removeprefix('rg: ')}")

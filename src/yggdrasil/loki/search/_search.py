@@ -1,0 +1,171 @@
+"""find and grep over the root: ripgrep when it is installed, pure Python otherwise.
+
+Both engines (``_rg.RgEngine``, ``_pysearch.PythonEngine``) walk the same files, skip
+the same ones and return the same rows in the same order, so an observation does not
+depend on whether ``rg`` is on PATH (only the regex dialect does: Rust vs Python).
+This module checks the request, confines the start path through :class:`Root`, picks
+an engine and renders the answer:
+
+    src/app.py:12: def main():                 (grep; find prints one path per line)
+    [... 40 more matches not shown; narrow the pattern, path or glob]
+    [skipped: 12 ignored, 3 hidden, 2 binary; include_ignored=true searches ignored and hidden files]
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from ..errors import PathError, ToolError
+from ..files import Root
+from ._found import Accept, Found, Pattern, Query
+from ._globs import GlobError, glob_regex, rebase_ignore_text
+from ._pysearch import COUNT_LIMIT, PythonEngine
+from ._rg import RgEngine, find_rg
+from ._walk import IGNORE_NAMES, read_ignore_text
+
+Backend = Literal["auto", "rg", "python"]
+
+
+class Engine(Protocol):
+    name: str
+
+    def find(self, query: Query, accept: Accept) -> Found: ...
+
+    def grep(self, query: Query, pattern: Pattern) -> Found: ...
+
+
+@dataclass
+class Search:
+    """find/grep bound to one root; ``backend`` forces an engine ("auto" prefers rg)."""
+
+    root: Root
+    backend: Backend = "auto"
+
+    def engine(self) -> Engine:
+        if self.backend == "python":
+            return PythonEngine(self.root)
+        exe = find_rg()
+        if exe is not None:
+            return RgEngine(self.root, exe)
+        if self.backend == "rg":
+            raise ToolError("ripgrep 14 (rg) is not installed; pip install 'yggdrasil-loki[search]'")
+        return PythonEngine(self.root)
+
+    def find(self, pattern: str, path: str = ".", include_ignored: bool = False) -> str:
+        accept = path_matcher(pattern)
+        # A name glob also goes in the query: the Python walk then skips other names early.
+        name_glob = "" if "/" in pattern.strip() else pattern.strip()
+        query = self._query(path, include_ignored, name_glob)
+        found = self.engine().find(query, accept)
+        if not found.rows:
+            return _joined([f"no files match {pattern!r} under {query.start}",
+                            _skip_note(found, include_ignored)])
+        return _render(found, "paths", "use a narrower pattern or path", include_ignored)
+
+    def grep(self, pattern: str, path: str = ".", glob: str = "", ignore_case: bool = False,
+             include_ignored: bool = False) -> str:
+        if "\n" in pattern:
+            raise ToolError("pattern contains a line break; grep matches one line at a time")
+        if "/" in glob:
+            raise ToolError(f"glob {glob!r} matches file names only; pass the folder as path")
+        _check_glob(glob)
+        query = self._query(path, include_ignored, glob)
+        found = self.engine().grep(query, Pattern(pattern, ignore_case))
+        if not found.rows:
+            return _joined([f"no matches for {pattern!r} under {query.start}",
+                            _skip_note(found, include_ignored)])
+        return _render(found, "matches", "narrow the pattern, path or glob", include_ignored)
+
+    def _query(self, path: str, include_ignored: bool, name_glob: str = "") -> Query:
+        real = self.root.resolve(path)
+        rel = self.root.rel(real)
+        st = self.root.stat(real)
+        if st is None:
+            raise PathError(f"{rel} does not exist; give a file or folder inside the root")
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            raise PathError(f"{rel} is not a regular file or folder; only those can be searched")
+        if ".git" in rel.split("/"):
+            raise PathError(f"{rel} is inside .git, which search always skips; use list_dir")
+        is_file = stat.S_ISREG(st.st_mode)
+        rules = () if include_ignored or is_file else self._parent_rules(rel)
+        return Query(self.root.path, rel, is_file, include_ignored, rules, name_glob)
+
+    def _parent_rules(self, start: str) -> tuple[str, ...]:
+        """Ignore lines of the folders between the root and ``start``, rebased to the root.
+
+        Engines read the ignore files at and below the start folder themselves; these
+        come last in precedence, .gitignore lines first so that .ignore ones win.
+        """
+        if start == ".":
+            return ()
+        parts = tuple(start.split("/"))
+        texts = [self._ignore_texts(parts[:i]) for i in range(len(parts))]
+        lines: list[str] = []
+        for name in reversed(IGNORE_NAMES):
+            for i, found in enumerate(texts):
+                text = found.get(name)
+                lines += rebase_ignore_text(text, "/".join(parts[:i])) if text else []
+        return tuple(lines)
+
+    def _ignore_texts(self, folder: tuple[str, ...]) -> dict[str, str]:
+        """name -> text of the ignore files in ``folder``, read as the Python walk reads them."""
+        try:
+            with self.root.folder_fd(folder) as fd:
+                rel = "/".join(folder) or "."
+                return {name: text for name in IGNORE_NAMES
+                        if (text := read_ignore_text(self.root, fd, rel, name))}
+        except (PathError, OSError):
+            return {}
+
+
+def path_matcher(pattern: str) -> Accept:
+    """find's test: a glob without '/' matches the file name, one with '/' the whole
+    root-relative path (``*`` stays inside a folder, ``**`` crosses folders)."""
+    glob = pattern.strip()
+    if not glob:
+        raise ToolError("pattern is empty; use '*' to list every file, or '*.py'")
+    if glob.endswith("/"):
+        glob += "**"
+    try:
+        rx = glob_regex(glob.removeprefix("/"), literal_separator=True)
+    except GlobError as exc:
+        raise ToolError(str(exc)) from exc
+    if "/" not in glob:
+        rx = f"(?:.*/)?(?:{rx})"  # '*' and '?' never match '/', so this is the name
+    return re.compile(rx).fullmatch
+
+
+def _check_glob(glob: str) -> None:
+    try:
+        glob_regex(glob, literal_separator=False)
+    except GlobError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def _render(found: Found, what: str, narrow: str, include_ignored: bool) -> str:
+    rows = list(found.rows)
+    if found.over:
+        rows.append(f"[... more than {found.more} more {what} not shown (counting stops at "
+                    f"{COUNT_LIMIT}); {narrow}]")
+    elif found.more:
+        rows.append(f"[... {found.more} more {what} not shown; {narrow}]")
+    return _joined([*rows, _skip_note(found, include_ignored)])
+
+
+def _skip_note(found: Found, include_ignored: bool) -> str:
+    counts = found.skipped
+    parts = [f"{counts[kind]} {kind}" for kind in ("ignored", "hidden", "binary") if counts[kind]]
+    if not parts:
+        return ""
+    label = "skipped before the cut" if found.over else "skipped"
+    hint = ""
+    if not include_ignored and (counts["ignored"] or counts["hidden"]):
+        hint = "; include_ignored=true searches ignored and hidden files"
+    return f"[{label}: {', '.join(parts)}{hint}]"
+
+
+def _joined(rows: list[str]) -> str:
+    return "\n".join(r for r in rows if r)

@@ -1,0 +1,233 @@
+"""run and run_python: a command in the root, fenced, with a clean environment, and what it changed.
+
+Each call gets a private scratch folder (its TMPDIR, removed afterwards), the caller's
+environment without secrets, and, where Landlock is available, a fence applied in its
+own process by the ``sandbox`` launcher. A ChangeTracker (``_watch``) finds what the
+command created, modified or deleted in the root; the observation says it and the run's
+journal records it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..errors import PathError, ToolError
+from ..files import Diff, Journal, Root, clip_list
+from ..sandbox import landlock_status, launcher_argv, run_process, scrubbed
+from ._watch import ChangeTracker
+
+SandboxMode = Literal["auto", "require", "off"]
+SANDBOX_MODES = ("auto", "require", "off")
+# Credential stores a fenced command cannot read (unless ``hidden`` says otherwise).
+DEFAULT_HIDDEN = ("~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube",
+                  "~/.docker", "~/.config/gh", "~/.netrc", "~/.git-credentials", "~/.pypirc")
+MAX_CHANGE_LINES = 200
+SANDBOX_VAR = "LOKI_SANDBOX"  # tells the command (and a user checking) what fences it
+_DENIED = "ermission denied"  # EACCES as shells, Python and libc word it
+_FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR{net}; a write "
+               "elsewhere fails with 'Permission denied'. Work inside the root, or ask the "
+               "user to add a writable folder]\n")
+_NO_NETWORK = ", and may not open TCP connections"
+
+
+def writable_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """Extra folders commands may write, resolved; each must exist (Landlock needs an inode)."""
+    resolved = []
+    for p in paths:
+        real = Path(os.path.realpath(os.path.expanduser(os.fspath(p))))
+        if not real.exists():
+            raise PathError(f"writable path {os.fspath(p)!r} does not exist; create it first")
+        resolved.append(real)
+    return resolved
+
+
+@dataclass
+class Shell:
+    """run and run_python, in the root."""
+
+    root: Root
+    journal: Journal | None = None
+    sandbox: SandboxMode = "auto"
+    network: bool = True
+    writable: list[Path] = field(default_factory=list)
+    env: Mapping[str, str] | None = None  # passed through as given, even secret-looking names
+    hidden: Sequence[str | os.PathLike[str]] = DEFAULT_HIDDEN  # unreadable when fenced
+    shell: str = field(default_factory=lambda: shutil.which("bash") or "/bin/sh")
+    tracker: ChangeTracker = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.tracker = ChangeTracker(self.root.path)
+        if self.sandbox not in SANDBOX_MODES:
+            raise ValueError(f"sandbox must be one of {SANDBOX_MODES}, not {self.sandbox!r}")
+
+    # -- the tools -----------------------------------------------------------------------
+
+    def run(self, command: str, timeout: float = 60) -> str:
+        if not command.strip():
+            raise ToolError("command is empty; give a shell command to run in the root")
+        timeout = _checked(timeout)
+        with self._scratch() as scratch:
+            return self._execute([self.shell, "-c", command], self._env(scratch), scratch, timeout)
+
+    def run_python(self, code: str, timeout: float = 60) -> str:
+        timeout = _checked(timeout)
+        with self._scratch() as scratch:
+            script = scratch / "snippet.py"
+            script.write_text(code, encoding="utf-8")
+            env = self._env(scratch)
+            paths = [str(self.root.path / "src"), str(self.root.path)]
+            if env.get("PYTHONPATH"):
+                paths.append(env["PYTHONPATH"])
+            env["PYTHONPATH"] = os.pathsep.join(paths)
+            return self._execute([sys.executable, str(script)], env, scratch, timeout)
+
+    # -- the fence and the environment ---------------------------------------------------
+
+    def fence(self) -> tuple[int, str]:
+        """(Landlock ABI to apply, 0 for none; why commands are refused, or '')."""
+        found = landlock_status()
+        if self.sandbox == "off":
+            return 0, ""
+        if self.sandbox == "require":
+            if not found.available:
+                return 0, (f'sandbox="require" but {found}; commands are refused '
+                           "(the file tools still work)")
+            if not self.network and not found.network_control:
+                return 0, (f'sandbox="require" with network=False but Landlock ABI {found.abi} '
+                           "cannot block the network (needs ABI 4, Linux 6.7+)")
+        return found.abi, ""
+
+    def status(self) -> str:
+        """One line for the toolbox status: whether and how commands are fenced."""
+        abi, refusal = self.fence()
+        if refusal:
+            return f"Commands (run, run_python) are refused: {refusal}."
+        _, withheld = scrubbed(os.environ, self.env)
+        env = (f"{len(withheld)} secret-looking environment "
+               f"variable{'' if len(withheld) == 1 else 's'} withheld")
+        if not abi:
+            why = ('sandbox="off"' if self.sandbox == "off"
+                   else str(landlock_status()))
+            net = "network allowed" if self.network else "network NOT blocked (no sandbox)"
+            return (f"Commands (run, run_python) are NOT sandboxed ({why}): they can write "
+                    f"anywhere this user can and can read the agent's environment through "
+                    f"/proc (so withheld secrets too); {net}; {env}.")
+        where = "the root and a per-call scratch TMPDIR"
+        if self.writable:
+            where += " and " + ", ".join(map(str, self.writable))
+        where += " (and /dev/shm, which is not tracked)"
+        hidden, exposed = self._hidden_and_exposed()
+        if hidden:
+            where += "; they cannot read " + ", ".join(_home_relative(p) for p in hidden)
+        for path, inside in exposed:  # a write rule there grants read; Landlock only adds
+            where += f"; {_home_relative(path)} is inside {inside}: NOT hidden"
+        if self.network:
+            net = "network allowed"
+        else:
+            net = "TCP connect/bind blocked" if abi >= 4 else "network NOT blocked (needs ABI 4)"
+        return (f"Commands (run, run_python) are sandboxed by Landlock (ABI {abi}): they can "
+                f"write only inside {where}; {net}; {env}.")
+
+    def hidden_paths(self) -> list[str]:
+        """The hidden paths that exist now, resolved (relative ones from the root)."""
+        found = []
+        for p in self.hidden:
+            real = os.path.realpath(self.root.path / os.path.expanduser(os.fspath(p)))
+            if os.path.lexists(real) and real not in found:
+                found.append(real)
+        return found
+
+    def _hidden_and_exposed(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """Hidden paths that stay unreadable, and (path, where) for those that lie in the
+        root or a writable folder, whose write rule lets commands read them anyway."""
+        places = [(str(self.root.path.resolve()), "the root"),
+                  *((str(w), f"writable folder {w}") for w in self.writable)]
+        hidden, exposed = [], []
+        for path in self.hidden_paths():
+            inside = next((name for top, name in places
+                           if path == top or path.startswith(top.rstrip("/") + "/")), None)
+            if inside is None:
+                hidden.append(path)
+            else:
+                exposed.append((path, inside))
+        return hidden, exposed
+
+    def _env(self, scratch: Path) -> dict[str, str]:
+        env, _ = scrubbed(os.environ, self.env)
+        env.update(TMPDIR=str(scratch), TMP=str(scratch), TEMP=str(scratch))
+        abi, _ = self.fence()
+        env[SANDBOX_VAR] = f"landlock-abi-{abi}" if abi else "none"
+        return env
+
+    @contextmanager
+    def _scratch(self) -> Iterator[Path]:
+        folder = Path(tempfile.mkdtemp(prefix="loki-tmp-"))
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    # -- one command -------------------------------------------------------------------
+
+    def _execute(self, argv: list[str], env: dict[str, str], scratch: Path,
+                 timeout: float) -> str:
+        abi, refusal = self.fence()
+        if refusal:
+            raise ToolError(refusal)
+        _check_program(argv[0], env)
+        reaped = bool(abi) or sys.platform == "linux"  # the reaper needs a Linux subreaper
+        if reaped:
+            allowed = [str(self.root.path), str(scratch), *map(str, self.writable)] if abi else []
+            hidden = self.hidden_paths() if abi else []
+            python = sys.executable or shutil.which("python3") or "python3"
+            argv = launcher_argv(python, allowed, network=self.network, abi=abi,
+                                          argv=argv, hidden=hidden)
+        skip = [scratch, *(self.journal.private_dirs() if self.journal else [])]
+        self.tracker.begin(skip)
+        done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
+                           reaped=reaped)
+        changes = self.tracker.end(skip)
+        if self.journal is not None:
+            self.journal.after_command(changes)
+        text = done.observation()
+        denied = abi and done.exit_code != 0 and _DENIED in done.stderr.text()
+        note = _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK) if denied else ""
+        for extra in (_changed_section(changes), note):
+            if extra:
+                text += extra if text.endswith("\n") else "\n" + extra
+        return text
+
+
+def _home_relative(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home):] if path.startswith(home + "/") else path
+
+
+def _checked(timeout: float) -> float:
+    if not 0 < timeout <= 3600:
+        raise ToolError("timeout is in seconds, more than 0 and at most 3600")
+    return timeout
+
+
+def _check_program(program: str, env: Mapping[str, str]) -> None:
+    if shutil.which(program, path=env.get("PATH")) is None:
+        raise ToolError(f"cannot start {program!r}: no such program (or not executable); "
+                        "run and run_python need it installed")
+
+
+def _changed_section(changes: Diff) -> str:
+    if not changes.tracked:
+        return "changed: not tracked (the root holds too many files to compare quickly)\n"
+    if not changes:
+        return ""
+    lines = clip_list(changes.lines(), MAX_CHANGE_LINES, "changes",
+                      "see Toolbox.changed for the full list")
+    return "changed:\n" + "\n".join(lines) + "\n"

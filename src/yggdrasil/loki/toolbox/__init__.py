@@ -1,0 +1,26 @@
+"""The machinery behind ``yggdrasil.loki.tools`` (internal).
+
+Owns ``Tool`` (a function plus its name, description, params and the JSON Schema derived
+once from its signature), ``Toolbox`` (the tools of a run, ``call`` that turns every
+failure into an observation, ``changed``/``changes``/``revert`` from the journal) and the
+catalog of built-in tools, where each hand's functions get the words a model reads.
+Imports the hands (``files``, ``search``, ``shell``, ``tables``, ``web``) and ``errors``.
+"""
+
+from __future__ import annotations
+
+from ._box import Toolbox
+from ._catalog import read_tools, web_tools, write_tools
+from ._schema import bind_args, build_schema, parse_docstring
+from ._tool import Tool
+
+__all__ = [
+    "Tool",
+    "Toolbox",
+    "bind_args",
+    "build_schema",
+    "parse_docstring",
+    "read_tools",
+    "web_tools",
+    "write_tools",
+]

@@ -1,0 +1,104 @@
+"""The built-in tools: each hand's functions wired into Tools with what the model reads.
+
+The descriptions and per-argument lines here are what a model learns the tools from
+(``Toolbox.spec()``, native tool schemas, MCP); the behaviour lives in the hands.
+"""
+
+from __future__ import annotations
+
+from ..files import Files, Root
+from ..search import Search
+from ..shell import Shell
+from ..tables import TableReader
+from ..web import AddressPolicy, Web
+from ._tool import Tool
+
+__all__ = ["read_tools", "web_tools", "write_tools"]
+
+_PATH = "relative to the root (absolute paths inside it work too)"
+
+
+def read_tools(root: Root, files: Files) -> list[Tool]:
+    search = Search(root)
+    tables = TableReader(root)
+    return [
+        Tool("list_dir", "List a folder: 'name/' for a folder, 'name  (<size>b)' for a file.",
+             {"path": f"folder, {_PATH}; default the root"}, files.list_dir),
+        Tool("read_file", "Read a text file, one '<n>\\t<text>' line per source line.",
+             {"path": f"file, {_PATH}",
+              "start": "first line to show, 1-based (default 1)",
+              "end": "last line to show, inclusive (default 0: a window of up to 2000 lines)"},
+             files.read_file),
+        Tool("find", "Find files by glob, e.g. '*.py' or 'src/**/test_*.py'; one path per line. "
+             "Skips .git, hidden files and what .gitignore/.ignore exclude, and says how many.",
+             {"pattern": "glob: without '/' it matches file names at any depth; with '/' the "
+                         "root-relative path ('*' stays in one folder, '**' crosses folders)",
+              "path": f"folder to search, {_PATH}; default the root",
+              "include_ignored": "also list ignored and hidden files (default false; .git never)"},
+             search.find),
+        Tool("grep", "Search file contents for a regex; prints 'path:line: text'. Skips .git, "
+             "hidden, ignored (.gitignore/.ignore) and binary files, and says how many.",
+             {"pattern": "regular expression (ripgrep/Rust syntax; no look-around or "
+                         "backreferences), matched line by line",
+              "path": f"file or folder to search, {_PATH}; default the root",
+              "glob": "only files whose name matches this glob, e.g. '*.py' or '*.{js,ts}'",
+              "ignore_case": "match case-insensitively (default false)",
+              "include_ignored": "also search ignored and hidden files (default false; "
+                                 "binary files and .git never)"},
+             search.grep),
+        Tool("read_table", "Show a table file's shape, column types and first rows "
+             "(CSV/TSV, Parquet, Arrow/Feather, JSON/NDJSON, XLSX; detected by content).",
+             {"path": f"table file, {_PATH}",
+              "rows": "how many rows to preview, 0-1000 (default 10)",
+              "sheet": "XLSX sheet name or 0-based index (default the first sheet)"},
+             tables.read_table),
+        Tool("query_table", "Run SQL over table files, each named as a quoted path, e.g. "
+             "SELECT city, avg(price) FROM 'sales.parquet' GROUP BY city. Files are scanned "
+             "lazily; the result is cut at `rows`.",
+             {"sql": "a SELECT query; name files in FROM / JOIN as quoted paths "
+                     f"{_PATH}, e.g. FROM 'data/sales.csv'",
+              "rows": "most result rows to show, 1-1000 (default 50)"},
+             tables.query_table),
+    ]
+
+
+def write_tools(files: Files, shell: Shell) -> list[Tool]:
+    return [
+        Tool("write_file", "Create or overwrite a file with the given text; makes parent folders.",
+             {"path": f"file, {_PATH}", "content": "the whole new content of the file"},
+             files.write_file, mutates=True),
+        Tool("edit_file", "Replace one exact, unique occurrence of `old` with `new` in a file.",
+             {"path": f"file, {_PATH}",
+              "old": "exact text to replace, including whitespace; must occur once",
+              "new": "replacement text",
+              "replace_all": "replace every occurrence instead of exactly one (default false)"},
+             files.edit_file, mutates=True),
+        Tool("run_python", "Run Python source in the root (src/ is importable); "
+             "prints exit code, stdout and stderr.",
+             {"code": "Python source to run", "timeout": "seconds before it is killed (default 60)"},
+             shell.run_python, mutates=True),
+        Tool("run", "Run a shell command in the root; prints exit code, stdout and stderr.",
+             {"command": "shell command line", "timeout": "seconds before it is killed (default 60)"},
+             shell.run, mutates=True),
+    ]
+
+
+def web_tools(root: Root, files: Files, *, read_only: bool, private: bool) -> list[Tool]:
+    web = Web(root, files, read_only=read_only, policy=AddressPolicy(allow_private=private))
+    save = {} if read_only else {
+        "save": f"also write the downloaded file here, {_PATH} (default: do not save)"}
+    return [
+        Tool("web_fetch", "Fetch an http(s) URL: a page's main text, title and links; "
+             "plain text and JSON as sent; other content by type and size.",
+             {"url": "http:// or https:// URL"}, web.web_fetch),
+        Tool("web_table", "Preview a remote table (CSV/TSV, Parquet, JSON, XLSX) like "
+             "read_table: shape, column types, first rows.",
+             {"url": "http:// or https:// URL of the table file",
+              "fmt": "table format when the URL does not show it: csv, tsv, parquet, "
+              "json, ndjson, xlsx (default: from the extension or content type)",
+              **save},
+             web.web_table, mutates=not read_only),
+        Tool("web_image", "Inspect a remote image: content type, byte size, pixel size.",
+             {"url": "http:// or https:// URL of the image", **save},
+             web.web_image, mutates=not read_only),
+    ]

@@ -1,0 +1,74 @@
+"""A Tool: one named capability, a plain function plus the metadata a model needs."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ToolDefinitionError
+from ._schema import build_schema, parse_docstring
+
+__all__ = ["Tool"]
+
+
+@dataclass
+class Tool:
+    """One named capability the agent can invoke by emitting a JSON call.
+
+    ``run`` takes the decoded args as keyword arguments and returns the observation;
+    ``params`` maps each argument name to a one-line description for the prompt. The
+    JSON Schema (``input_schema``) is derived once from ``run``'s type hints and defaults.
+    """
+
+    name: str
+    description: str
+    params: dict[str, str]
+    run: Callable[..., str]
+    mutates: bool = False
+    input_schema: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ToolDefinitionError(f"tool name {self.name!r} must be a Python identifier")
+        if not callable(self.run):
+            raise ToolDefinitionError(f"tool {self.name!r}: run must be callable")
+        self.input_schema = build_schema(self.name, self.params, self.run)
+
+    @classmethod
+    def from_function(
+        cls, fn: Callable[..., str], *, name: str | None = None,
+        description: str | None = None, params: dict[str, str] | None = None,
+        mutates: bool = False,
+    ) -> Tool:
+        """A Tool from a plain function: name, description and params from its docstring.
+
+        Params are read from an ``Args:`` section (``name: description`` lines); every
+        argument without one gets its name as description.
+        """
+        doc = inspect.getdoc(fn) or ""
+        summary, documented = parse_docstring(doc)
+        if params is None:
+            names = [k for k, p in inspect.signature(fn).parameters.items()
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            params = {k: documented.get(k, k) for k in names}
+        return cls(name or fn.__name__, description or summary or fn.__name__, params, fn, mutates)
+
+    def signature(self) -> str:
+        props = self.input_schema["properties"]
+        required = set(self.input_schema["required"])
+        args = [k if k in required else f"{k}={json.dumps(props[k].get('default'))}"
+                for k in self.params]
+        return f"{self.name}({', '.join(args)})"
+
+    def spec(self) -> str:
+        mark = "  [changes files]" if self.mutates else ""
+        lines = [f"{self.signature()}{mark}", f"  {self.description}"]
+        lines += [f"  - {k}: {v}" for k, v in self.params.items()]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "params": dict(self.params),
+                "mutates": self.mutates, "input_schema": self.input_schema}
