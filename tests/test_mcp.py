@@ -73,7 +73,8 @@ def test_read_only_server_lists_only_read_tools(root: Path) -> None:
         return [t.name for t in (await client.list_tools()).tools]
 
     names, _ = serve_and(root, scenario, "--read-only")
-    assert names == ["list_dir", "read_file", "find", "grep", "read_table", "query_table"]
+    assert names == ["list_dir", "read_file", "find", "grep", "outline", "find_symbol", "repo_map",
+                     "read_table", "query_table"]
 
 
 def test_reads_and_edits_a_file(root: Path) -> None:

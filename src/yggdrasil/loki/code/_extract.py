@@ -1,0 +1,204 @@
+"""Parse one file with tree-sitter and list what it defines, nested, in file order.
+
+The grammars come from ``tree-sitter-language-pack`` (the ``code`` extra), imported on
+first use only. A file always gives an answer: tree-sitter recovers from syntax errors,
+so a broken file still yields the definitions it can see, plus the lines of the first
+errors. Nesting comes from byte ranges (a definition belongs to the nearest one that
+contains it), so no step here recurses on the tree: a file nested 100,000 levels deep
+costs what a flat one does. Bounds: definitions nested deeper than ``MAX_DEPTH`` and
+those past ``MAX_SYMBOLS`` are counted, not kept.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from ._languages import Language
+from ._nodes import CONTAINERS, describe
+
+__all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "Outline", "Symbol", "extract", "grammars_available",
+           "identifiers"]
+
+MAX_DEPTH = 32  # nesting levels kept; deeper definitions are counted
+MAX_SYMBOLS = 10_000  # definitions kept per file
+_MAX_ERRORS = 3  # syntax-error lines reported per file
+# Identifier-like words; bytes >= 0x80 are UTF-8 letters of non-ASCII names (café).
+_IDENT = re.compile(rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
+_LEAF_KINDS = frozenset({"constant", "type", "macro", "prototype"})  # own no members
+_DOC_TYPES = frozenset({"comment", "line_comment", "block_comment", "doc_comment",
+                        "attribute_item", "inner_attribute_item", "annotation", "decorator"})
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    kind: str  # function, method, class, struct, interface, enum, constant, ...
+    name: str
+    scope: str  # dotted names of the definitions around it ('' at the top)
+    signature: str  # the source between the name and the body, on one line
+    line: int  # 1-based line of the name
+    end: int  # last line of the definition
+    first: int  # first line with its decorators, attributes and doc comments
+    depth: int  # 0 at the top of the file
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.scope}.{self.name}" if self.scope else self.name
+
+    def header(self, *, qualified: bool = False) -> str:
+        """'kind name(signature)' as outline shows it ('kind Owner.name(...)' qualified)."""
+        return f"{self.kind} {self.qualified if qualified else self.name}{_joined(self.signature)}"
+
+
+def _joined(signature: str) -> str:
+    """'(a, b)' and '<T>' and ': Int' follow the name; 'extends Base' and '= 3' get a space."""
+    if not signature:
+        return ""
+    tight = signature[0] in "([:" or (signature[0] == "<" and signature[1:2] not in (" ", ""))
+    return signature if tight else f" {signature}"
+
+
+@dataclass(frozen=True, slots=True)
+class Outline:
+    """What one parsed file defines."""
+
+    language: str
+    lines: int
+    symbols: tuple[Symbol, ...]
+    errors: tuple[int, ...] = ()  # first lines where the parser met a syntax error
+    dropped: int = 0  # definitions not kept (too deep or past MAX_SYMBOLS)
+
+
+class _Grammars(threading.local):
+    """tree-sitter parsers are not thread-safe: one per grammar per thread."""
+
+    def __init__(self) -> None:
+        self.parsers: dict[str, Any] = {}
+
+
+_local = _Grammars()
+
+
+@cache
+def grammars_available() -> bool:
+    try:
+        import tree_sitter  # noqa: F401
+        import tree_sitter_language_pack  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _parser(lang: Language) -> Any:
+    parser = _local.parsers.get(lang.name)
+    if parser is None:
+        from tree_sitter_language_pack import get_parser
+
+        parser = _local.parsers[lang.name] = get_parser(lang.name)  # type: ignore[arg-type]
+    return parser
+
+
+_queries: dict[str, Any] = {}
+_queries_lock = threading.Lock()
+
+
+def _query(lang: Language) -> Any:
+    """The compiled definition query of a grammar (compiled once; queries are read-only)."""
+    with _queries_lock:
+        query = _queries.get(lang.name)
+        if query is None:
+            from tree_sitter import Query
+            from tree_sitter_language_pack import get_language
+
+            grammar = get_language(lang.name)  # type: ignore[arg-type]
+            query = _queries[lang.name] = Query(grammar, lang.query())
+        return query
+
+
+def extract(lang: Language, src: bytes) -> Outline:
+    """Parse ``src`` (UTF-8 bytes) as ``lang`` and list its definitions."""
+    from tree_sitter import QueryCursor
+
+    tree = _parser(lang).parse(src)
+    root = tree.root_node
+    found = QueryCursor(_query(lang)).captures(root).get("def", [])
+    nodes = sorted({(n.start_byte, -n.end_byte, n.type): n for n in found}.items())
+    symbols, dropped = _nest(lang, [n for _, n in nodes], src)
+    errors = _error_lines(root) if root.has_error else ()
+    return Outline(lang.name, src.count(b"\n") + (not src.endswith(b"\n")), tuple(symbols),
+                   errors, dropped)
+
+
+def _nest(lang: Language, nodes: list[Any], src: bytes) -> tuple[list[Symbol], int]:
+    kinds = dict(lang.defs)
+    symbols: list[Symbol] = []
+    stack: list[tuple[int, Symbol]] = []  # (end byte, symbol) of the open definitions
+    dropped = 0
+    for node in nodes:
+        while stack and stack[-1][0] < node.end_byte:
+            stack.pop()
+        if len(stack) >= MAX_DEPTH or len(symbols) >= MAX_SYMBOLS:
+            dropped += 1
+            continue
+        found = describe(lang.name, kinds, node, src)
+        if found is None:
+            continue
+        parent = stack[-1][1] if stack else None
+        kind = found.kind
+        if kind == "function" and parent is not None and parent.kind in CONTAINERS:
+            kind = "method"
+        scope = ".".join(p for p in (parent.qualified if parent else "", found.scope) if p)
+        line = found.name_node.start_point[0] + 1
+        symbol = Symbol(kind, found.name, scope, found.signature or "", line,
+                        _end_line(node, line), _first_line(lang, node), len(stack))
+        symbols.append(symbol)
+        if kind not in _LEAF_KINDS:
+            stack.append((node.end_byte, symbol))
+    return symbols, dropped
+
+
+def _end_line(node: Any, line: int) -> int:
+    row, column = node.end_point
+    return max(line, row if column == 0 and row > node.start_point[0] else row + 1)
+
+
+def _first_line(lang: Language, node: Any) -> int:
+    """The first line of the definition with what belongs to it: decorators, an
+    ``export``/``template<>`` wrapper, attributes and doc comments right above it."""
+    top = node
+    if top.type in ("variable_declarator", "type_spec", "const_spec") and top.parent is not None:
+        top = top.parent  # the declaration that holds it
+    while top.parent is not None and top.parent.type in lang.wrappers:
+        top = top.parent
+    first = top.start_point[0]
+    before = top.prev_named_sibling
+    while before is not None and before.type in _DOC_TYPES and before.end_point[0] >= first - 1:
+        first = before.start_point[0]
+        before = before.prev_named_sibling
+    return first + 1
+
+
+def identifiers(src: bytes) -> tuple[str, bytes]:
+    """Every distinct identifier-like word of ``src``, most used first, as one string
+    ('\\nname\\n...\\n', so a name is found with a substring test), and how often each
+    was used (capped at 255). Comments and strings count: a mention is a use."""
+    counts = Counter(_IDENT.findall(src)).most_common()
+    names = b"\n".join(name for name, _ in counts).decode("utf-8", "replace")
+    return f"\n{names}\n" if names else "\n", bytes(min(n, 255) for _, n in counts)
+
+
+def _error_lines(root: Any) -> tuple[int, ...]:
+    """Lines of the first syntax errors, descending only into subtrees that have one."""
+    lines: list[int] = []
+    pending = [root]
+    while pending and len(lines) < _MAX_ERRORS:
+        node = pending.pop()
+        if node.type == "ERROR" or node.is_missing:
+            lines.append(node.start_point[0] + 1)
+            continue
+        pending.extend(c for c in reversed(node.children) if c.has_error)
+    return tuple(sorted(set(lines)))

@@ -1,0 +1,117 @@
+"""Which definitions matter most: a PageRank over the file -> file reference graph.
+
+As in Aider's repository map: file A links to file B for each name A uses that B
+defines, weighted by sqrt(uses), more for long descriptive names, less for private
+ones (``_x``); names defined in many files (``__init__``, ``get``, ``run``) say nothing
+about which file is meant and are left out. A file's rank then flows along its links to
+the definitions it uses, and the definitions are ranked by what they receive. A file's
+references to itself do not count. Pure Python: a few thousand files rank in well under
+a second, so no graph library is needed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+
+from ._extract import Symbol
+from ._index import Entry
+
+__all__ = ["MAX_DEFINERS", "Ranked", "rank"]
+
+MAX_DEFINERS = 20  # a name defined in more files than this is too generic to link by
+MAX_MAP_DEPTH = 1  # the map shows top-level definitions and their members, not locals
+_DAMPING = 0.85
+_ITERATIONS = 50
+_TOLERANCE = 1e-9
+
+Ranked = tuple[float, int, int]  # (score, file index, symbol index)
+
+
+def rank(files: Sequence[tuple[str, Entry]]) -> list[Ranked]:
+    """Every mappable definition of ``files``, most important first."""
+    definers = _definers(files)
+    edges = _edges(files, definers)
+    file_rank = _pagerank(len(files), edges)
+    totals = [sum(out.values()) for out in edges]
+    received: dict[tuple[int, str], float] = defaultdict(float)
+    for source, target, name, weight in _links(files, definers):
+        received[(target, name)] += file_rank[source] * weight / totals[source]
+    ranked: list[Ranked] = []
+    for i, (_, entry) in enumerate(files):
+        symbols = _mappable(entry)
+        base = file_rank[i] * 1e-3 / max(1, len(symbols))  # unreferenced: by their file
+        for j, symbol in symbols:
+            ranked.append((received.get((i, symbol.name), 0.0) + base, i, j))
+    ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
+    return ranked
+
+
+def _mappable(entry: Entry) -> list[tuple[int, Symbol]]:
+    symbols = entry.outline.symbols if entry.outline is not None else ()
+    return [(j, s) for j, s in enumerate(symbols) if s.depth <= MAX_MAP_DEPTH]
+
+
+def _definers(files: Sequence[tuple[str, Entry]]) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = defaultdict(list)
+    for i, (_, entry) in enumerate(files):
+        for name in {s.name for _, s in _mappable(entry)}:
+            found[name].append(i)
+    return {name: where for name, where in found.items() if len(where) <= MAX_DEFINERS}
+
+
+def _weight(name: str, uses: int, definers: int) -> float:
+    boost = 1.0
+    if len(name) >= 8 and (name != name.lower() or "_" in name.strip("_")):
+        boost *= 10  # CamelCase or snake_case: a descriptive, specific name
+    if name.startswith("_"):
+        boost *= 0.1
+    if definers > 5:
+        boost *= 0.1
+    return boost * math.sqrt(uses)
+
+
+def _links(files: Sequence[tuple[str, Entry]],
+           definers: dict[str, list[int]]) -> Iterator[tuple[int, int, str, float]]:
+    """(source file, target file, name, weight) for each name a file uses that another defines."""
+    for source, (_, entry) in enumerate(files):
+        names = entry.names.split("\n")[1:-1]
+        for name, uses in zip(names, entry.counts, strict=True):
+            targets = definers.get(name)
+            if not targets:
+                continue
+            weight = _weight(name, uses, len(targets))
+            for target in targets:
+                if target != source:
+                    yield source, target, name, weight
+
+
+def _edges(files: Sequence[tuple[str, Entry]],
+           definers: dict[str, list[int]]) -> list[dict[int, float]]:
+    edges: list[dict[int, float]] = [defaultdict(float) for _ in files]
+    for source, target, _, weight in _links(files, definers):
+        edges[source][target] += weight
+    return edges
+
+
+def _pagerank(n: int, edges: list[dict[int, float]]) -> list[float]:
+    """Power iteration; a file with no links spreads its rank evenly (dangling node)."""
+    if n == 0:
+        return []
+    totals = [sum(out.values()) for out in edges]
+    rank = [1.0 / n] * n
+    for _ in range(_ITERATIONS):
+        dangling = sum(r for r, total in zip(rank, totals, strict=True) if total == 0)
+        base = (1 - _DAMPING) / n + _DAMPING * dangling / n
+        new = [base] * n
+        for source, out in enumerate(edges):
+            if totals[source]:
+                share = _DAMPING * rank[source] / totals[source]
+                for target, weight in out.items():
+                    new[target] += share * weight
+        delta = sum(abs(a - b) for a, b in zip(new, rank, strict=True))
+        rank = new
+        if delta < _TOLERANCE:
+            break
+    return rank
