@@ -54,7 +54,7 @@ def test_native_tool_calls_edit_real_files(server: FakeModelServer, root: Path) 
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"
     assert first["model"] == "gpt-fake"
     assert first["messages"][0]["role"] == "system"
-    assert "read_file(path, start=1, end=0)" in first["messages"][0]["content"]  # Toolbox.spec()
+    assert "read_file(path, start=1, end=0, symbol=\"\")" in first["messages"][0]["content"]  # spec()
     names = [t["function"]["name"] for t in first["tools"]]
     assert names[:2] == ["list_dir", "read_file"] and "edit_file" in names
     assert first["tools"][1]["function"]["parameters"]["required"] == ["path"]

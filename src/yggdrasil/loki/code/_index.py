@@ -21,6 +21,7 @@ import codecs
 import os
 import stat
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ __all__ = ["MAX_FILE_BYTES", "Entry", "Index", "Scan"]
 
 MAX_FILE_BYTES = 2 << 20  # larger files are not parsed (generated code, bundles, data)
 MAX_VISITS = 100_000  # files one call looks at
+MAX_SECONDS = 30.0  # one call stops walking after this long (what it parsed is kept)
 MAX_ENTRIES = 100_000  # files the index remembers
 MAX_HELD = 256 << 20  # about this many bytes of names and definitions remembered
 _SYMBOL_BYTES = 160  # rough cost of one remembered definition
@@ -75,7 +77,7 @@ class Scan:
     unreadable: int = 0
     indexed: int = 0  # source files looked at (with a grammar, readable)
     more: int = 0  # wanted source files past the scan's limit (counted, not parsed)
-    stopped: bool = False  # MAX_VISITS reached
+    stopped: str = ""  # why the walk stopped early ('' : it did not)
 
 
 Wanted = Callable[[Entry], bool]
@@ -115,9 +117,14 @@ class Index:
         listing = list_files(self.root, path, include_ignored=include_ignored)
         scan = Scan(listing.start)
         with self.lock:
+            deadline = time.monotonic() + MAX_SECONDS
             for visits, visit in enumerate(listing.visits, 1):
                 if visits > MAX_VISITS:
-                    scan.stopped = True
+                    scan.stopped = f"stopped after {MAX_VISITS:,} files"
+                    break
+                if time.monotonic() > deadline:
+                    scan.stopped = (f"stopped after {MAX_SECONDS:.0f} s, {visits - 1:,} files in; "
+                                    "what was read is kept, so calling again goes further")
                     break
                 full = limit is not None and len(scan.files) >= limit
                 self._visit(scan, visit.rel, visit.dir_fd, visit.name, wanted, listing.skips,

@@ -76,7 +76,7 @@ def scan_notes(scan: Scan) -> list[str]:
         total = sum(scan.other.values())
         notes.append(f"[no grammar for {total} files ({shown}{more}); grep searches them]")
     if scan.stopped:
-        notes.append("[stopped after 100,000 files; give a narrower path]")
+        notes.append(f"[{scan.stopped}; give a narrower path]")
     return notes
 
 
