@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..errors import PathError, ToolError
 from ..files import MAX_HITS, Root, human_size
 from ..search import Search, skip_note
-from ._extract import Symbol, grammars_available
+from ._extract import Symbol, grammars_available, shallow
 from ._index import MAX_FILE_BYTES, Entry, Index, Scan
 from ._languages import extension_of
 from ._match import NameQuery
@@ -41,7 +41,6 @@ __all__ = ["MAX_BUDGET", "MIN_BUDGET", "Code"]
 
 MIN_BUDGET, MAX_BUDGET = 200, 100_000  # repo_map's budget, in characters
 _FOLDER_FILES = 200  # files a folder outline parses; the rest are counted
-_FOLDER_DEPTH = 1  # a folder outline shows definitions and their members
 _FALLBACK_HITS = 20
 _SAVE_EVERY = 30.0  # seconds between writes of a changed on-disk index
 _INSTALL = "pip install 'yggdrasil-loki[code]'"
@@ -115,8 +114,9 @@ class Code:
                 continue
             if len(lines) >= MAX_OUTLINE:
                 break
-            body = [symbol_line(s, s.depth + 1) for s in entry.outline.symbols
-                    if s.depth <= _FOLDER_DEPTH]
+            symbols = entry.outline.symbols
+            body = [symbol_line(s, s.depth + 1)
+                    for s, keep in zip(symbols, shallow(symbols), strict=True) if keep]
             lines += [f"{file_rel}:", *body]
             shown += 1
         more = sum(1 for _, e in scan.files if e.outline and e.outline.symbols) - shown

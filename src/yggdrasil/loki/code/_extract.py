@@ -22,7 +22,7 @@ from ._languages import Language
 from ._nodes import CONTAINERS, describe
 
 __all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "Outline", "Symbol", "extract", "grammars_available",
-           "identifiers"]
+           "identifiers", "shallow"]
 
 MAX_DEPTH = 32  # nesting levels kept; deeper definitions are counted
 MAX_SYMBOLS = 10_000  # definitions kept per file
@@ -71,6 +71,24 @@ class Outline:
     symbols: tuple[Symbol, ...]
     errors: tuple[int, ...] = ()  # first lines where the parser met a syntax error
     dropped: int = 0  # definitions not kept (too deep or past MAX_SYMBOLS)
+
+
+_CALLABLES = frozenset({"function", "method"})
+
+
+def shallow(symbols: tuple[Symbol, ...]) -> list[bool]:
+    """For each definition: is it part of the file's API, i.e. not inside a function and
+    inside at most one type (namespaces and modules do not count)? A method is; a
+    function's local helper, or a class nested in a class, is not."""
+    flags: list[bool] = []
+    open_: list[Symbol] = []  # the definitions around the current one
+    for symbol in symbols:
+        while open_ and open_[-1].depth >= symbol.depth:
+            open_.pop()
+        flags.append(not any(o.kind in _CALLABLES for o in open_)
+                     and sum(o.kind in CONTAINERS for o in open_) <= 1)
+        open_.append(symbol)
+    return flags
 
 
 class _Grammars(threading.local):

@@ -64,7 +64,7 @@ _CPP_PATTERNS = (*_C_PATTERNS, "(class_specifier body: (_)) @def",
 LANGUAGES: tuple[Language, ...] = (
     Language("python", {"function_definition": "function", "class_definition": "class"},
              (".py", ".pyi", ".pyw"),
-             patterns=("(module (expression_statement (assignment left: (identifier)) @def))",),
+             patterns=("(module (assignment left: (identifier)) @def)",),
              wrappers=frozenset({"decorated_definition"})),
     Language("javascript", _JS, (".js", ".mjs", ".cjs", ".jsx"), patterns=(
         *_JS_PATTERNS, f"(field_definition value: {_FUNCTION_VALUE}) @def"),

@@ -69,7 +69,7 @@ class NameQuery:
         if len(text) > MAX_NAME:
             raise ToolError(f"name is {len(text)} characters long; a name is at most {MAX_NAME}")
         parts = tuple(p for p in _SEPARATORS.split(text) if p) or (text,)
-        return cls(text, parts, kinds_for(kind), any(c in _GLOB_CHARS for c in text))
+        return cls(text, parts, kinds_for(kind), _is_glob(text))
 
     def wanted(self, entry: Entry) -> bool:
         """Whether the file may define it: its last part must be one of the file's words."""
@@ -92,6 +92,12 @@ class NameQuery:
         if all(_fits(want, have, self.is_glob, True) for want, have in zip(self.parts, tail, strict=True)):
             return 1
         return None
+
+
+def _is_glob(text: str) -> bool:
+    """'*' and '[...]' make a glob; so does '?', except at the end of a name: Ruby's
+    ``empty?`` is a name."""
+    return "*" in text or "[" in text or "?" in text.rstrip("?")
 
 
 def _fits(want: str, have: str, glob: bool, fold: bool) -> bool:

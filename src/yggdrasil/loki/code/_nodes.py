@@ -181,7 +181,10 @@ def _js_variable(node: Node, kind: str) -> Described | None:
     declaration = node.parent
     keyword = declaration.child_by_field_name("kind") if declaration is not None else None
     if keyword is None or keyword.type != "const":
-        return None  # let/var, or a const inside a function: not a constant of the module
+        return None  # let/var: not a constant of the module
+    exported = declaration.parent is not None and declaration.parent.type == "export_statement"
+    if not exported and not _UPPER.match(_text(name)):
+        return None  # a script's local value (const cart = new Cart()), not its API
     return Described("constant", _text(name), name)
 
 
@@ -256,7 +259,7 @@ def _java_field(node: Node, kind: str) -> Described | None:
     name = declarator.child_by_field_name("name") if declarator is not None else None
     if name is None:
         return None
-    return Described("constant", _text(name), name, signature="")
+    return Described("constant", _text(name), name)
 
 
 def _c_record(node: Node, kind: str) -> Described | None:

@@ -15,13 +15,13 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from ._extract import Symbol
+from ._extract import Symbol, shallow
 from ._index import Entry
 
 __all__ = ["MAX_DEFINERS", "Ranked", "rank"]
 
 MAX_DEFINERS = 20  # a name defined in more files than this is too generic to link by
-MAX_MAP_DEPTH = 1  # the map shows top-level definitions and their members, not locals
+_OPEN_KINDS = frozenset({"namespace", "module"})
 _DAMPING = 0.85
 _ITERATIONS = 50
 _TOLERANCE = 1e-9
@@ -43,20 +43,26 @@ def rank(files: Sequence[tuple[str, Entry]]) -> list[Ranked]:
         symbols = _mappable(entry)
         base = file_rank[i] * 1e-3 / max(1, len(symbols))  # unreferenced: by their file
         for j, symbol in symbols:
+            if symbol.kind in _OPEN_KINDS:
+                continue  # shown only around what they hold
             ranked.append((received.get((i, symbol.name), 0.0) + base, i, j))
     ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
     return ranked
 
 
 def _mappable(entry: Entry) -> list[tuple[int, Symbol]]:
+    """The file's API: what is not local to a function nor nested in a nested type."""
     symbols = entry.outline.symbols if entry.outline is not None else ()
-    return [(j, s) for j, s in enumerate(symbols) if s.depth <= MAX_MAP_DEPTH]
+    return [(j, s) for (j, s), keep in zip(enumerate(symbols), shallow(symbols), strict=True)
+            if keep]
 
 
 def _definers(files: Sequence[tuple[str, Entry]]) -> dict[str, list[int]]:
+    """name -> the files that define it. Namespaces and modules are left out: many files
+    open the same one, and naming it says nothing about which file is meant."""
     found: dict[str, list[int]] = defaultdict(list)
     for i, (_, entry) in enumerate(files):
-        for name in {s.name for _, s in _mappable(entry)}:
+        for name in {s.name for _, s in _mappable(entry) if s.kind not in _OPEN_KINDS}:
             found[name].append(i)
     return {name: where for name, where in found.items() if len(where) <= MAX_DEFINERS}
 
