@@ -3,16 +3,20 @@
 The grammars come from ``tree-sitter-language-pack`` (the ``code`` extra), imported on
 first use only. A file always gives an answer: tree-sitter recovers from syntax errors,
 so a broken file still yields the definitions it can see, plus the lines of the first
-errors. Nesting comes from byte ranges (a definition belongs to the nearest one that
-contains it), so no step here recurses on the tree: a file nested 100,000 levels deep
-costs what a flat one does. Bounds: definitions nested deeper than ``MAX_DEPTH`` and
-those past ``MAX_SYMBOLS`` are counted, not kept.
+errors. No step recurses on the tree, and tree-sitter queries are not used: on a tree
+nested tens of thousands of levels deep they take minutes, and with a progress callback
+they crash the process. Instead a walk with an explicit list visits only the containers
+of definitions, and nesting comes from byte ranges (a definition belongs to the nearest
+one that contains it). Bounds: parsing a large file stops after ``PARSE_SECONDS``; a
+walk visits at most ``_MAX_NODES`` nodes; definitions nested deeper than ``MAX_DEPTH``
+and those past ``MAX_SYMBOLS`` are counted, not kept.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
@@ -21,11 +25,15 @@ from typing import Any
 from ._languages import Language
 from ._nodes import CONTAINERS, describe
 
-__all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "Outline", "Symbol", "extract", "grammars_available",
+__all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "PARSE_SECONDS", "Outline", "Symbol", "extract", "grammars_available",
            "identifiers", "shallow"]
 
 MAX_DEPTH = 32  # nesting levels kept; deeper definitions are counted
 MAX_SYMBOLS = 10_000  # definitions kept per file
+PARSE_SECONDS = 3.0  # a large file's parse is cut after about this long
+_PARSE_WHOLE = 256 << 10  # files up to this size are parsed in one call (always fast)
+_CHUNK = 64 << 10
+_MAX_NODES = 2_000_000  # nodes one file's walk visits at most
 _MAX_ERRORS = 3  # syntax-error lines reported per file
 # Identifier-like words; bytes >= 0x80 are UTF-8 letters of non-ASCII names (café).
 _IDENT = re.compile(rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
@@ -71,6 +79,7 @@ class Outline:
     symbols: tuple[Symbol, ...]
     errors: tuple[int, ...] = ()  # first lines where the parser met a syntax error
     dropped: int = 0  # definitions not kept (too deep or past MAX_SYMBOLS)
+    cut: int = 0  # the line where parsing stopped (PARSE_SECONDS), 0 when it did not
 
 
 _CALLABLES = frozenset({"function", "method"})
@@ -120,35 +129,58 @@ def _parser(lang: Language) -> Any:
     return parser
 
 
-_queries: dict[str, Any] = {}
-_queries_lock = threading.Lock()
-
-
-def _query(lang: Language) -> Any:
-    """The compiled definition query of a grammar (compiled once; queries are read-only)."""
-    with _queries_lock:
-        query = _queries.get(lang.name)
-        if query is None:
-            from tree_sitter import Query
-            from tree_sitter_language_pack import get_language
-
-            grammar = get_language(lang.name)  # type: ignore[arg-type]
-            query = _queries[lang.name] = Query(grammar, lang.query())
-        return query
-
-
 def extract(lang: Language, src: bytes) -> Outline:
     """Parse ``src`` (UTF-8 bytes) as ``lang`` and list its definitions."""
-    from tree_sitter import QueryCursor
-
-    tree = _parser(lang).parse(src)
+    tree, cut = _parse(lang, src)
     root = tree.root_node
-    found = QueryCursor(_query(lang)).captures(root).get("def", [])
-    nodes = sorted({(n.start_byte, -n.end_byte, n.type): n for n in found}.items())
-    symbols, dropped = _nest(lang, [n for _, n in nodes], src)
+    nodes = _candidates(lang, root)
+    symbols, dropped = _nest(lang, nodes, src)
     errors = _error_lines(root) if root.has_error else ()
     return Outline(lang.name, src.count(b"\n") + (not src.endswith(b"\n")), tuple(symbols),
-                   errors, dropped)
+                   errors, dropped, cut)
+
+
+def _parse(lang: Language, src: bytes) -> tuple[Any, int]:
+    """The syntax tree, and the line where parsing was cut (0: it was not).
+
+    Some inputs make a grammar slow (600 KB of ``a<a<a<...`` takes C++'s 10 s), and
+    tree-sitter 0.26 has no timeout; a large file is therefore fed in chunks, and past
+    ``PARSE_SECONDS`` the parser is told the file ends there.
+    """
+    parser = _parser(lang)
+    if len(src) <= _PARSE_WHOLE:
+        return parser.parse(src), 0
+    deadline = time.monotonic() + PARSE_SECONDS
+    cut = [len(src)]
+
+    def read(offset: int, _point: Any) -> bytes:
+        if time.monotonic() > deadline:
+            cut[0] = min(cut[0], offset)
+            return b""
+        return src[offset : offset + _CHUNK]
+
+    tree = parser.parse(read)
+    parser.reset()
+    line = src.count(b"\n", 0, cut[0]) + 1 if cut[0] < len(src) else 0
+    return tree, line
+
+
+def _candidates(lang: Language, root: Any) -> list[Any]:
+    """The nodes that may define something, in file order: every node of a ``defs``
+    type among the children of the root and of ``containers`` (walked with a list, not
+    recursion; expressions, where nothing is defined, are never entered)."""
+    found: list[Any] = []
+    pending = [root]
+    visited = 0
+    while pending and visited < _MAX_NODES:
+        node = pending.pop()
+        visited += 1
+        kind = node.type
+        if kind in lang.defs:
+            found.append(node)
+        if kind in lang.containers or node is root:
+            pending.extend(reversed(node.named_children))
+    return found
 
 
 def _nest(lang: Language, nodes: list[Any], src: bytes) -> tuple[list[Symbol], int]:
@@ -213,7 +245,9 @@ def _error_lines(root: Any) -> tuple[int, ...]:
     """Lines of the first syntax errors, descending only into subtrees that have one."""
     lines: list[int] = []
     pending = [root]
-    while pending and len(lines) < _MAX_ERRORS:
+    budget = 100_000  # nodes looked at: enough to find the first errors of any real file
+    while pending and len(lines) < _MAX_ERRORS and budget > 0:
+        budget -= 1
         node = pending.pop()
         if node.type == "ERROR" or node.is_missing:
             lines.append(node.start_point[0] + 1)

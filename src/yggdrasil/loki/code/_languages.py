@@ -18,79 +18,94 @@ __all__ = ["LANGUAGES", "Language", "by_grammar", "extension_of", "language_for"
 
 @dataclass(frozen=True)
 class Language:
+    """A grammar, the node types that define something, and where definitions can be.
+
+    ``defs`` maps a node type to its kind ('' : ``_nodes`` decides from the node, or
+    drops it). ``containers`` are the node types whose children are looked at: the
+    file, bodies of classes, namespaces and functions, and statements that hold other
+    statements. Expressions are never entered, which keeps the walk short (a Python
+    file's statements, not its millions of expression nodes) and bounded on a file
+    nested 100,000 levels deep in an expression.
+    """
+
     name: str  # the grammar's name in tree-sitter-language-pack
-    defs: Mapping[str, str]  # node type -> kind ("" = decided per node by ``_nodes``)
+    defs: Mapping[str, str]
+    containers: frozenset[str]
     extensions: tuple[str, ...] = ()
     file_names: tuple[str, ...] = ()
-    patterns: tuple[str, ...] = ()  # more candidates, narrowed by context, captured as @def
     wrappers: frozenset[str] = field(default_factory=frozenset)  # hold a def and its decorations
 
-    def query(self) -> str:
-        """A tree-sitter query capturing every candidate definition as ``@def``."""
-        plain = "[" + " ".join(f"({t})" for t in self.defs) + "] @def"
-        return "\n".join([plain, *self.patterns])
+
+def _set(*names: str) -> frozenset[str]:
+    return frozenset(names) | {"ERROR"}  # a syntax error may hold definitions: look inside
 
 
-_FUNCTION_VALUE = "[(arrow_function) (function_expression) (generator_function)]"
-_JS = {"function_declaration": "function", "generator_function_declaration": "function",
-       "class_declaration": "class", "method_definition": "method"}
-_JS_PATTERNS = (
-    f"(variable_declarator value: {_FUNCTION_VALUE}) @def",
-    "(program (lexical_declaration (variable_declarator) @def))",
-    "(program (export_statement (lexical_declaration (variable_declarator) @def)))",
-    f"(assignment_expression left: (member_expression) right: {_FUNCTION_VALUE}) @def",
-)
-_TS = {
-    **_JS, "abstract_class_declaration": "class", "interface_declaration": "interface",
-    "type_alias_declaration": "type", "enum_declaration": "enum", "internal_module": "namespace",
-    "module": "namespace", "method_signature": "method", "abstract_method_signature": "method",
-    "function_signature": "function",
-}
-_TS_PATTERNS = (*_JS_PATTERNS, f"(public_field_definition value: {_FUNCTION_VALUE}) @def")
-_C = {"function_definition": "function", "type_definition": "type", "preproc_def": "macro",
-      "preproc_function_def": "macro"}
-# Prototypes: declarations outside function bodies (kept only if they declare a function).
-_C_PATTERNS = (
-    "(struct_specifier body: (_)) @def", "(union_specifier body: (_)) @def",
-    "(enum_specifier body: (_)) @def",
-    *(f"({parent} (declaration) @def)" for parent in (
-        "translation_unit", "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif",
-        "declaration_list", "linkage_specification")),
-)
-_CPP = {**_C, "namespace_definition": "namespace", "alias_declaration": "type"}
-_CPP_PATTERNS = (*_C_PATTERNS, "(class_specifier body: (_)) @def",
-                 "(field_declaration_list [(field_declaration) (declaration)] @def)")
+_PY = _set("module", "block", "class_definition", "function_definition", "decorated_definition",
+           "if_statement", "elif_clause", "else_clause", "for_statement", "while_statement",
+           "try_statement", "except_clause", "except_group_clause", "finally_clause",
+           "with_statement", "match_statement", "case_clause")
+_JS_DEFS = {"function_declaration": "function", "generator_function_declaration": "function",
+            "class_declaration": "class", "method_definition": "method",
+            "variable_declarator": "", "assignment_expression": "", "field_definition": ""}
+_JS = _set("program", "statement_block", "export_statement", "class_declaration", "class",
+           "class_body", "function_declaration", "generator_function_declaration",
+           "function_expression", "arrow_function", "generator_function", "method_definition",
+           "lexical_declaration", "variable_declaration", "variable_declarator", "object",
+           "expression_statement", "assignment_expression", "if_statement", "else_clause",
+           "for_statement", "for_in_statement", "while_statement", "do_statement",
+           "try_statement", "catch_clause", "finally_clause", "switch_statement",
+           "switch_body", "switch_case", "switch_default", "labeled_statement")
+_TS_DEFS = {**_JS_DEFS, "public_field_definition": "", "abstract_class_declaration": "class",
+            "interface_declaration": "interface", "type_alias_declaration": "type",
+            "enum_declaration": "enum", "internal_module": "namespace", "module": "namespace",
+            "method_signature": "method", "abstract_method_signature": "method",
+            "function_signature": "function"}
+_TS = _JS | {"abstract_class_declaration", "interface_declaration", "interface_body",
+             "object_type", "internal_module", "module", "ambient_declaration"}
+_C_DEFS = {"function_definition": "function", "type_definition": "type", "preproc_def": "macro",
+           "preproc_function_def": "macro", "struct_specifier": "", "union_specifier": "",
+           "enum_specifier": "", "declaration": ""}
+_C = _set("translation_unit", "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif",
+          "preproc_elifdef", "linkage_specification", "declaration_list", "type_definition",
+          "declaration")
+_CPP_DEFS = {**_C_DEFS, "class_specifier": "", "field_declaration": "",
+             "namespace_definition": "namespace", "alias_declaration": "type"}
+_CPP = _C | {"namespace_definition", "class_specifier", "struct_specifier", "union_specifier",
+             "field_declaration_list", "template_declaration"}
 
 LANGUAGES: tuple[Language, ...] = (
-    Language("python", {"function_definition": "function", "class_definition": "class"},
-             (".py", ".pyi", ".pyw"),
-             patterns=("(module (assignment left: (identifier)) @def)",),
+    Language("python", {"function_definition": "function", "class_definition": "class",
+                        "assignment": ""}, _PY, (".py", ".pyi", ".pyw"),
              wrappers=frozenset({"decorated_definition"})),
-    Language("javascript", _JS, (".js", ".mjs", ".cjs", ".jsx"), patterns=(
-        *_JS_PATTERNS, f"(field_definition value: {_FUNCTION_VALUE}) @def"),
-        wrappers=frozenset({"export_statement"})),
-    Language("typescript", _TS, (".ts", ".mts", ".cts"), patterns=_TS_PATTERNS,
+    Language("javascript", _JS_DEFS, _JS, (".js", ".mjs", ".cjs", ".jsx"),
+             wrappers=frozenset({"export_statement"})),
+    Language("typescript", _TS_DEFS, _TS, (".ts", ".mts", ".cts"),
              wrappers=frozenset({"export_statement", "ambient_declaration"})),
-    Language("tsx", _TS, (".tsx",), patterns=_TS_PATTERNS,
+    Language("tsx", _TS_DEFS, _TS, (".tsx",),
              wrappers=frozenset({"export_statement", "ambient_declaration"})),
     Language("go", {"function_declaration": "function", "method_declaration": "method",
-                    "type_spec": "", "type_alias": "type"}, (".go",),
-             patterns=("(source_file (const_declaration (const_spec) @def))",)),
+                    "type_spec": "", "type_alias": "type", "const_spec": ""},
+             _set("source_file", "type_declaration", "const_declaration"), (".go",)),
     Language("rust", {"function_item": "function", "function_signature_item": "function",
                       "struct_item": "struct", "enum_item": "enum", "union_item": "union",
                       "trait_item": "trait", "impl_item": "impl", "mod_item": "module",
                       "const_item": "constant", "static_item": "constant",
-                      "type_item": "type", "macro_definition": "macro"}, (".rs",)),
+                      "type_item": "type", "macro_definition": "macro"},
+             _set("source_file", "mod_item", "declaration_list", "impl_item", "trait_item",
+                  "function_item", "block", "foreign_mod_item"), (".rs",)),
     Language("java", {"class_declaration": "class", "interface_declaration": "interface",
                       "enum_declaration": "enum", "record_declaration": "record",
                       "annotation_type_declaration": "interface",
                       "method_declaration": "method", "constructor_declaration": "method",
                       "compact_constructor_declaration": "method", "field_declaration": ""},
+             _set("program", "class_declaration", "class_body", "interface_declaration",
+                  "interface_body", "enum_declaration", "enum_body", "enum_body_declarations",
+                  "record_declaration", "annotation_type_declaration", "annotation_type_body"),
              (".java",)),
-    Language("c", _C, (".c",), patterns=_C_PATTERNS),
+    Language("c", _C_DEFS, _C, (".c",)),
     # .h goes to C++: its grammar reads C headers too, and C++ headers are common.
-    Language("cpp", _CPP, (".h", ".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++",
-                           ".ipp", ".tpp", ".inl"), patterns=_CPP_PATTERNS,
+    Language("cpp", _CPP_DEFS, _CPP, (".h", ".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp",
+                                      ".hxx", ".h++", ".ipp", ".tpp", ".inl"),
              wrappers=frozenset({"template_declaration"})),
     Language("csharp", {"class_declaration": "class", "struct_declaration": "struct",
                         "interface_declaration": "interface", "enum_declaration": "enum",
@@ -98,33 +113,47 @@ LANGUAGES: tuple[Language, ...] = (
                         "constructor_declaration": "method", "destructor_declaration": "method",
                         "property_declaration": "property", "delegate_declaration": "type",
                         "namespace_declaration": "namespace",
-                        "file_scoped_namespace_declaration": "namespace"}, (".cs",)),
+                        "file_scoped_namespace_declaration": "namespace"},
+             _set("compilation_unit", "namespace_declaration", "declaration_list",
+                  "file_scoped_namespace_declaration", "class_declaration", "struct_declaration",
+                  "interface_declaration", "record_declaration"), (".cs",)),
     Language("ruby", {"class": "class", "module": "module", "method": "function",
-                      "singleton_method": "method"},
-             (".rb", ".rake", ".gemspec", ".ru"), ("Rakefile", "Gemfile", "Guardfile"),
-             patterns=("(assignment left: (constant)) @def",)),
+                      "singleton_method": "method", "assignment": ""},
+             _set("program", "module", "class", "singleton_class", "body_statement"),
+             (".rb", ".rake", ".gemspec", ".ru"), ("Rakefile", "Gemfile", "Guardfile")),
     Language("php", {"class_declaration": "class", "interface_declaration": "interface",
                      "trait_declaration": "trait", "enum_declaration": "enum",
                      "function_definition": "function", "method_declaration": "method",
                      "namespace_definition": "namespace", "const_element": "constant"},
-             (".php", ".phtml")),
+             _set("program", "namespace_definition", "compound_statement", "class_declaration",
+                  "interface_declaration", "trait_declaration", "enum_declaration",
+                  "declaration_list", "enum_declaration_list", "const_declaration",
+                  "if_statement", "else_clause", "colon_block"), (".php", ".phtml")),
     Language("kotlin", {"class_declaration": "", "object_declaration": "object",
-                        "function_declaration": "function", "type_alias": "type"},
-             (".kt", ".kts"), patterns=("(source_file (property_declaration) @def)",)),
+                        "function_declaration": "function", "type_alias": "type",
+                        "property_declaration": ""},
+             _set("source_file", "class_declaration", "object_declaration", "class_body",
+                  "enum_class_body", "companion_object"), (".kt", ".kts")),
     Language("swift", {"class_declaration": "", "protocol_declaration": "protocol",
                        "function_declaration": "function",
                        "protocol_function_declaration": "method", "init_declaration": "method",
-                       "typealias_declaration": "type"}, (".swift",),
-             patterns=("(source_file (property_declaration) @def)",)),
+                       "typealias_declaration": "type", "property_declaration": ""},
+             _set("source_file", "class_declaration", "protocol_declaration", "class_body",
+                  "protocol_body", "enum_class_body"), (".swift",)),
     Language("scala", {"class_definition": "class", "object_definition": "object",
                        "trait_definition": "trait", "enum_definition": "enum",
                        "function_definition": "function", "function_declaration": "function",
-                       "type_definition": "type"}, (".scala", ".sc"),
-             patterns=("(compilation_unit (val_definition) @def)",)),
+                       "type_definition": "type", "val_definition": ""},
+             _set("compilation_unit", "package_clause", "class_definition", "object_definition",
+                  "trait_definition", "enum_definition", "template_body", "enum_body"),
+             (".scala", ".sc")),
     Language("bash", {"function_definition": "function"},
+             _set("program", "function_definition", "compound_statement", "if_statement",
+                  "elif_clause", "else_clause"),
              (".sh", ".bash", ".zsh", ".ksh", ".bats"), (".bashrc", ".bash_profile", ".profile")),
-    Language("lua", {"function_declaration": "function"}, (".lua",), patterns=(
-        "(assignment_statement (expression_list value: (function_definition))) @def",)),
+    Language("lua", {"function_declaration": "function", "assignment_statement": ""},
+             _set("chunk", "function_declaration", "block", "do_statement", "if_statement",
+                  "elseif_statement", "else_statement"), (".lua",)),
 )
 
 _BY_EXTENSION = {ext: lang for lang in LANGUAGES for ext in lang.extensions}

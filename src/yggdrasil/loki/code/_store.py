@@ -25,7 +25,7 @@ from ._index import Entry
 
 __all__ = ["Store", "cache_folder"]
 
-_FORMAT = 1
+_FORMAT = 2
 
 
 def cache_folder() -> Path:
@@ -85,7 +85,7 @@ class Store:
 def _raw(entry: Entry) -> list[Any]:
     outline = entry.outline
     parsed = None if outline is None else [
-        outline.language, outline.lines, list(outline.errors), outline.dropped,
+        outline.language, outline.lines, list(outline.errors), outline.dropped, outline.cut,
         [[s.kind, s.name, s.scope, s.signature, s.line, s.end, s.first, s.depth]
          for s in outline.symbols]]
     return [list(entry.key), entry.language, entry.names,
@@ -96,11 +96,11 @@ def _entry(raw: list[Any]) -> Entry:
     key, language, names, counts, note, parsed = raw
     outline = None
     if parsed is not None:
-        lang, lines, errors, dropped, symbols = parsed
+        lang, lines, errors, dropped, cut, symbols = parsed
         outline = Outline(str(lang), int(lines),
                           tuple(Symbol(str(k), str(n), str(sc), str(sig), int(li), int(e),
                                        int(f), int(d)) for k, n, sc, sig, li, e, f, d in symbols),
-                          tuple(int(x) for x in errors), int(dropped))
+                          tuple(int(x) for x in errors), int(dropped), int(cut))
     size, mtime, ctime, inode = (int(x) for x in key)
     names, counts = str(names), base64.b64decode(counts)
     if names.count("\n") - 1 != len(counts):
