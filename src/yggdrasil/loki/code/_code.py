@@ -149,7 +149,7 @@ class Code:
             what = f"{kind} " if kind.strip() else ""
             why = (f"no {what}definition named {query.text!r} in {scan.indexed} source files "
                    f"under {scan.start}")
-            return "\n".join([self._uses(query, path, why), *notes]).rstrip()
+            return "\n".join(n for n in [self._uses(query, path, why), *notes] if n)
         rows = [find_row(rel, symbol) for _, rel, symbol in hits[:MAX_HITS]]
         if hits[0][0][0] == 1:
             rows.insert(0, f"[no definition matches {query.text!r} with this case; these match "
