@@ -57,7 +57,10 @@ class Code:
 
     def __init__(self, root: Root, *, cache: bool | None = None) -> None:
         self.root = root
-        self.search = Search(root)
+        # The fallback greps use the Python engine: it opens each file from its folder's
+        # descriptor with O_NOFOLLOW, while ripgrep opens paths and so follows a link
+        # swapped in during the walk (a read outside the root; tests/test_code_attacks.py).
+        self.search = Search(root, backend="python")
         self.cache = _cache_wanted(cache)
 
     @property
