@@ -17,6 +17,7 @@ import time
 from collections import OrderedDict
 from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import PathError, ToolError
 from ..files import MAX_HITS, Root, human_size
@@ -70,7 +71,7 @@ class Code:
     # -- outline ------------------------------------------------------------------------
 
     def outline(self, path: str = ".") -> str:
-        real = self.root.resolve(path)
+        real = self._resolve(path)
         rel = self.root.rel(real)
         st = self.root.stat(real)
         if st is None:
@@ -145,7 +146,7 @@ class Code:
         query = NameQuery.parse(name, kind)
         if not grammars_available():
             return self._uses(query, path, f"tree-sitter grammars are not installed ({_INSTALL})")
-        scan = self._scan(path, include_ignored=include_ignored, wanted=query.wanted)
+        scan = self._scan(path, include_ignored=include_ignored, wanted=query)
         hits = _matches(query, scan)
         notes = [skip_note(scan.skipped, include_ignored), *scan_notes(scan)]
         if not hits:
@@ -198,7 +199,7 @@ class Code:
     def symbol_lines(self, path: str, symbol: str) -> tuple[int, int, str]:
         """First and last line of ``symbol`` in the file at ``path`` (with its decorators
         and doc comments), and a note naming other definitions that also matched."""
-        real = self.root.resolve(path)
+        real = self._resolve(path)
         rel = self.root.rel(real)
         if not grammars_available():
             raise ToolError(f"symbol= needs the tree-sitter grammars ({_INSTALL}); use "
@@ -222,6 +223,15 @@ class Code:
         return best.first, best.end, note
 
     # -- shared -------------------------------------------------------------------------
+
+    def _resolve(self, path: str) -> Path:
+        """Root.resolve, with the race of a link swapped in mid-resolve (realpath then
+        fails with EINVAL or ENOENT) reported as a path error, not a crash."""
+        try:
+            return self.root.resolve(path)
+        except OSError as exc:
+            raise PathError(f"{path} changed while it was being resolved ({exc.strerror}); "
+                            "try again") from exc
 
     def _scan(self, path: str, **options: object) -> Scan:
         held = _held(self.root, self.cache)

@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
+from itertools import repeat
 from typing import Any
 
 from ._languages import Language
@@ -133,7 +134,7 @@ def extract(lang: Language, src: bytes) -> Outline:
     """Parse ``src`` (UTF-8 bytes) as ``lang`` and list its definitions."""
     tree, cut = _parse(lang, src)
     root = tree.root_node
-    nodes = _candidates(lang, root)
+    nodes = sorted(_candidates(lang, root), key=lambda n: (n.start_byte, -n.end_byte))
     symbols, dropped = _nest(lang, nodes, src)
     errors = _error_lines(root) if root.has_error else ()
     return Outline(lang.name, src.count(b"\n") + (not src.endswith(b"\n")), tuple(symbols),
@@ -166,20 +167,28 @@ def _parse(lang: Language, src: bytes) -> tuple[Any, int]:
 
 
 def _candidates(lang: Language, root: Any) -> list[Any]:
-    """The nodes that may define something, in file order: every node of a ``defs``
-    type among the children of the root and of ``containers`` (walked with a list, not
-    recursion; expressions, where nothing is defined, are never entered)."""
+    """The nodes that may define something: every node of a ``defs`` type among the
+    children of the root and of ``containers`` (walked with a list, not recursion;
+    expressions, where nothing is defined, are never entered). Types in ``top_only``
+    (a Python module's constants) count only as the root's own children."""
     found: list[Any] = []
-    pending = [root]
+    pending: list[Any] = []
+    for node in root.named_children:
+        if node.type in lang.defs:
+            found.append(node)
+        if node.type in lang.containers:
+            pending.append(node)
+    inner = {t for t in lang.defs if t not in lang.top_only}
     visited = 0
     while pending and visited < _MAX_NODES:
-        node = pending.pop()
-        visited += 1
-        kind = node.type
-        if kind in lang.defs:
-            found.append(node)
-        if kind in lang.containers or node is root:
-            pending.extend(reversed(node.named_children))
+        children = pending.pop().named_children
+        visited += len(children)
+        for node in children:
+            kind = node.type
+            if kind in inner:
+                found.append(node)
+            if kind in lang.containers:
+                pending.append(node)
     return found
 
 
@@ -233,12 +242,12 @@ def _first_line(lang: Language, node: Any) -> int:
 
 
 def identifiers(src: bytes) -> tuple[str, bytes]:
-    """Every distinct identifier-like word of ``src``, most used first, as one string
+    """Every distinct identifier-like word of ``src``, in order of first use, as one string
     ('\\nname\\n...\\n', so a name is found with a substring test), and how often each
     was used (capped at 255). Comments and strings count: a mention is a use."""
-    counts = Counter(_IDENT.findall(src)).most_common()
-    names = b"\n".join(name for name, _ in counts).decode("utf-8", "replace")
-    return f"\n{names}\n" if names else "\n", bytes(min(n, 255) for _, n in counts)
+    counts = Counter(_IDENT.findall(src))
+    names = b"\n".join(counts).decode("utf-8", "replace")
+    return f"\n{names}\n" if names else "\n", bytes(map(min, counts.values(), repeat(255)))
 
 
 def _error_lines(root: Any) -> tuple[int, ...]:

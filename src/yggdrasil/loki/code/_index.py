@@ -3,10 +3,14 @@
 Built lazily and kept current by each file's size, mtime, ctime and inode: every call
 walks the tree the way grep does (same ignore rules, same skipped counts) and reads
 only files that are new or changed since the index last saw them, whatever changed
-them (write_file, edit_file, a command, another program). Reading a file costs a
-cheap scan for its identifier-like words; parsing (tree-sitter) happens only for the
-files a question needs: ``find_symbol('Greeter')`` parses only files that contain the
-word ``Greeter``, while ``repo_map`` needs them all.
+them (write_file, edit_file, a command, another program). Parsing (tree-sitter)
+happens only for the files a question needs: ``find_symbol('Greeter')`` parses only
+files that contain the word ``Greeter``, while ``repo_map`` needs them all.
+
+A file read only to learn it cannot hold the name asked for is not parsed and its words
+are not kept: a quick test of its bytes decides (the name, lowercased, is in the file,
+lowercased). Parsing keeps the outline and the file's words, so a later question about
+another name is answered from memory for every parsed file.
 
 Every file is opened through ``Root`` (no link followed, regular files only); the walk
 never yields a link, so a symlinked file is never parsed through the link. Bounds:
@@ -23,8 +27,8 @@ import stat
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..errors import PathError
 from ..files import Root
@@ -55,14 +59,15 @@ class Entry:
 
     key: Key
     language: str = ""  # '' : no grammar for this file
-    names: str = "\n"  # its distinct identifier-like words, '\n'-separated and -framed
+    names: str | None = None  # its distinct identifier-like words, '\n'-separated and
+    #                           -framed; None until the file is parsed
     counts: bytes = b""  # uses of each name, same order, capped at 255
     outline: Outline | None = None  # parsed lazily
     note: str = ""  # why it is not indexed: 'binary', 'too large', 'unreadable'
 
     def held(self) -> int:
         symbols = len(self.outline.symbols) if self.outline is not None else 0
-        return len(self.names) + len(self.counts) + _SYMBOL_BYTES * symbols + 200
+        return len(self.names or "") + len(self.counts) + _SYMBOL_BYTES * symbols + 200
 
 
 @dataclass
@@ -80,7 +85,12 @@ class Scan:
     stopped: str = ""  # why the walk stopped early ('' : it did not)
 
 
-Wanted = Callable[[Entry], bool]
+class Wanted(Protocol):
+    """What a question needs from a file, tested on its words (in memory) or its bytes."""
+
+    def in_names(self, names: str) -> bool: ...
+
+    def in_bytes(self, data: bytes) -> bool: ...
 
 
 class Index:
@@ -105,7 +115,7 @@ class Index:
                 raise PathError(f"{rel} is not a regular file; give a source file, or a folder")
             entry = self.entries.get(rel)
             if entry is None or entry.key != file_key(st) or entry.outline is None:
-                entry = self._load(rel, _language_by_name(rel), parse=True)
+                entry = self._load(rel, _language_by_name(rel))
             return entry
 
     # -- a walk ---------------------------------------------------------------------------
@@ -144,16 +154,16 @@ class Index:
             if lang is None and "." in name.lstrip("."):
                 scan.other[extension_of(name)] += 1
                 return
-            entry = self._load(rel, lang, parse=False)
+            entry = self._load(rel, lang, None if full else wanted)
         if not self._counted(scan, rel, entry, skips):
             return
-        if wanted is not None and not wanted(entry):
+        if wanted is not None and entry.names is not None and not wanted.in_names(entry.names):
             return
         if full:
             scan.more += 1
             return
-        if entry.outline is None:
-            entry = self._load(rel, by_grammar(entry.language), parse=True)
+        if entry.outline is None:  # read before, not parsed: read again, parse if wanted
+            entry = self._load(rel, by_grammar(entry.language), wanted)
             if entry.outline is None:
                 return
         scan.files.append((rel, entry))
@@ -175,8 +185,9 @@ class Index:
 
     # -- reading --------------------------------------------------------------------------
 
-    def _load(self, rel: str, lang: Language | None, *, parse: bool) -> Entry:
-        """Read ``rel`` through Root once: its names, and its outline when ``parse``."""
+    def _load(self, rel: str, lang: Language | None, wanted: Wanted | None = None) -> Entry:
+        """Read ``rel`` through Root once and parse it, unless ``wanted`` says from its
+        bytes that it cannot hold what is asked (then only its language is remembered)."""
         try:
             with self.root.open_file(self.root.path / rel) as fd:
                 key = file_key(os.fstat(fd))
@@ -192,9 +203,10 @@ class Index:
             lang = language_of_script(src[:_HEAD])
         if lang is None:
             return self._remember(rel, Entry(key))
+        if wanted is not None and not wanted.in_bytes(src):
+            return self._remember(rel, Entry(key, lang.name))
         names, counts = identifiers(src)
-        outline = extract(lang, src) if parse else None
-        return self._remember(rel, Entry(key, lang.name, names, counts, outline))
+        return self._remember(rel, Entry(key, lang.name, names, counts, extract(lang, src)))
 
     def _remember(self, rel: str, entry: Entry, *, keep: bool = True) -> Entry:
         old = self.entries.pop(rel, None)

@@ -34,6 +34,7 @@ class Language:
     extensions: tuple[str, ...] = ()
     file_names: tuple[str, ...] = ()
     wrappers: frozenset[str] = field(default_factory=frozenset)  # hold a def and its decorations
+    top_only: frozenset[str] = field(default_factory=frozenset)  # defs only at the file's top
 
 
 def _set(*names: str) -> frozenset[str]:
@@ -76,7 +77,7 @@ _CPP = _C | {"namespace_definition", "class_specifier", "struct_specifier", "uni
 LANGUAGES: tuple[Language, ...] = (
     Language("python", {"function_definition": "function", "class_definition": "class",
                         "assignment": ""}, _PY, (".py", ".pyi", ".pyw"),
-             wrappers=frozenset({"decorated_definition"})),
+             wrappers=frozenset({"decorated_definition"}), top_only=frozenset({"assignment"})),
     Language("javascript", _JS_DEFS, _JS, (".js", ".mjs", ".cjs", ".jsx"),
              wrappers=frozenset({"export_statement"})),
     Language("typescript", _TS_DEFS, _TS, (".ts", ".mts", ".cts"),
@@ -133,20 +134,22 @@ LANGUAGES: tuple[Language, ...] = (
                         "function_declaration": "function", "type_alias": "type",
                         "property_declaration": ""},
              _set("source_file", "class_declaration", "object_declaration", "class_body",
-                  "enum_class_body", "companion_object"), (".kt", ".kts")),
+                  "enum_class_body", "companion_object"), (".kt", ".kts"),
+             top_only=frozenset({"property_declaration"})),
     Language("swift", {"class_declaration": "", "protocol_declaration": "protocol",
                        "function_declaration": "function",
                        "protocol_function_declaration": "method", "init_declaration": "method",
                        "typealias_declaration": "type", "property_declaration": ""},
              _set("source_file", "class_declaration", "protocol_declaration", "class_body",
-                  "protocol_body", "enum_class_body"), (".swift",)),
+                  "protocol_body", "enum_class_body"), (".swift",),
+             top_only=frozenset({"property_declaration"})),
     Language("scala", {"class_definition": "class", "object_definition": "object",
                        "trait_definition": "trait", "enum_definition": "enum",
                        "function_definition": "function", "function_declaration": "function",
                        "type_definition": "type", "val_definition": ""},
              _set("compilation_unit", "package_clause", "class_definition", "object_definition",
                   "trait_definition", "enum_definition", "template_body", "enum_body"),
-             (".scala", ".sc")),
+             (".scala", ".sc"), top_only=frozenset({"val_definition"})),
     Language("bash", {"function_definition": "function"},
              _set("program", "function_definition", "compound_statement", "if_statement",
                   "elif_clause", "else_clause"),

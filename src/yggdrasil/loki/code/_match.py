@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from ..errors import ToolError
 from ._extract import Symbol
-from ._index import Entry
 
 __all__ = ["KINDS", "NameQuery", "kinds_for"]
 
@@ -71,13 +70,17 @@ class NameQuery:
         parts = tuple(p for p in _SEPARATORS.split(text) if p) or (text,)
         return cls(text, parts, kinds_for(kind), _is_glob(text))
 
-    def wanted(self, entry: Entry) -> bool:
-        """Whether the file may define it: its last part must be one of the file's words."""
-        return self._words.search(entry.names) is not None
+    def in_names(self, names: str) -> bool:
+        """Whether a parsed file may define it: its last part must be one of its words."""
+        return _word_regex(self.parts[-1], self.is_glob).search(names) is not None
 
-    @property
-    def _words(self) -> re.Pattern[str]:
-        return _word_regex(self.parts[-1], self.is_glob)
+    def in_bytes(self, data: bytes) -> bool:
+        """The same test on a file's bytes, looser and quick: its longest run of letters
+        (of the glob's literal text) occurs in the file, ignoring case."""
+        needle = _needle(self.parts[-1], self.is_glob)
+        if needle.isascii():
+            return needle.encode("ascii") in data.lower()
+        return needle in data.decode("utf-8", "replace").lower()  # É folds only as text
 
     def match(self, symbol: Symbol) -> int | None:
         """0 for a match, 1 for a match ignoring case, None for none; kind must fit."""
@@ -104,6 +107,12 @@ def _fits(want: str, have: str, glob: bool, fold: bool) -> bool:
     if fold:
         want, have = want.lower(), have.lower()
     return fnmatch.fnmatchcase(have, want) if glob else want == have
+
+
+def _needle(part: str, glob: bool) -> str:
+    text = re.sub(r"\[[^\]]*\]?|[*?]", " ", part) if glob else part
+    words = _WORD.findall(text)
+    return max(words, key=len).lower() if words else ""
 
 
 _regexes: dict[tuple[str, bool], re.Pattern[str]] = {}

@@ -33,7 +33,6 @@ _QUALIFIED = frozenset({"qualified_identifier", "scope_resolution", "dot_index_e
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "generator_function",
                               "function_definition"})
 _UPPER = re.compile(r"[A-Z][A-Z0-9_]*\Z")
-_SPACE = re.compile(r"\s+")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 MAX_SIGNATURE = 200
 MAX_VALUE = 80  # a constant's "signature" is its value: shorter
@@ -137,9 +136,11 @@ def signature(node: Node, found: Described, src: bytes) -> str:
 
 
 def clean_signature(text: str, limit: int = MAX_SIGNATURE) -> str:
-    text = _SPACE.sub(" ", text).strip()
-    text = re.sub(r"([(\[]) ", r"\1", text)
-    text = re.sub(r",? ([)\]])", r"\1", text)
+    text = " ".join(text.split())
+    if "( " in text or "[ " in text:
+        text = re.sub(r"([(\[]) ", r"\1", text)
+    if " )" in text or " ]" in text:
+        text = re.sub(r",? ([)\]])", r"\1", text)
     while text and (text.endswith(("{", ":", "=", ";", "=>")) and not text.endswith("::")):
         text = text[:-2].rstrip() if text.endswith("=>") else text[:-1].rstrip()
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from ._extract import Symbol, shallow
 from ._index import Entry
@@ -24,7 +24,7 @@ MAX_DEFINERS = 20  # a name defined in more files than this is too generic to li
 _OPEN_KINDS = frozenset({"namespace", "module"})
 _DAMPING = 0.85
 _ITERATIONS = 50
-_TOLERANCE = 1e-9
+_TOLERANCE = 1e-6  # L1 change of the rank vector (sums to 1)
 
 Ranked = tuple[float, int, int]  # (score, file index, symbol index)
 
@@ -32,12 +32,13 @@ Ranked = tuple[float, int, int]  # (score, file index, symbol index)
 def rank(files: Sequence[tuple[str, Entry]]) -> list[Ranked]:
     """Every mappable definition of ``files``, most important first."""
     definers = _definers(files)
-    edges = _edges(files, definers)
-    file_rank = _pagerank(len(files), edges)
-    totals = [sum(out.values()) for out in edges]
+    links = [_links_of(i, entry, definers) for i, (_, entry) in enumerate(files)]
+    file_rank = _pagerank(len(files), links)
     received: dict[tuple[int, str], float] = defaultdict(float)
-    for source, target, name, weight in _links(files, definers):
-        received[(target, name)] += file_rank[source] * weight / totals[source]
+    for source, out in enumerate(links):
+        total = sum(w for _, _, w in out)
+        for target, name, weight in out:
+            received[(target, name)] += file_rank[source] * weight / total
     ranked: list[Ranked] = []
     for i, (_, entry) in enumerate(files):
         symbols = _mappable(entry)
@@ -57,17 +58,19 @@ def _mappable(entry: Entry) -> list[tuple[int, Symbol]]:
             if keep]
 
 
-def _definers(files: Sequence[tuple[str, Entry]]) -> dict[str, list[int]]:
-    """name -> the files that define it. Namespaces and modules are left out: many files
-    open the same one, and naming it says nothing about which file is meant."""
+def _definers(files: Sequence[tuple[str, Entry]]) -> dict[str, tuple[list[int], float]]:
+    """name -> (the files that define it, its weight per sqrt(use)). Namespaces and
+    modules are left out: many files open the same one, and naming it says nothing
+    about which file is meant."""
     found: dict[str, list[int]] = defaultdict(list)
     for i, (_, entry) in enumerate(files):
         for name in {s.name for _, s in _mappable(entry) if s.kind not in _OPEN_KINDS}:
             found[name].append(i)
-    return {name: where for name, where in found.items() if len(where) <= MAX_DEFINERS}
+    return {name: (where, _boost(name, len(where))) for name, where in found.items()
+            if len(where) <= MAX_DEFINERS}
 
 
-def _weight(name: str, uses: int, definers: int) -> float:
+def _boost(name: str, definers: int) -> float:
     boost = 1.0
     if len(name) >= 8 and (name != name.lower() or "_" in name.strip("_")):
         boost *= 10  # CamelCase or snake_case: a descriptive, specific name
@@ -75,47 +78,47 @@ def _weight(name: str, uses: int, definers: int) -> float:
         boost *= 0.1
     if definers > 5:
         boost *= 0.1
-    return boost * math.sqrt(uses)
+    return boost
 
 
-def _links(files: Sequence[tuple[str, Entry]],
-           definers: dict[str, list[int]]) -> Iterator[tuple[int, int, str, float]]:
-    """(source file, target file, name, weight) for each name a file uses that another defines."""
-    for source, (_, entry) in enumerate(files):
-        names = entry.names.split("\n")[1:-1]
-        for name, uses in zip(names, entry.counts, strict=True):
-            targets = definers.get(name)
-            if not targets:
-                continue
-            weight = _weight(name, uses, len(targets))
-            for target in targets:
-                if target != source:
-                    yield source, target, name, weight
+_SQRT = [math.sqrt(n) for n in range(256)]
 
 
-def _edges(files: Sequence[tuple[str, Entry]],
-           definers: dict[str, list[int]]) -> list[dict[int, float]]:
-    edges: list[dict[int, float]] = [defaultdict(float) for _ in files]
-    for source, target, _, weight in _links(files, definers):
-        edges[source][target] += weight
-    return edges
+def _links_of(source: int, entry: Entry,
+              definers: dict[str, tuple[list[int], float]]) -> list[tuple[int, str, float]]:
+    """(target file, name, weight) for each name this file uses that another defines."""
+    out = []
+    names = (entry.names or "\n").split("\n")[1:-1]
+    for name, uses in zip(names, entry.counts, strict=True):
+        found = definers.get(name)
+        if found is None:
+            continue
+        targets, boost = found
+        weight = boost * _SQRT[uses]
+        out += [(target, name, weight) for target in targets if target != source]
+    return out
 
 
-def _pagerank(n: int, edges: list[dict[int, float]]) -> list[float]:
-    """Power iteration; a file with no links spreads its rank evenly (dangling node)."""
+def _pagerank(n: int, links: list[list[tuple[int, str, float]]]) -> list[float]:
+    """Power iteration over the summed links; a file with no links spreads its rank
+    evenly (a dangling node)."""
     if n == 0:
         return []
-    totals = [sum(out.values()) for out in edges]
+    edges: list[tuple[list[int], list[float]]] = []
+    for out in links:
+        summed: dict[int, float] = defaultdict(float)
+        for target, _, weight in out:
+            summed[target] += weight
+        total = sum(summed.values())
+        edges.append((list(summed), [w / total for w in summed.values()]))
     rank = [1.0 / n] * n
     for _ in range(_ITERATIONS):
-        dangling = sum(r for r, total in zip(rank, totals, strict=True) if total == 0)
-        base = (1 - _DAMPING) / n + _DAMPING * dangling / n
-        new = [base] * n
-        for source, out in enumerate(edges):
-            if totals[source]:
-                share = _DAMPING * rank[source] / totals[source]
-                for target, weight in out.items():
-                    new[target] += share * weight
+        dangling = sum(r for r, (targets, _) in zip(rank, edges, strict=True) if not targets)
+        new = [(1 - _DAMPING) / n + _DAMPING * dangling / n] * n
+        for r, (targets, weights) in zip(rank, edges, strict=True):
+            share = _DAMPING * r
+            for target, weight in zip(targets, weights, strict=True):
+                new[target] += share * weight
         delta = sum(abs(a - b) for a, b in zip(new, rank, strict=True))
         rank = new
         if delta < _TOLERANCE:

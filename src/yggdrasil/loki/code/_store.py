@@ -102,7 +102,7 @@ def _entry(raw: list[Any]) -> Entry:
                                        int(f), int(d)) for k, n, sc, sig, li, e, f, d in symbols),
                           tuple(int(x) for x in errors), int(dropped), int(cut))
     size, mtime, ctime, inode = (int(x) for x in key)
-    names, counts = str(names), base64.b64decode(counts)
-    if names.count("\n") - 1 != len(counts):
+    names, counts = (None if names is None else str(names)), base64.b64decode(counts)
+    if names is not None and names.count("\n") - 1 != len(counts):
         raise ValueError("names and counts do not line up")
     return Entry((size, mtime, ctime, inode), str(language), names, counts, outline, str(note))
