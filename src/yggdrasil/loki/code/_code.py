@@ -16,7 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PathError, ToolError
@@ -26,7 +26,7 @@ from ._extract import Symbol, grammars_available, shallow
 from ._index import MAX_FILE_BYTES, Entry, Index, Scan
 from ._languages import extension_of
 from ._match import NameQuery
-from ._rank import rank
+from ._rank import Ranker
 from ._render import (
     MAX_OUTLINE,
     find_row,
@@ -191,7 +191,10 @@ class Code:
         head = (f"[repo map of {scan.start}: {{}} of {total} definitions in {{}} of {len(files)} "
                 "files, most referenced first; outline(path) and find_symbol(name) show more]")
         room = budget - len(head) - 20 - sum(len(n) + 1 for n in notes)
-        lines, kept, kept_files = map_lines(files, rank(files), max(0, room))
+        held = _held(self.root, self.cache)
+        with held.rank_lock:
+            ranked = held.ranker.rank(files)
+        lines, kept, kept_files = map_lines(files, ranked, max(0, room))
         return "\n".join([head.format(kept, kept_files), *lines, *notes])
 
     # -- read_file(symbol=...) ----------------------------------------------------------
@@ -273,6 +276,8 @@ class _Held:
     index: Index
     store: Store | None = None
     saved_at: float = 0.0
+    ranker: Ranker = field(default_factory=Ranker)
+    rank_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def saved(self) -> None:
         """Write the index to disk when it changed, at most every _SAVE_EVERY seconds."""
