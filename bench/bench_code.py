@@ -204,7 +204,7 @@ def main() -> None:
     print(f"{'case':<44} {'ours':>10}  {'baseline':<12} {'':>10}  {'ratio':>7}")
     tree_cases("CPython stdlib copy", _code_corpus.stdlib(), "HTTPConnection", "Python",
                opts.reps)
-    tree_cases("generated TS/TSX/JS project", _code_corpus.ts_tree(), "update",
+    tree_cases("generated TS/TSX/JS project", _code_corpus.ts_tree(), "FilterButtonService0_0",
                "TypeScript,JavaScript", opts.reps)
     if opts.npm:
         npm = _code_corpus.npm_tree()

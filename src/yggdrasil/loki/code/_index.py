@@ -64,6 +64,7 @@ class Entry:
     counts: bytes = b""  # uses of each name, same order, capped at 255
     outline: Outline | None = None  # parsed lazily
     note: str = ""  # why it is not indexed: 'binary', 'too large', 'unreadable'
+    lacks: str = ""  # a word its bytes were last found not to hold (not parsed since)
 
     def held(self) -> int:
         symbols = len(self.outline.symbols) if self.outline is not None else 0
@@ -87,6 +88,9 @@ class Scan:
 
 class Wanted(Protocol):
     """What a question needs from a file, tested on its words (in memory) or its bytes."""
+
+    @property
+    def word(self) -> str: ...  # what in_bytes looks for: equal words, equal answers
 
     def in_names(self, names: str) -> bool: ...
 
@@ -162,6 +166,9 @@ class Index:
         if full:
             scan.more += 1
             return
+        if (entry.outline is None and wanted is not None and entry.lacks
+                and entry.lacks == wanted.word):
+            return  # unchanged since its bytes were found not to hold the word
         if entry.outline is None:  # read before, not parsed: read again, parse if wanted
             entry = self._load(rel, by_grammar(entry.language), wanted)
             if entry.outline is None:
@@ -204,7 +211,7 @@ class Index:
         if lang is None:
             return self._remember(rel, Entry(key))
         if wanted is not None and not wanted.in_bytes(src):
-            return self._remember(rel, Entry(key, lang.name))
+            return self._remember(rel, Entry(key, lang.name, lacks=wanted.word))
         names, counts = identifiers(src)
         return self._remember(rel, Entry(key, lang.name, names, counts, extract(lang, src)))
 

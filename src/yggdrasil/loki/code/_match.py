@@ -70,6 +70,11 @@ class NameQuery:
         parts = tuple(p for p in _SEPARATORS.split(text) if p) or (text,)
         return cls(text, parts, kinds_for(kind), _is_glob(text))
 
+    @property
+    def word(self) -> str:
+        """The word ``in_bytes`` looks for ('' : any file may hold it)."""
+        return _needle(self.parts[-1], self.is_glob)
+
     def in_names(self, names: str) -> bool:
         """Whether a parsed file may define it: its last part must be one of its words."""
         return _word_regex(self.parts[-1], self.is_glob).search(names) is not None
@@ -77,7 +82,7 @@ class NameQuery:
     def in_bytes(self, data: bytes) -> bool:
         """The same test on a file's bytes, looser and quick: its longest run of letters
         (of the glob's literal text) occurs in the file, ignoring case."""
-        needle = _needle(self.parts[-1], self.is_glob)
+        needle = self.word
         if needle.isascii():
             return needle.encode("ascii") in data.lower()
         return needle in data.decode("utf-8", "replace").lower()  # É folds only as text
