@@ -18,10 +18,7 @@ from pathlib import Path
 from _corpus import CORPUS, _ready, _stamp
 
 VERSION = 1
-_WORDS = ("account order cart price user session token cache queue event stream buffer "
-          "record index table column filter render layout widget button panel route "
-          "request response client server socket channel message parser lexer symbol "
-          "scope module bundle asset image color theme store action reducer effect").split()
+_WORDS = ["account", "order", "cart", "price", "user", "session", "token", "cache", "queue", "event", "stream", "buffer", "record", "index", "table", "column", "filter", "render", "layout", "widget", "button", "panel", "route", "request", "response", "client", "server", "socket", "channel", "message", "parser", "lexer", "symbol", "scope", "module", "bundle", "asset", "image", "color", "theme", "store", "action", "reducer", "effect"]
 
 
 def stdlib() -> Path:
