@@ -57,17 +57,20 @@ class TablePreview:
 
 
 def preview_table(path: str | Path, rows: int = 10, *, label: str | None = None,
-                  fmt: str | None = None, sheet: str | None = None) -> TablePreview:
+                  fmt: str | None = None, sheet: str | None = None,
+                  suffix: str | None = None) -> TablePreview:
     """Shape, types and the first ``rows`` rows of the table file at ``path``.
 
     ``label`` is the name shown (and used for the extension when ``path`` has none, e.g.
     a ``/proc/self/fd/N`` path); ``fmt`` overrides detection; ``sheet`` picks an XLSX
-    sheet by name or 0-based index. Raises TableError naming the file and the problem.
+    sheet by name or 0-based index; ``suffix`` is the extension to weigh when neither
+    ``path`` nor ``label`` shows it (a download). Raises TableError naming the file and
+    the problem.
     """
     name = label or str(path)
     if not 0 <= rows <= MAX_PREVIEW_ROWS:
         raise TableError(f"{name}: rows must be between 0 and {MAX_PREVIEW_ROWS}")
-    sample, det = _detect(path, name, fmt)
+    sample, det = _detect(path, name, fmt, suffix)
     with translating(name, FORMAT_NAMES[det.fmt]):
         found = open_preview(path, det, sample, rows, name, sheet)
     detail = found.detail or (f"delimiter {det.separator!r}" if det.fmt in ("csv", "tsv") else "")
@@ -91,9 +94,12 @@ def scan_table(path: str | Path, *, label: str | None = None, fmt: str | None = 
         return load_whole(path, det, sample, name).lazy()
 
 
-def _detect(path: str | Path, name: str, fmt: str | None) -> tuple[Sample, Detected]:
+def _detect(path: str | Path, name: str, fmt: str | None,
+            suffix: str | None = None) -> tuple[Sample, Detected]:
     with translating(name, "a table"):
         sample = Sample.of(path)
     # The path's extension when it has a known one, else the label's (a /proc/self/fd path).
-    suffix = Path(path).suffix if Path(path).suffix.lower() in EXTENSIONS else Path(name).suffix
+    if suffix is None:
+        known = Path(path).suffix.lower() in EXTENSIONS
+        suffix = Path(path).suffix if known else Path(name).suffix
     return sample, detect_format(name, sample, fmt, suffix=suffix)
