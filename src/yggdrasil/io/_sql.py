@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from sqlglot import exp
 
 MAX_SQL_CHARS = 20_000
-MAX_NODES = 10_000  # nodes of the parsed tree (an IN list of 3,000 values is ~3,000)
+MAX_NODES = 5_000  # nodes of the parsed tree (an IN list of 3,000 values is ~3,000)
 MAX_DEPTH = 120  # nesting of the tree (a chain of n ORs or +s is n deep)
 ALLOWED = ("query_table accepts one SELECT (WITH, JOIN, UNION / EXCEPT / INTERSECT and "
            "subqueries allowed) whose tables are quoted file paths ('data.csv' or "
@@ -156,8 +156,9 @@ def _check_shape(tree: exp.Expression) -> None:
 def _check_source(node: exp.Expression) -> None:
     """What FROM / JOIN may read: a table, a subquery or VALUES, never a function."""
     if not _is(node, "Table", "Subquery", "Values"):
-        name = _function_name(node) or type(node).__name__.upper()
-        raise TableError(f"query: {name.lower()}(...) in FROM / JOIN is not allowed; {ALLOWED}")
+        name = _function_name(node)
+        what = f"{name.lower()}(...)" if name else type(node).__name__.upper()
+        raise TableError(f"query: {what} in FROM / JOIN is not allowed; {ALLOWED}")
 
 
 def _check_table(table: exp.Expression) -> None:

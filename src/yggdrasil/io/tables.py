@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import _render
 from ._detect import EXTENSIONS, FORMAT_NAMES, Detected, Sample, detect_format
 from ._errors import TableError, translating
+from ._guards import check_parquet, check_xlsx
 from ._readers import LAZY_FORMATS, lazy_frame, load_whole, open_preview
 from ._units import human_size
 
@@ -72,6 +73,7 @@ def preview_table(path: str | Path, rows: int = 10, *, label: str | None = None,
         raise TableError(f"{name}: rows must be between 0 and {MAX_PREVIEW_ROWS}")
     sample, det = _detect(path, name, fmt, suffix)
     with translating(name, FORMAT_NAMES[det.fmt]):
+        check_structure(path, det.fmt, name)
         found = open_preview(path, det, sample, rows, name, sheet)
     detail = found.detail or (f"delimiter {det.separator!r}" if det.fmt in ("csv", "tsv") else "")
     return TablePreview(name, det.fmt, found.rows, list(found.schema.names()),
@@ -87,11 +89,20 @@ def scan_table(path: str | Path, *, label: str | None = None, fmt: str | None = 
     name = label or str(path)
     sample, det = _detect(path, name, fmt)
     with translating(name, FORMAT_NAMES[det.fmt]):
+        check_structure(path, det.fmt, name)
         if det.fmt in LAZY_FORMATS:
             lf = lazy_frame(path, det)
             lf.collect_schema()
             return lf
         return load_whole(path, det, sample, name).lazy()
+
+
+def check_structure(path: str | Path, fmt: str, name: str) -> None:
+    """Refuse up front the workbooks and Parquet files built to swamp their parser."""
+    if fmt == "xlsx":
+        check_xlsx(path, name)
+    elif fmt == "parquet":
+        check_parquet(path, name)
 
 
 def _detect(path: str | Path, name: str, fmt: str | None,

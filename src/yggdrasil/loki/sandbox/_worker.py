@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -87,13 +88,18 @@ class FencedWorker:
     # -- status -----------------------------------------------------------------------------
 
     def status(self) -> str:
-        limits = (f"{human_size(self.limits.memory)} of memory, {self.limits.cpu_seconds} s "
+        limits = (f"{_gib(self.limits.memory)} of memory, {self.limits.cpu_seconds} s "
                   f"of CPU and {self.limits.wall_seconds:g} s per call")
         if self.abi:
             return (f"fenced by Landlock (ABI {self.abi}): it reads only the root and the "
                     f"Python installation, writes nowhere, has no network; {limits}")
         why = str(landlock_status()) if landlock_status().abi == 0 else "sandbox off"
         return f"NOT fenced ({why}): a separate process that can read what you can; {limits}"
+
+    def pid(self) -> int | None:
+        """The worker's process id while it runs (None before the first call)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     # -- calls ------------------------------------------------------------------------------
 
@@ -118,8 +124,11 @@ class FencedWorker:
     # -- the process --------------------------------------------------------------------------
 
     def _ensure(self) -> socket.socket:
-        if self._proc is not None and self._proc.poll() is None and self._sock is not None:
-            return self._sock
+        sock = self._sock
+        alive = self._proc is not None and self._proc.poll() is None and sock is not None
+        # An idle worker never writes: a readable socket means it hung up (it died).
+        if alive and sock is not None and not select.select([sock], [], [], 0)[0]:
+            return sock
         self._stop()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
@@ -139,7 +148,8 @@ class FencedWorker:
             if self._read_reply(parent, _START_SECONDS).get("ready") is not True:
                 raise ValueError("no ready message")
         except (OSError, ValueError) as exc:
-            detail = self._stderr_tail() or str(exc)
+            lines = self._stderr_tail().splitlines()
+            detail = lines[-1] if lines else str(exc)
             self._stop()
             raise WorkerFailed(f"the {self.name} could not start: {detail}") from None
         return parent
@@ -149,7 +159,8 @@ class FencedWorker:
         # parent's absolute import folders; never '' (the working folder: maybe the root).
         own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))))
-        path = [own, *(p for p in sys.path if p and os.path.isabs(p) and not _holds_home(p))]
+        found = (os.path.abspath(p) for p in sys.path if p)
+        path = list(dict.fromkeys([own, *(p for p in found if not _holds_home(p))]))
         system = interpreter_paths(path)
         return {"fd": fd, "path": path, "handler": self.handler, "abi": self.abi,
                 "read": self.readable, "exec": system,
@@ -227,7 +238,7 @@ class FencedWorker:
         return f"the {self.name} stopped unexpectedly (exit code {code}){detail}"
 
     def _memory_phrase(self) -> str:
-        return (f"it needed more than {human_size(self.limits.memory)} of memory "
+        return (f"it needed more than {_gib(self.limits.memory)} of memory "
                 f"(the {self.name}'s limit)")
 
     def _clear_stderr(self) -> None:
@@ -245,6 +256,10 @@ class FencedWorker:
             return self._stderr.read().decode("utf-8", "replace").strip()
         except (OSError, ValueError):
             return ""
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:g} GiB" if size >= 2**30 else human_size(size)
 
 
 def _holds_home(path: str) -> bool:
