@@ -16,7 +16,7 @@ from __future__ import annotations
 from ._env import is_secret, scrubbed
 from ._landlock import SandboxStatus, landlock_status, launcher_argv
 from ._proc import Capture, Completed, run_process
-from ._readonly import interpreter_paths, read_only_argv
+from ._readonly import binary_paths, interpreter_paths, read_only_argv
 from ._worker import FencedWorker, WorkerFailed, WorkerLimits
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "SandboxStatus",
     "WorkerFailed",
     "WorkerLimits",
+    "binary_paths",
     "interpreter_paths",
     "is_secret",
     "landlock_status",

@@ -49,6 +49,11 @@ def interpreter_paths(python_path: Sequence[str] = ()) -> list[str]:
     return out
 
 
+def binary_paths(binary: str) -> list[str]:
+    """What running the ELF ``binary`` needs: itself, the loader and the shared libraries."""
+    return [os.path.realpath(binary), *(p for p in SYSTEM_PATHS if os.path.exists(p))]
+
+
 def read_only_argv(argv: Sequence[str], *, read: Sequence[str], execute: Sequence[str],
                    abi: int) -> list[str]:
     """The argv that runs ``argv`` fenced to reading ``read`` and running ``execute``."""
