@@ -23,7 +23,7 @@ import pytest
 
 from crafted import deep_parquet, far_corners_xlsx, shared_strings_bomb, small_xlsx
 from yggdrasil.loki.sandbox import FencedWorker, WorkerFailed, WorkerLimits, landlock_status
-from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
+from yggdrasil.loki.tools import Tool, Toolbox, filesystem_toolbox
 
 FENCED = landlock_status().abi > 0
 needs_landlock = pytest.mark.skipif(not FENCED, reason="Landlock is not available here")
@@ -253,3 +253,22 @@ def test_the_status_says_how_tables_are_parsed(root: Path) -> None:
     unfenced = FencedWorker("worker_probe", [str(root)], sandbox=False)
     assert unfenced.status().startswith("NOT fenced (sandbox off)")
     assert sys.executable  # the worker runs this interpreter
+
+
+def test_a_query_past_the_time_limit_is_an_error_naming_the_files(tables: Path) -> None:
+    from yggdrasil.loki.files import Root
+    from yggdrasil.loki.tables import TableReader
+
+    pl.DataFrame({"n": range(3000)}).write_csv(tables / "n.csv")
+    reader = TableReader(Root.at(tables), limits=WorkerLimits(wall_seconds=1))
+    box = Toolbox()
+    box.add(Tool("query_table", "q", {"sql": "sql", "rows": "rows"}, reader.query_table))
+    try:
+        out = box.call("query_table", {"sql": "SELECT sum(a.n * b.n * c.n * d.qty) AS s "
+                                              "FROM 'n.csv' a CROSS JOIN 'n.csv' b CROSS JOIN "
+                                              "'n.csv' c CROSS JOIN 'ok.csv' d"})
+        assert out == ("ERROR: the query over 'n.csv', 'ok.csv' stopped: it took more than 1 s "
+                       "(the table worker's time limit)"), out
+        assert reader.read_table("ok.csv").startswith("ok.csv  shape=(2, 2)")
+    finally:
+        reader.close()
