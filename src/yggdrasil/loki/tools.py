@@ -16,6 +16,7 @@ from pathlib import Path
 from .files import Files, Journal, Root
 from .sandbox import landlock_status as sandbox_status
 from .shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
+from .tables import TableReader
 from .toolbox import Tool, Toolbox, read_tools, web_tools, write_tools
 
 __all__ = ["Tool", "Toolbox", "filesystem_toolbox", "sandbox_status"]
@@ -63,7 +64,8 @@ def filesystem_toolbox(
     box.journal = journal
     files = Files(where, confirm=confirm, on_change=journal.after_write,
                   before_change=journal.before_write)
-    tools = read_tools(where, files)
+    tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
+    tools = read_tools(where, files, tables)
     if not read_only:
         shell = Shell(where, journal, sandbox=sandbox, network=network,
                       writable=writable_paths(writable), env=env,
@@ -71,7 +73,10 @@ def filesystem_toolbox(
         tools += write_tools(files, shell)
         box.status = shell.status()
     if allow_web:
-        tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts)
+        tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts,
+                           tables=tables)
+    if not tables.worker.abi:  # say plainly that table files are parsed without a fence
+        box.status = "\n".join(s for s in (box.status, tables.status()) if s)
     for tool in tools:
         box.add(tool)
     return box

@@ -18,9 +18,9 @@ __all__ = ["read_tools", "web_tools", "write_tools"]
 _PATH = "relative to the root (absolute paths inside it work too)"
 
 
-def read_tools(root: Root, files: Files) -> list[Tool]:
+def read_tools(root: Root, files: Files, tables: TableReader | None = None) -> list[Tool]:
     search = Search(root)
-    tables = TableReader(root)
+    tables = tables or TableReader(root)
     return [
         Tool("list_dir", "List a folder: 'name/' for a folder, 'name  (<size>b)' for a file.",
              {"path": f"folder, {_PATH}; default the root"}, files.list_dir),
@@ -83,8 +83,11 @@ def write_tools(files: Files, shell: Shell) -> list[Tool]:
     ]
 
 
-def web_tools(root: Root, files: Files, *, read_only: bool, private: bool) -> list[Tool]:
-    web = Web(root, files, read_only=read_only, policy=AddressPolicy(allow_private=private))
+def web_tools(root: Root, files: Files, *, read_only: bool, private: bool,
+              tables: TableReader | None = None) -> list[Tool]:
+    tables = tables or TableReader(root)  # web_table's previews run in its fenced worker
+    web = Web(root, files, read_only=read_only, policy=AddressPolicy(allow_private=private),
+              preview_table=tables.preview_bytes)
     save = {} if read_only else {
         "save": f"also write the downloaded file here, {_PATH} (default: do not save)"}
     return [
