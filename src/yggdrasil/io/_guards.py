@@ -137,7 +137,7 @@ def _schema_depth(footer: bytes) -> int:
                 children.append(reader.schema_element())
             break
         reader.skip(kind)
-    depth, stack = 0, []  # remaining children of each open group
+    depth, stack = 0, list[int]()  # remaining children of each open group
     for n in children:
         while stack and stack[-1] == 0:
             stack.pop()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ._errors import TableError
 
@@ -44,7 +44,7 @@ class TableRef:
 class CheckedQuery:
     tree: exp.Expression
     refs: list[TableRef]
-    files: list[exp.Table]  # the Table nodes that name files, in ``refs`` order
+    files: list[exp.Expression]  # the Table nodes that name files, in ``refs`` order
 
 
 def check_query(sql: str) -> CheckedQuery:
@@ -91,7 +91,7 @@ def _parse(sql: str) -> exp.Expression:
         raise TableError(f"query: cannot be parsed: {_parse_problem(exc)}. {ALLOWED}") from None
     if len(statements) != 1:
         raise TableError(f"query: holds {len(statements)} statements; {ALLOWED}")
-    return statements[0]
+    return cast("exp.Expression", statements[0])
 
 
 def _parse_problem(exc: Exception) -> str:
@@ -176,7 +176,7 @@ def _function_name(node: exp.Expression) -> str | None:
         return None
     if _is(node, "Anonymous"):
         return str(node.name)
-    return str(node.sql_name())
+    return str(cast("exp.Func", node).sql_name())
 
 
 def _table_name(table: exp.Expression) -> str:

@@ -183,7 +183,7 @@ def _name_filter(query: Query) -> Callable[[str], object]:
     """
     if not query.name_glob or query.start_is_file:
         return _everything
-    return glob_matcher(query.name_glob, literal_separator=True, any_folder=True).fullmatch  # type: ignore[no-any-return]
+    return glob_matcher(query.name_glob, literal_separator=True, any_folder=True).fullmatch
 
 
 def _everything(rel: str) -> bool:

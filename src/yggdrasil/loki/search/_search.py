@@ -134,7 +134,7 @@ def path_matcher(pattern: str) -> Accept:
                           any_folder="/" not in glob)
     except GlobError as exc:
         raise ToolError(str(exc)) from exc
-    return rx.fullmatch  # type: ignore[no-any-return]
+    return rx.fullmatch
 
 
 def _check_glob(glob: str) -> None:
