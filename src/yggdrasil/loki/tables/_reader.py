@@ -12,6 +12,9 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+from annotated_types import Interval
 
 from ..errors import ToolError
 from ..files import Root
@@ -33,11 +36,10 @@ class TableReader:
         fd = stack.enter_context(self.root.open_file(real))
         return fd_path(fd, real), self.root.rel(real)
 
-    def read_table(self, path: str, rows: int = 10, sheet: str = "") -> str:
+    def read_table(self, path: str, rows: Annotated[int, Interval(ge=0, le=1000)] = 10,
+                   sheet: str = "") -> str:
         from yggdrasil.io import TableError, preview_table
 
-        if not 0 <= rows <= 1000:
-            raise ToolError("rows must be between 0 and 1000")
         with ExitStack() as stack:
             source, rel = self._open(path, stack)
             try:
@@ -45,12 +47,10 @@ class TableReader:
             except TableError as exc:
                 raise ToolError(str(exc)) from exc
 
-    def query_table(self, sql: str, rows: int = 50) -> str:
+    def query_table(self, sql: str, rows: Annotated[int, Interval(ge=1, le=1000)] = 50) -> str:
         from yggdrasil.io import TableError, find_table_refs, query_tables
         from yggdrasil.io.query import MAX_FILES
 
-        if not 1 <= rows <= 1000:
-            raise ToolError("rows must be between 1 and 1000")
         paths = list(dict.fromkeys(ref.path for ref in find_table_refs(sql)))
         if len(paths) > MAX_FILES:  # refused before any of them is opened
             raise ToolError(f"the query names {len(paths)} files; at most {MAX_FILES} per query")
