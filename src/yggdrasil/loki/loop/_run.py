@@ -96,7 +96,7 @@ class Run:
         while True:
             self.conv.fit()
             # an engine may name the schema flavor its API wants (engines/openai: strict)
-            flavor = getattr(self.engine, "schema_flavor", "neutral")
+            flavor: Any = getattr(self.engine, "schema_flavor", "neutral")
             tools = self.box.schemas(flavor) if self.native else None
             try:
                 completion = self.engine.complete(self.conv.messages, system=self.conv.system,
