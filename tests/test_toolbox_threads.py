@@ -94,16 +94,14 @@ def test_run_gives_a_structured_observation(root: Path, not_temp: None) -> None:
 def test_a_read_tool_answers_while_a_command_runs_and_cancel_stops_the_tree(root: Path) -> None:
     (root / "notes.txt").write_text("hello\n")
     box = filesystem_toolbox(root)
-    script = ("(sleep 300 & echo $! > child.pid; wait) & "
-              "echo $$ > shell.pid; touch started; sleep 300")
+    script = ("(sleep 300 & echo $! > child.pid; wait) & echo $$ > shell.pid; "
+              "while [ ! -s child.pid ]; do sleep 0.01; done; touch started; sleep 300")
     results: list[str] = []
     runner = threading.Thread(target=lambda: results.append(box.call("run", {"command": script})))
     runner.start()
     _wait_for(root / "started", runner)
     assert box.call("read_file", {"path": "notes.txt"}) == "1\thello"
     assert runner.is_alive()  # the read did not wait behind the command
-    while not (root / "child.pid").exists():
-        runner.join(0.01)
     pids = [int((root / name).read_text()) for name in ("shell.pid", "child.pid")]
     assert box.cancel() == 1
     runner.join(60)

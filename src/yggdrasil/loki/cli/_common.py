@@ -47,7 +47,7 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`loki tools | head`)
 
 EXIT_CODES = f"""\
-exit codes (every command):
+exit codes:
   {EXIT_OK}    success
   {EXIT_TOOL_ERROR}    call: the tool answered 'ERROR: ...' (printed on stdout); do: the engine
        failed (after its retries); any command: an error while running it (on stderr)
