@@ -148,7 +148,7 @@ def test_ctrl_c_lists_what_the_interrupted_command_created(root: Path) -> None:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.01)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 130
