@@ -75,7 +75,7 @@ def test_missing_file_and_bad_rows(data: Path, box: Toolbox) -> None:
     assert box.call("query_table", {"sql": "SELECT * FROM 'nope.csv'"}) == (
         "ERROR: nope.csv does not exist")
     assert box.call("query_table", {"sql": "SELECT * FROM 'data/sales.parquet'",
-                                    "rows": 0}).startswith("ERROR: rows must be between 1")
+                                    "rows": 0}).startswith("ERROR: argument 'rows' must be between 1")
 
 
 def test_bad_sql_is_an_error(data: Path, box: Toolbox) -> None:

@@ -17,9 +17,9 @@ from .files import Files, Journal, Root
 from .sandbox import landlock_status as sandbox_status
 from .shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
 from .tables import TableReader
-from .toolbox import Tool, Toolbox, read_tools, web_tools, write_tools
+from .toolbox import Observation, Tool, Toolbox, read_tools, web_tools, write_tools
 
-__all__ = ["Tool", "Toolbox", "filesystem_toolbox", "sandbox_status"]
+__all__ = ["Observation", "Tool", "Toolbox", "filesystem_toolbox", "sandbox_status"]
 
 
 def filesystem_toolbox(

@@ -37,7 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..files import human_size
+from yggdrasil.io import human_size
+
 from ._env import scrubbed
 from ._landlock import landlock_status
 from ._readonly import interpreter_paths

@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from annotated_types import Interval
 
 from ..errors import ToolError
 from ..files import Root
@@ -44,20 +46,17 @@ class TableReader:
         real = self.root.resolve(path)
         return stack.enter_context(self.root.open_file(real)), self.root.rel(real)
 
-    def read_table(self, path: str, rows: int = 10, sheet: str = "") -> str:
-        if not 0 <= rows <= 1000:
-            raise ToolError("rows must be between 0 and 1000")
+    def read_table(self, path: str, rows: Annotated[int, Interval(ge=0, le=1000)] = 10,
+                   sheet: str = "") -> str:
         with ExitStack() as stack:
             fd, rel = self._open(path, stack)
             return self._run("preview", {"label": rel, "rows": rows, "sheet": sheet}, [fd],
                              f"reading {rel}")
 
-    def query_table(self, sql: str, rows: int = 50) -> str:
+    def query_table(self, sql: str, rows: Annotated[int, Interval(ge=1, le=1000)] = 50) -> str:
         from yggdrasil.io import TableError, find_table_refs
         from yggdrasil.io.query import MAX_FILES
 
-        if not 1 <= rows <= 1000:
-            raise ToolError("rows must be between 1 and 1000")
         try:
             paths = list(dict.fromkeys(ref.path for ref in find_table_refs(sql)))
         except TableError as exc:

@@ -23,7 +23,8 @@ def read_tools(root: Root, files: Files, tables: TableReader | None = None) -> l
     tables = tables or TableReader(root)
     return [
         Tool("list_dir", "List a folder: 'name/' for a folder, 'name  (<size>b)' for a file.",
-             {"path": f"folder, {_PATH}; default the root"}, files.list_dir),
+             {"path": f"folder, {_PATH}; default the root"}, files.list_dir,
+             title="List a folder"),
         Tool("read_file", "Read a text file, one '<n>\\t<text>' line per source line.",
              {"path": f"file, {_PATH}",
               "start": "first line to show, 1-based (default 1)",
@@ -35,7 +36,7 @@ def read_tools(root: Root, files: Files, tables: TableReader | None = None) -> l
                          "root-relative path ('*' stays in one folder, '**' crosses folders)",
               "path": f"folder to search, {_PATH}; default the root",
               "include_ignored": "also list ignored and hidden files (default false; .git never)"},
-             search.find),
+             search.find, title="Find files"),
         Tool("grep", "Search file contents for a regex; prints 'path:line: text'. Skips .git, "
              "hidden, ignored (.gitignore/.ignore) and binary files, and says how many.",
              {"pattern": "regular expression (ripgrep/Rust syntax; no look-around or "
@@ -45,7 +46,7 @@ def read_tools(root: Root, files: Files, tables: TableReader | None = None) -> l
               "ignore_case": "match case-insensitively (default false)",
               "include_ignored": "also search ignored and hidden files (default false; "
                                  "binary files and .git never)"},
-             search.grep),
+             search.grep, title="Search file contents"),
         Tool("read_table", "Show a table file's shape, column types and first rows "
              "(CSV/TSV, Parquet, Arrow/Feather, JSON/NDJSON, XLSX; detected by content).",
              {"path": f"table file, {_PATH}",
@@ -66,7 +67,7 @@ def write_tools(files: Files, shell: Shell) -> list[Tool]:
     return [
         Tool("write_file", "Create or overwrite a file with the given text; makes parent folders.",
              {"path": f"file, {_PATH}", "content": "the whole new content of the file"},
-             files.write_file, mutates=True),
+             files.write_file, mutates=True, idempotent=True),
         Tool("edit_file", "Replace one exact, unique occurrence of `old` with `new` in a file.",
              {"path": f"file, {_PATH}",
               "old": "exact text to replace, including whitespace; must occur once",
@@ -76,10 +77,10 @@ def write_tools(files: Files, shell: Shell) -> list[Tool]:
         Tool("run_python", "Run Python source in the root (src/ is importable); "
              "prints exit code, stdout and stderr.",
              {"code": "Python source to run", "timeout": "seconds before it is killed (default 60)"},
-             shell.run_python, mutates=True),
+             shell.run_python, mutates=True, title="Run Python code"),
         Tool("run", "Run a shell command in the root; prints exit code, stdout and stderr.",
              {"command": "shell command line", "timeout": "seconds before it is killed (default 60)"},
-             shell.run, mutates=True),
+             shell.run, mutates=True, title="Run a shell command"),
     ]
 
 
@@ -93,15 +94,15 @@ def web_tools(root: Root, files: Files, *, read_only: bool, private: bool,
     return [
         Tool("web_fetch", "Fetch an http(s) URL: a page's main text, title and links; "
              "plain text and JSON as sent; other content by type and size.",
-             {"url": "http:// or https:// URL"}, web.web_fetch),
+             {"url": "http:// or https:// URL"}, web.web_fetch, open_world=True),
         Tool("web_table", "Preview a remote table (CSV/TSV, Parquet, JSON, XLSX) like "
              "read_table: shape, column types, first rows.",
              {"url": "http:// or https:// URL of the table file",
               "fmt": "table format when the URL does not show it: csv, tsv, parquet, "
               "json, ndjson, xlsx (default: from the extension or content type)",
               **save},
-             web.web_table, mutates=not read_only),
+             web.web_table, mutates=not read_only, open_world=True),
         Tool("web_image", "Inspect a remote image: content type, byte size, pixel size.",
              {"url": "http:// or https:// URL of the image", **save},
-             web.web_image, mutates=not read_only),
+             web.web_image, mutates=not read_only, open_world=True),
     ]
