@@ -31,6 +31,7 @@ class Toolbox:
     changed: list[str] = field(default_factory=list)
     status: str = field(default="", compare=False)
     journal: Journal | None = field(default=None, repr=False, compare=False)
+    _recorded: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def add(self, tool: Tool) -> Tool:
         """Register a tool; a second tool with the same name is a definition error."""
@@ -63,8 +64,14 @@ class Toolbox:
         return len(self.tools)
 
     def record(self, path: str) -> None:
-        """Note a root-relative path as changed (first touch only)."""
-        if path not in self.changed:
+        """Note a root-relative path as changed (first touch only).
+
+        Checked against a set (a command may create 100,000 files); ``changed`` stays the
+        documented list, and the set is rebuilt if someone edited that list directly."""
+        if len(self._recorded) != len(self.changed):
+            self._recorded = set(self.changed)
+        if path not in self._recorded:
+            self._recorded.add(path)
             self.changed.append(path)
 
     @property
@@ -88,6 +95,7 @@ class Toolbox:
         done = self.journal.revert()
         gone = before - set(self.journal.entries)
         self.changed[:] = [p for p in self.changed if p not in gone]
+        self._recorded = set(self.changed)
         return done
 
     def spec(self) -> str:
