@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .files import Files, Journal, Root
+from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
 from .shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
 from .tables import TableReader
@@ -64,6 +65,7 @@ def filesystem_toolbox(
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
     where = Root.at(root)
+    guard_imports(where.path)  # what commands write in the root never runs in this process
     box = Toolbox()
     journal = Journal(where, box.record)
     box.journal = journal

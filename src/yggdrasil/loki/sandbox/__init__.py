@@ -4,7 +4,8 @@ Owns Landlock through ctypes and the launcher that applies it in the child
 (``_landlock``, run as a script by path), the namespaces the launcher puts a command in
 and the mount plan it applies there (``_namespace``), the seccomp filter against
 setuid/setgid bits (``_seccomp``), the subreaper that kills whatever an unisolated command
-leaves behind (``_reaper``), the probes of what this machine offers (``_isolation``), the
+leaves behind (``_reaper``), the import guard that keeps modules planted in the root out
+of the agent process (``_imports``), the probes of what this machine offers (``_isolation``), the
 environment scrub (``_env``) and running a process with head+tail capture and a
 whole-tree kill (``_proc``), the read-only launcher for parsers of untrusted input
 (``_readonly``, used for ripgrep) and the long-lived fenced, limited worker process that
@@ -18,6 +19,7 @@ use the standard library only. Imports ``files`` (for ``human_size``) and ``erro
 from __future__ import annotations
 
 from ._env import is_secret, scrubbed
+from ._imports import guard_imports
 from ._isolation import IsolationStatus, isolation_status
 from ._landlock import SandboxStatus, landlock_status, launcher_argv
 from ._namespace import MOUNT_KINDS
@@ -35,6 +37,7 @@ __all__ = [
     "WorkerFailed",
     "WorkerLimits",
     "binary_paths",
+    "guard_imports",
     "interpreter_paths",
     "is_secret",
     "isolation_status",
