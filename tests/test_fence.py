@@ -1,0 +1,199 @@
+"""The second red team's attacks on the command fence, as root and as an ordinary user.
+
+Each attack lives in fence_attacks.py and runs in a child process (so that an escape
+cannot touch this one), once as the user running the tests and once as uid 65534 when
+the tests run as root (``setpriv``). The child prints what it saw; the assertions are here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from yggdrasil.loki.sandbox import isolation_status
+from yggdrasil.loki.tools import sandbox_status
+
+HERE = Path(__file__).resolve().parent
+SRC = str(HERE.parent / "src")
+NOBODY = 65534
+ISO = isolation_status()
+isolated = pytest.mark.skipif(not ISO.namespaces, reason=f"no namespaces here: {ISO}")
+setid_filter = pytest.mark.skipif(not ISO.setid_filter, reason=f"no setid filter: {ISO}")
+landlock = pytest.mark.skipif(not sandbox_status().available, reason="no Landlock here")
+USERS = ["self", "nobody"]
+
+
+def _nobody_python() -> str | None:
+    """An interpreter uid 65534 can run that imports this checkout; None if there is none."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return None
+    for python in (sys.executable, "/usr/bin/python3"):
+        check = ("import os, sys, yggdrasil.loki.tools; "
+                 "sys.exit(not os.access(os.path.realpath(sys.executable), os.X_OK))")
+        done = subprocess.run(_as_nobody([python, "-c", check]),
+                              env={"PYTHONPATH": SRC, "PATH": os.defpath}, capture_output=True)
+        if done.returncode == 0:
+            return python
+    return None
+
+
+def _as_nobody(argv: list[str]) -> list[str]:
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
+
+
+NOBODY_PYTHON = _nobody_python()
+
+
+@pytest.fixture
+def work() -> Iterator[Path]:
+    """A folder outside /tmp (a command's /tmp is private), writable by either user."""
+    folder = Path(tempfile.mkdtemp(prefix="loki-fence-", dir="/var/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def attack(name: str, work: Path, user: str) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": SRC, "HOME": str(work / "home")}
+    argv = [sys.executable, str(HERE / "fence_attacks.py"), name, str(work)]
+    if user == "nobody":
+        if NOBODY_PYTHON is None:
+            pytest.skip("switching to an ordinary user needs root, setpriv and a Python that "
+                        f"uid {NOBODY} can run with this checkout on its path")
+        os.chown(work, NOBODY, NOBODY)
+        argv = _as_nobody([NOBODY_PYTHON, *argv[1:]])
+        env = {k: v for k, v in env.items() if not k.startswith(("PYTEST", "COV"))}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(json.loads(done.stdout))
+
+
+# -- family 2: channels the fence did not cover --------------------------------------------
+
+
+@isolated
+@pytest.mark.parametrize("user", USERS)
+def test_the_users_sockets_are_out_of_reach(work: Path, user: str) -> None:
+    if shutil.which("ssh-agent") is None:
+        pytest.skip("needs ssh-agent")
+    seen = attack("sockets", work, user)
+    assert "Error connecting to agent" in seen["ssh"] or "Could not open" in seen["ssh"], seen
+    assert "rc=2" in seen["ssh"] and seen["hits"] == 0, seen
+    assert seen["probe"].count("FileNotFoundError") == len(seen["listeners"]), seen
+    assert "agent." not in seen["listing"] and "s.sock" not in seen["listing"]
+
+
+@isolated
+@pytest.mark.parametrize("user", USERS)
+def test_tmux_cannot_open_a_window_outside_the_fence(work: Path, user: str) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("needs tmux")
+    seen = attack("tmux", work, user)
+    assert not seen["pwned"] and "rc=1" in seen["out"], seen
+
+
+@isolated
+@pytest.mark.parametrize("user", USERS)
+def test_nothing_outlives_a_command_however_deep_it_forks(work: Path, user: str) -> None:
+    seen = attack("escape", work, user)
+    assert seen["out"].startswith("exit=timeout") and "spawned" in seen["out"], seen
+    assert seen["settings"] == "DEBUG = False\n", seen
+    # Its own PID namespace: a command sees its init, its shell, ls and wc, not the host.
+    assert seen["processes_seen"] <= 5, seen
+
+
+@isolated
+@pytest.mark.parametrize("user", USERS)
+def test_no_network_means_none_at_all(work: Path, user: str) -> None:
+    seen = attack("network", work, user)
+    out = seen["out"]
+    assert not seen["tcp_accepted"] and seen["udp_received"] == "", seen
+    if seen["mptcp_here"]:
+        assert "mptcp connected" not in out, out
+    assert "loopback inside" in out and "network namespace of their own" in seen["status"]
+
+
+@setid_filter
+@pytest.mark.parametrize("user", USERS)
+def test_no_setuid_or_setgid_bits(work: Path, user: str) -> None:
+    seen = attack("setid", work, user)
+    bad = {name: oct(mode) for name, mode in seen["modes"].items() if mode & 0o6000}
+    assert bad == {}, seen["out"]
+    assert "py-suid Operation not permitted" in seen["out"]
+    assert "setuid/setgid bits cannot be set" in seen["status"]
+    if ISO.namespaces:  # /dev/shm was the command's own
+        assert not seen["host_shm"]
+
+
+# -- family 3: what a command writes that runs later ---------------------------------------
+
+
+@isolated
+@pytest.mark.parametrize("user", USERS)
+def test_git_config_and_hooks_are_read_only_unless_opened(work: Path, user: str) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    seen = attack("git", work, user)
+    closed, opened = seen["False"], seen["True"]
+    assert closed["config_same"] and not closed["hook"] and closed["git_there"], closed
+    for verb in ("config", "append", "hook", "move"):
+        assert f"{verb}=0" not in closed["out"], closed["out"]
+    assert "created sub/.git" in closed["out"]  # a gitdir pointer is reported
+    assert "read-only (git_writable=False)" in closed["status"]
+    # Opened on purpose: the writes land, and are reported and undone.
+    assert not opened["config_same"] and opened["hook"]
+    assert "read-only" not in opened["status"]
+    revert = seen["revert"]
+    assert ".git/config" in revert["changed"] and ".git/hooks/pre-commit" in revert["changed"]
+    assert revert["config_restored"] and revert["hook_gone"], revert
+
+
+@landlock
+@pytest.mark.parametrize("user", USERS)
+def test_startup_files_and_bytecode_are_reported_and_reverted(work: Path, user: str) -> None:
+    seen = attack("startup", work, user)
+    for rel in (".venv/lib/python3.11/site-packages/evil.pth",
+                ".venv/lib/python3.11/site-packages/sitecustomize.py"):
+        assert rel in seen["changed"], seen
+    assert any(p.startswith("__pycache__/mod.") for p in seen["changed"]), seen
+    # Commands keep their own bytecode elsewhere, so the planted one never ran in them.
+    assert "X 1" in seen["imported"] and not seen["pwned"], seen
+    assert seen["pth_gone"] and seen["sitecustomize"] == "# the user's own\n", seen
+    assert seen["pycache_left"] == [], seen
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_same_size_rewrites_with_old_mtimes_are_seen(work: Path, user: str) -> None:
+    seen = attack("ctime", work, user)
+    assert seen["one"].endswith("changed:\nmodified a.txt\n"), seen
+    assert seen["two"].endswith("changed:\nmodified b.txt\n"), seen
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_revert_never_removes_a_file_the_user_made(work: Path, user: str) -> None:
+    seen = attack("revert_identity", work, user)
+    assert seen["out"] == "the user's\n" and seen["mine"] == "edited by the user\n", seen
+    assert "not reverted out.txt: the run created and then deleted it" in seen["report"]
+    assert "not reverted mine.txt: created by the run, but changed" in seen["report"]
+    assert not seen["plain"] and "removed plain.txt" in seen["report"]
+
+
+# -- the smaller ones --------------------------------------------------------------------------
+
+
+@landlock
+@pytest.mark.parametrize("user", USERS)
+def test_more_secrets_are_withheld_and_hidden(work: Path, user: str) -> None:
+    seen = attack("env_and_home", work, user)
+    out = seen["out"]
+    assert "hunter2" not in out, out
+    assert out.count("Permission denied") >= 11 and ".vault-token" in out  # names listable
