@@ -80,7 +80,7 @@ for path in sys.argv[1:]:
 
 def sockets(work: Path) -> Facts:
     """The user's ssh-agent, a tmux-like socket in /tmp, one in /dev/shm and /run/user."""
-    root, far, box = _setup(work)
+    root, _far, box = _setup(work)
     uid = os.getuid()
     run_user = Path(f"/run/user/{uid}")
     tmp = Path(tempfile.mkdtemp(prefix="ssh-", dir="/tmp"))
@@ -110,7 +110,7 @@ def sockets(work: Path) -> Facts:
 
 def tmux(work: Path) -> Facts:
     """`tmux new-window` through the user's tmux server runs a shell outside the fence."""
-    root, far, box = _setup(work)
+    _root, far, box = _setup(work)
     sock = Path(f"/tmp/tmux-{os.getuid()}-loki-{os.getpid()}/default")
     sock.parent.mkdir(mode=0o700)
     server = ["tmux", "-S", str(sock)]
@@ -148,7 +148,7 @@ sleep 600
 
 def escape(work: Path) -> Facts:
     """60 nested background shells and 2,400 sleepers; the deepest edits settings.py later."""
-    root, far, box = _setup(work)
+    root, _far, box = _setup(work)
     (root / "settings.py").write_text("DEBUG = False\n")
     out = box.call("run", {"command": _ESCAPE, "timeout": 10})
     changed = list(box.changed)
@@ -183,7 +183,7 @@ print("loopback", a.recv(10).decode())
 
 def network(work: Path) -> Facts:
     """network=False: MPTCP and UDP to a listener in the agent's network, loopback inside."""
-    root, far, box = _setup(work, network=False)
+    root, _far, box = _setup(work, network=False)
     facts: Facts = {}
     try:
         tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
@@ -226,7 +226,7 @@ for path, mode in (("py-suid", 0o4755), ("py-sgid", 0o2755)):
 
 def setid(work: Path) -> Facts:
     """Plant a setuid/setgid copy of a shell in the root and in /dev/shm."""
-    root, far, box = _setup(work)
+    root, _far, box = _setup(work)
     (root / "setid.py").write_text(_SETID)
     shm = f"/dev/shm/loki-suid-{os.getpid()}"
     out = box.call("run", {"command": f"cp /bin/sh sh-copy; chmod 4755 sh-copy; chmod u+s sh-copy; "
@@ -284,7 +284,7 @@ def git(work: Path) -> Facts:
 
 def startup(work: Path) -> Facts:
     """.pth and sitecustomize.py in a virtualenv, bytecode in __pycache__."""
-    root, far, box = _setup(work)
+    root, _far, box = _setup(work)
     site = root / ".venv" / "lib" / "python3.11" / "site-packages"
     site.mkdir(parents=True)
     (root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
@@ -328,7 +328,7 @@ def ctime(work: Path) -> Facts:
 
 def revert_identity(work: Path) -> Facts:
     """write_file out.txt, run rm out.txt, the user saves out.txt: revert keeps it."""
-    root, far, box = _setup(work)
+    root, _far, box = _setup(work)
     box.call("write_file", {"path": "out.txt", "content": "agent\n"})
     box.call("run", {"command": "rm out.txt"})
     (root / "out.txt").write_text("the user's\n")
@@ -359,7 +359,7 @@ def env_and_home(work: Path) -> Facts:
         (home / rel).parent.mkdir(parents=True, exist_ok=True)
         (home / rel).write_text("hunter2\n")
     os.environ.update(SECRETS, HOME=str(home))
-    root, far, box = _setup(work)
+    _root, _far, box = _setup(work)
     names = " ".join(f"${n}" for n in SECRETS)
     cats = " ".join(f"~/{rel}" for rel in CREDENTIAL_FILES)
     out = box.call("run", {"command": f"echo {names}; cat {cats}; echo listed; ls -a ~"})
