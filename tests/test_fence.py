@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 from yggdrasil.loki.sandbox import isolation_status
-from yggdrasil.loki.tools import sandbox_status
+from yggdrasil.loki.tools import filesystem_toolbox, sandbox_status
 
 HERE = Path(__file__).resolve().parent
 SRC = str(HERE.parent / "src")
@@ -197,3 +198,155 @@ def test_more_secrets_are_withheld_and_hidden(work: Path, user: str) -> None:
     out = seen["out"]
     assert "hunter2" not in out, out
     assert out.count("Permission denied") >= 11 and ".vault-token" in out  # names listable
+
+
+# -- in this process: the working folder, imports, recording -------------------------------
+
+
+@isolated
+def test_the_host_tmp_is_not_reachable_from_the_working_folder(root: Path) -> None:
+    """The command starts in the root; under a private /tmp, `..` must not lead back into
+    the host's /tmp (where the root's siblings and the user's sockets are)."""
+    sock = root.parent / "outside" / "agent.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(sock))
+    server.listen(1)
+    try:
+        box = filesystem_toolbox(root)
+        out = box.call("run_python", {"code": (
+            "import os, socket\nprint(sorted(os.listdir('..')))\n"
+            "s = socket.socket(socket.AF_UNIX)\n"
+            "try:\n    s.connect('../outside/agent.sock'); print('connected')\n"
+            "except OSError as exc:\n    print(type(exc).__name__)\n")})
+    finally:
+        server.close()
+    assert out.startswith("exit=0\nstdout:\n['root']\nFileNotFoundError\n"), out
+
+
+def _plant(folder: Path, *names: str) -> None:
+    for name in ("polars", "yaml", "python_calamine", *names):
+        (folder / f"{name}.py").write_text(f"open({name!r} + '.ran', 'w').close()\n")
+    (folder / "a.csv").write_text("a,b\n1,2\n")
+    (folder / "c.yaml").write_text("k: 1\n")
+
+
+def test_python_m_from_the_root_imports_nothing_planted_there(root: Path) -> None:
+    _plant(root, "__future__", "subprocess")  # what yggdrasil.loki itself imports first
+    env = {**os.environ, "PYTHONPATH": SRC}
+    for args in (["read_table", "path=a.csv"], ["edit_file", "path=c.yaml", "old=k: 1",
+                                                 "new=k: 2"]):
+        done = subprocess.run([sys.executable, "-m", "yggdrasil.loki", "call", *args],
+                              cwd=root, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in root.glob("*.ran")) == []
+    assert (root / "c.yaml").read_text() == "k: 2\n"
+
+
+_IN_PROCESS = """
+import sys
+from yggdrasil.loki.tools import filesystem_toolbox
+assert sys.path[0] == ''  # `python -c` from the root: the root is on the path
+box = filesystem_toolbox('.')
+print(box.call('edit_file', {'path': 'c.yaml', 'old': 'k: 1', 'new': 'k: 2'}))
+print(box.call('read_table', {'path': 'a.csv'}).splitlines()[0])
+try:
+    import python_calamine
+except ImportError as exc:
+    print('refused:', exc)
+import mine
+print('own module:', mine.X)
+"""
+
+
+def test_the_toolbox_never_imports_a_planted_module(root: Path) -> None:
+    """A program started from the root with the root on sys.path builds a toolbox: from
+    then on the tools take their modules from the installed packages."""
+    _plant(root)
+    (root / "mine.py").write_text("X = 'mine'\n")  # the user's own module still imports
+    done = subprocess.run([sys.executable, "-c", _IN_PROCESS], cwd=root, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("edited c.yaml (1 replacement)\na.csv  shape=(1, 2)")
+    assert "refused: refusing to import 'python_calamine' from the agent root" in done.stdout
+    assert "own module: mine" in done.stdout
+    assert sorted(p.name for p in root.glob("*.ran")) == []
+
+
+class _CountingList(list):  # type: ignore[type-arg]
+    lookups = 0
+
+    def __contains__(self, item: object) -> bool:
+        type(self).lookups += 1
+        return super().__contains__(item)
+
+    def index(self, *args: Any) -> int:  # type: ignore[override]
+        type(self).lookups += 1
+        return super().index(*args)
+
+
+def test_recording_a_change_does_not_search_the_list(root: Path) -> None:
+    box = filesystem_toolbox(root)
+    box.changed = _CountingList()
+    for i in range(2000):
+        box.record(f"f{i}")
+        box.record(f"f{i}")  # a second touch is not a second entry
+    assert len(box.changed) == 2000 and _CountingList.lookups == 0
+    box.changed.clear()  # someone edits the documented list: recording follows it
+    box.record("f1")
+    assert box.changed == ["f1"]
+
+
+def test_commands_keep_their_bytecode_out_of_the_root(root: Path) -> None:
+    (root / "mod.py").write_text("X = 1\n")
+    box = filesystem_toolbox(root)
+    out = box.call("run_python", {"code": "import mod, sys; print(mod.X, bool(sys.pycache_prefix))"})
+    assert out == "exit=0\nstdout:\n1 True\n\nstderr:\n", out
+    assert not (root / "__pycache__").exists()
+
+
+# -- where namespaces are missing: say so, and require refuses -----------------------------
+
+_NO_NAMESPACES = r"""
+import ctypes, json, os, platform, struct, sys
+arch, unshare = {"x86_64": (0xC000003E, 272), "aarch64": (0xC00000B7, 97)}[platform.machine()]
+EPERM_RET, ALLOW = 0x00050000 | 1, 0x7FFF0000
+insns = [(0x20, 0, 0, 4), (0x15, 0, 3, arch), (0x20, 0, 0, 0), (0x15, 0, 1, unshare),
+         (0x06, 0, 0, EPERM_RET), (0x06, 0, 0, ALLOW)]
+code = b"".join(struct.pack("HBBI", *i) for i in insns)
+buf = ctypes.create_string_buffer(code, len(code))
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+prog = Prog(len(insns), ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+assert libc.prctl(22, 2, ctypes.byref(prog)) == 0, os.strerror(ctypes.get_errno())
+
+from yggdrasil.loki.tools import filesystem_toolbox
+root = sys.argv[1]
+auto = filesystem_toolbox(root)
+required = filesystem_toolbox(root, sandbox="require")
+print(json.dumps({
+    "auto_status": auto.status,
+    "auto_run": auto.call("run", {"command": "ls /tmp | grep -c . ; echo $LOKI_SANDBOX"}),
+    "require_status": required.status,
+    "require_run": required.call("run", {"command": "echo should-not-run"}),
+}))
+"""
+
+
+@landlock
+def test_without_namespaces_status_says_so_and_require_refuses(root: Path) -> None:
+    import platform
+
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("the seccomp stand-in for a kernel without user namespaces is per-arch")
+    done = subprocess.run([sys.executable, "-c", _NO_NAMESPACES, str(root)], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert "NOT isolated (unshare: Operation not permitted)" in seen["auto_status"], seen
+    assert "/tmp, /dev/shm and /run/user are shared" in seen["auto_status"]
+    assert seen["auto_run"].startswith("exit=0\nstdout:\n") and "landlock-abi-" in seen["auto_run"]
+    assert seen["require_status"].startswith("Commands (run, run_python) are refused")
+    assert seen["require_run"].startswith('ERROR: sandbox="require" but namespaces unavailable')
+    assert "should-not-run" not in seen["require_run"]

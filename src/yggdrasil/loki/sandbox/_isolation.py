@@ -66,7 +66,8 @@ def _probe_namespaces() -> tuple[bool, str]:
     if done.returncode == 0:
         return True, ""
     why = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-    return False, why[0].removeprefix("loki sandbox: refusing to run: ")
+    return False, why[0].removeprefix("loki sandbox: refusing to run: cannot isolate the "
+                                      "command: ")
 
 
 def _probe_seccomp() -> tuple[bool, str]:

@@ -374,8 +374,8 @@ def _launch(args: list[str]) -> int:
     try:
         status = _sibling("_namespace").run_isolated(plan, network=network, start=start)
     except OSError as exc:
-        print(f"loki sandbox: refusing to run: cannot isolate the command: {exc}",
-              file=sys.stderr)
+        print(f"loki sandbox: refusing to run: cannot isolate the command: "
+              f"{exc.strerror or exc}", file=sys.stderr)
         return 126
     return int(reaper.pass_on(status))
 
