@@ -48,6 +48,13 @@ DIFF_LIMIT = 1 << 20  # bytes: larger files get no line counts
 Record = Callable[[str], None]  # hears each root-relative path the run changed
 
 
+Identity = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
+
+
+def identity(st: os.stat_result) -> Identity:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 @dataclass
 class Diff:
     """What a command changed in the root (found by ``shell``), as the journal hears it."""
@@ -58,6 +65,7 @@ class Diff:
     created_dirs: list[str] = field(default_factory=list)
     lost_dirs: list[str] = field(default_factory=list)  # skipped folders gone or replaced
     tracked: bool = True
+    seen: dict[str, Identity] = field(default_factory=dict)  # created/modified files, as found
 
     def __bool__(self) -> bool:
         return bool(self.created or self.modified or self.deleted or self.lost_dirs)
@@ -68,13 +76,6 @@ class Diff:
                 (("created", self.created), ("modified", self.modified), ("deleted", self.deleted),
                  ("deleted", [d + "/" for d in self.lost_dirs]))
                 for path in paths]
-
-
-Identity = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
-
-
-def identity(st: os.stat_result) -> Identity:
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def is_bytecode(rel: str) -> bool:
@@ -226,7 +227,7 @@ class Journal:
                 if entry is None:
                     entry = self.entries[rel] = self._first_seen(rel, existed, exists)
                 entry.exists = exists
-                self._saw(rel, entry)
+                self._saw(rel, entry, diff.seen.get(rel))
                 self.record(rel)
 
     def _first_seen(self, rel: str, existed: bool, exists: bool) -> Entry:
@@ -235,12 +236,17 @@ class Journal:
             return Entry(existed=existed, exists=exists)
         return Entry(existed=True, exists=exists, backup=kept[1], mode=kept[2])
 
-    def _saw(self, rel: str, entry: Entry) -> None:
+    def _saw(self, rel: str, entry: Entry, known: Identity | None = None) -> None:
         """Remember which file the run left at ``rel`` (created ones: revert checks it)."""
         if entry.existed:
             return
-        st = self._stat(self.root.path / PurePosixPath(rel)) if entry.exists else None
-        entry.seen = identity(st) if st is not None else None
+        if not entry.exists:
+            entry.seen = None
+        elif known is not None:
+            entry.seen = known
+        else:
+            st = self._stat(self.root.path / PurePosixPath(rel))
+            entry.seen = identity(st) if st is not None else None
 
     def _note_missing_parents(self, real: Path) -> None:
         missing: list[str] = []

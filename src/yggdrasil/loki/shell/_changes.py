@@ -195,6 +195,11 @@ def linked_inodes(folders: Iterable[str]) -> set[int]:
     return found
 
 
+def identity_of(sig: Signature) -> tuple[int, int, int, int]:
+    """The journal's (inode, size, mtime_ns, ctime_ns) of a file with this signature."""
+    return (sig[2], sig[0], sig[1], sig[4])
+
+
 def signature(st: os.stat_result) -> Signature:
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode, st.st_ctime_ns)
 
@@ -211,6 +216,9 @@ def diff(before: Snapshot, after: Snapshot) -> Diff:
             found.created.append(path)
         elif was != sig:
             found.modified.append(path)
+        else:
+            continue
+        found.seen[path] = identity_of(sig)
     if len(old) + len(found.created) != len(new):
         found.deleted = [p for p in old if p not in new]
     for paths in (found.created, found.modified, found.deleted):

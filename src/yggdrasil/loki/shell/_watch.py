@@ -29,6 +29,7 @@ from ._changes import (
     Signature,
     Snapshot,
     diff,
+    identity_of,
     linked_inodes,
     lost,
     runs_code,
@@ -193,6 +194,8 @@ class TreeWatch:
                 found.deleted.append(rel)
             elif was != new:
                 found.modified.append(rel)
+            if new is not None and was != new:
+                found.seen[rel] = identity_of(new)
             if new is None:
                 self.files.pop(rel, None)
                 self.linked.discard(rel)
