@@ -213,7 +213,7 @@ def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
         os.close(readable)
 
 
-def _init(report: int, old_mask: set[signal.Signals], start: Callable[[], int]) -> None:
+def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], int]) -> None:
     """PID 1: mount /proc, fork the command, reap everyone, report the command's status.
     Its exit ends the namespace: the kernel kills whatever is left."""
     code = 127

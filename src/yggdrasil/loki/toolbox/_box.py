@@ -17,6 +17,27 @@ __all__ = ["Toolbox"]
 log = logging.getLogger("yggdrasil.loki.tools")
 
 
+class _ChangedList(list[str]):
+    """``Toolbox.changed``: a plain list to everyone, which notes when it is edited from
+    outside ``record`` (then ``record`` re-indexes it once instead of trusting its index)."""
+
+    edited = True
+
+
+def _marking(name: str) -> Callable[..., Any]:
+    """list.<name>, marking the list as edited first."""
+    def method(self: _ChangedList, *args: Any, **kwargs: Any) -> Any:
+        self.edited = True
+        return getattr(list, name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend",
+              "insert", "pop", "remove", "clear", "sort", "reverse"):
+    setattr(_ChangedList, _name, _marking(_name))
+
+
 @dataclass
 class Toolbox:
     """A named set of tools plus the run state the loop reports on.
@@ -28,10 +49,10 @@ class Toolbox:
     """
 
     tools: dict[str, Tool] = field(default_factory=dict)
-    changed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=_ChangedList)
     status: str = field(default="", compare=False)
     journal: Journal | None = field(default=None, repr=False, compare=False)
-    _recorded: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    _index: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def add(self, tool: Tool) -> Tool:
         """Register a tool; a second tool with the same name is a definition error."""
@@ -66,13 +87,18 @@ class Toolbox:
     def record(self, path: str) -> None:
         """Note a root-relative path as changed (first touch only).
 
-        Checked against a set (a command may create 100,000 files); ``changed`` stays the
-        documented list, and the set is rebuilt if someone edited that list directly."""
-        if len(self._recorded) != len(self.changed):
-            self._recorded = set(self.changed)
-        if path not in self._recorded:
-            self._recorded.add(path)
-            self.changed.append(path)
+        Checked against an index (a command may create 100,000 files), not by searching
+        the list; ``changed`` stays the documented list: after an edit from outside (or a
+        list assigned to it, which is taken over) the index is rebuilt once."""
+        changed = self.changed
+        if not isinstance(changed, _ChangedList):
+            changed = self.changed = _ChangedList(changed)
+        if changed.edited:
+            self._index = {p: i for i, p in reversed(list(enumerate(changed)))}
+            changed.edited = False
+        if path not in self._index:
+            self._index[path] = len(changed)
+            list.append(changed, path)
 
     @property
     def changes(self) -> dict[str, str]:
@@ -95,7 +121,6 @@ class Toolbox:
         done = self.journal.revert()
         gone = before - set(self.journal.entries)
         self.changed[:] = [p for p in self.changed if p not in gone]
-        self._recorded = set(self.changed)
         return done
 
     def spec(self) -> str:
