@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,25 +34,39 @@ landlock = pytest.mark.skipif(not sandbox_status().available, reason="no Landloc
 USERS = ["self", "nobody"]
 
 
-def _nobody_python() -> str | None:
-    """An interpreter uid 65534 can run that imports this checkout; None if there is none."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        return None
-    for python in (sys.executable, "/usr/bin/python3"):
-        check = ("import os, sys, yggdrasil.loki.tools; "
-                 "sys.exit(not os.access(os.path.realpath(sys.executable), os.X_OK))")
-        done = subprocess.run(_as_nobody([python, "-c", check]),
-                              env={"PYTHONPATH": SRC, "PATH": os.defpath}, capture_output=True)
-        if done.returncode == 0:
-            return python
-    return None
+_CHECK = ("import os, sys, yggdrasil.loki.tools; "
+          "sys.exit(not os.access(os.path.realpath(sys.executable), os.X_OK))")
 
 
 def _as_nobody(argv: list[str]) -> list[str]:
     return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
 
 
-NOBODY_PYTHON = _nobody_python()
+def _nobody_runner() -> tuple[list[str], str] | None:
+    """A command prefix that runs ``python ARGS`` as uid 65534 with this interpreter and its
+    packages; None when there is none. An interpreter under /root (0700, pyenv) is bound
+    at a path uid 65534 can reach, in a mount namespace of the child only."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return None
+    prefixes = [([*_as_nobody([sys.executable])], SRC)]
+    if sys.prefix == sys.base_prefix and shutil.which("unshare"):
+        where = tempfile.mkdtemp(prefix="loki-python-", dir="/var/tmp")
+        os.chmod(where, 0o755)
+        rel = os.path.relpath(os.path.realpath(sys.executable), sys.prefix)
+        script = (f'mount --bind "{sys.prefix}" "{where}" && exec '
+                  f'setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups "{where}/{rel}" "$@"')
+        site = os.path.relpath(sysconfig.get_paths()["purelib"], sys.prefix)
+        prefixes.append((["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                          "python"], f"{SRC}{os.pathsep}{where}/{site}"))
+    for prefix, path in prefixes:
+        done = subprocess.run([*prefix, "-c", _CHECK], env={"PYTHONPATH": path,
+                              "PATH": os.defpath}, capture_output=True)
+        if done.returncode == 0:
+            return prefix, path
+    return None
+
+
+NOBODY_RUNNER = _nobody_runner()
 
 
 @pytest.fixture
@@ -66,11 +81,12 @@ def attack(name: str, work: Path, user: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": SRC, "HOME": str(work / "home")}
     argv = [sys.executable, str(HERE / "fence_attacks.py"), name, str(work)]
     if user == "nobody":
-        if NOBODY_PYTHON is None:
+        if NOBODY_RUNNER is None:
             pytest.skip("switching to an ordinary user needs root, setpriv and a Python that "
                         f"uid {NOBODY} can run with this checkout on its path")
         os.chown(work, NOBODY, NOBODY)
-        argv = _as_nobody([NOBODY_PYTHON, *argv[1:]])
+        argv = [*NOBODY_RUNNER[0], *argv[1:]]
+        env["PYTHONPATH"] = NOBODY_RUNNER[1]
         env = {k: v for k, v in env.items() if not k.startswith(("PYTEST", "COV"))}
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
