@@ -7,6 +7,7 @@ the tests run as root (``setpriv``). The child prints what it saw; the assertion
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -51,6 +52,7 @@ def _nobody_runner() -> tuple[list[str], str] | None:
     prefixes = [([*_as_nobody([sys.executable])], SRC)]
     if sys.prefix == sys.base_prefix and shutil.which("unshare"):
         where = tempfile.mkdtemp(prefix="loki-python-", dir="/var/tmp")
+        atexit.register(shutil.rmtree, where, ignore_errors=True)
         os.chmod(where, 0o755)
         rel = os.path.relpath(os.path.realpath(sys.executable), sys.prefix)
         script = (f'mount --bind "{sys.prefix}" "{where}" && exec '
