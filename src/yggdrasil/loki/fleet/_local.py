@@ -1,0 +1,147 @@
+"""The local backend: one process per attempt on this machine, no Ray needed.
+
+Attempts are forked from a ``multiprocessing`` fork server that has the agent imported
+already, so a task costs a fork, not an interpreter start. Each sends its one result back
+through a pipe; a pipe that closes without one means the process died (killed, crashed),
+and the driver says so. The rate gate lives in a manager process every attempt reaches.
+An attempt process whose driver dies kills what it started and exits (it watches the
+driver's sentinel), so killing the driver leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.machinery
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.managers import BaseManager
+from typing import Any
+
+from ._attempt import Settings, run_attempt
+from ._gate import Gate
+from ._scratch import MARKER, Workspace, kill_marked
+from ._task import Task
+
+__all__ = ["LocalBackend"]
+
+
+class _GateManager(BaseManager):
+    pass
+
+
+_GateManager.register("Gate", Gate)
+
+
+@dataclass(eq=False)
+class _Attempt:
+    process: Any  # a multiprocessing Process of the forkserver context
+    conn: Connection
+
+
+class LocalBackend:
+    """Runs attempts as processes of this machine; ``gate`` is shared by all of them."""
+
+    def __init__(self, settings: Settings, limit: int) -> None:
+        self.settings = settings
+        self.ctx = multiprocessing.get_context("forkserver")
+        self.ctx.set_forkserver_preload(["yggdrasil.loki.fleet._attempt"])
+        self.manager = _GateManager(ctx=self.ctx)
+        with _main_not_rerun():
+            self.manager.start()
+        self.gate: Any = self.manager.Gate(limit)  # type: ignore[attr-defined]
+
+    def start(self, task: Task, holder: str) -> _Attempt:
+        receive, send = self.ctx.Pipe(duplex=False)
+        process = self.ctx.Process(target=_child, args=(send, task, self.settings, self.gate,
+                                                        holder),
+                                   name=f"loki-fleet {holder}", daemon=True)
+        with _main_not_rerun():
+            process.start()
+        send.close()
+        return _Attempt(process, receive)
+
+    def wait(self, attempts: list[_Attempt], timeout: float) -> list[_Attempt]:
+        """The attempts that ended (result sent, or process gone) within ``timeout``."""
+        ready = set(wait([a.conn for a in attempts], timeout))
+        return [a for a in attempts if a.conn in ready]
+
+    def outcome(self, attempt: _Attempt) -> dict[str, Any]:
+        try:
+            outcome: dict[str, Any] = attempt.conn.recv()
+        except (EOFError, OSError):
+            attempt.process.join(5)
+            outcome = {"ok": False, "error": died(attempt.process.exitcode)}
+        except Exception as exc:  # a result cut short by the process dying mid-send
+            attempt.process.join(5)
+            outcome = {"ok": False, "error": f"{died(attempt.process.exitcode)} ({exc})"}
+        attempt.conn.close()
+        attempt.process.join(30)
+        if not outcome["ok"] and "final" not in outcome:  # it died: sweep up after it now
+            Workspace(self.settings.cache_dir).sweep()
+        return outcome
+
+    def kill(self, attempt: _Attempt) -> None:
+        attempt.process.kill()
+        attempt.process.join()
+        attempt.conn.close()
+        Workspace(self.settings.cache_dir).sweep()  # its commands, its working copy
+
+    def close(self) -> None:
+        self.manager.shutdown()
+        Workspace(self.settings.cache_dir).sweep()
+
+
+@contextlib.contextmanager
+def _main_not_rerun() -> Iterator[None]:
+    """Start processes without re-running the driver's script in them.
+
+    multiprocessing re-runs the main script in every new process (as ``__mp_main__``),
+    which runs the fleet again unless the script guards it with ``if __name__ ==
+    "__main__":``. The workers need nothing from it (they run library code), so while a
+    process starts the script is presented as a package's ``__main__``, which is never
+    re-run. A callable engine factory must therefore live in an importable module.
+    """
+    main = sys.modules.get("__main__")
+    if main is None or getattr(getattr(main, "__spec__", None), "name", None):
+        yield  # run with -m (or no script at all): nothing is re-run anyway
+        return
+    saved = main.__spec__
+    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+    try:
+        yield
+    finally:
+        main.__spec__ = saved
+
+
+def died(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"the worker process died (killed by {name})"
+    return f"the worker process died (exit code {exitcode}) before sending a result"
+
+
+def _child(conn: Connection, task: Task, settings: Settings, gate: Any, holder: str) -> None:
+    threading.Thread(target=_die_with_driver, daemon=True).start()
+    conn.send(run_attempt(task, settings, gate, holder))
+    conn.close()
+
+
+def _die_with_driver() -> None:
+    """When the driver is gone, stop this attempt's commands and exit: no orphans."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    wait([parent.sentinel])
+    marker = os.environ.get(MARKER)
+    if marker:
+        kill_marked(marker)
+    os._exit(1)

@@ -1,0 +1,131 @@
+"""A node's fleet cache: scratch folders per attempt, and sweeping up after dead ones.
+
+Each attempt works in ``<cache>/work/<id>.<random>/``, whose ``owner`` file names the
+process (pid and start time) and the marker its commands carry in their environment
+(``LOKI_FLEET_ATTEMPT``). A worker killed mid-task cannot clean up, so every attempt first
+sweeps: a folder whose owner is gone is removed, after killing any process still carrying
+its marker (a command the dead worker had started), and the mirrors forget its worktrees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from ._git import GitError, git
+
+__all__ = ["MARKER", "Workspace", "default_cache", "kill_marked"]
+
+MARKER = "LOKI_FLEET_ATTEMPT"
+
+
+def default_cache() -> str:
+    """Where a node keeps its mirrors and working copies unless told otherwise."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "yggdrasil-loki", "fleet")
+
+
+def _start_time(pid: int) -> str:
+    """The kernel's start time of ``pid`` ('' when it is gone): tells a reused pid apart."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return ""
+    return raw[raw.rfind(b")") + 2 :].split()[19].decode()
+
+
+def alive(pid: int, start: str) -> bool:
+    return bool(start) and _start_time(pid) == start
+
+
+def kill_marked(marker: str) -> int:
+    """SIGKILL every process whose environment carries ``MARKER=marker``; how many."""
+    needle = f"{MARKER}={marker}".encode()
+    killed = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(name), signal.SIGKILL)
+                killed += 1
+    return killed
+
+
+class Workspace:
+    """The fleet cache of this node: ``mirrors/`` (bare git mirrors) and ``work/``."""
+
+    def __init__(self, cache: str | os.PathLike[str] = "") -> None:
+        self.root = Path(cache or default_cache()).expanduser().resolve()
+        self.mirrors = self.root / "mirrors"
+        self.work = self.root / "work"
+        for folder in (self.mirrors, self.work):
+            folder.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def scratch(self, task_id: str, marker: str) -> Iterator[Path]:
+        """A fresh folder for one attempt, owned by this process; removed afterwards."""
+        folder = Path(tempfile.mkdtemp(prefix=f"{task_id}.", dir=self.work))
+        owner = {"pid": os.getpid(), "start": _start_time(os.getpid()), "marker": marker}
+        (folder / "owner").write_text(json.dumps(owner))
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def sweep(self) -> int:
+        """Remove the folders of attempts whose process is gone; how many were removed."""
+        with self._lock() as locked:
+            if not locked:
+                return 0  # another worker on this node is sweeping right now
+            removed = 0
+            for folder in self.work.iterdir():
+                owner = _owner(folder)
+                if owner is None or alive(owner["pid"], owner["start"]):
+                    continue
+                kill_marked(owner["marker"])
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+            if removed:
+                self.prune()
+            return removed
+
+    def prune(self) -> None:
+        """Let every mirror forget worktrees whose folder is gone."""
+        for mirror in self.mirrors.glob("*.git"):
+            with contextlib.suppress(GitError):
+                git(["--git-dir", str(mirror), "worktree", "prune"])
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[bool]:
+        with open(self.work / ".sweep.lock", "w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+
+
+def _owner(folder: Path) -> dict[str, object] | None:
+    """The owner record of a scratch folder; None for what is not one (or is being made)."""
+    if not folder.is_dir() or folder.is_symlink():
+        return None
+    try:
+        owner = json.loads((folder / "owner").read_text())
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(owner, dict) and isinstance(owner.get("pid"), int)
+          and isinstance(owner.get("start"), str) and isinstance(owner.get("marker"), str))
+    return owner if ok else None
