@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib.machinery
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import signal
 import sys
@@ -50,7 +51,7 @@ class LocalBackend:
     def __init__(self, settings: Settings, limit: int) -> None:
         self.settings = settings
         self.ctx = multiprocessing.get_context("forkserver")
-        self.ctx.set_forkserver_preload(["yggdrasil.loki.fleet._attempt"])
+        _start_fork_server(self.ctx)
         self.manager = _GateManager(ctx=self.ctx)
         with _main_not_rerun():
             self.manager.start()
@@ -95,6 +96,26 @@ class LocalBackend:
     def close(self) -> None:
         self.manager.shutdown()
         Workspace(self.settings.cache_dir).sweep()
+
+
+def _start_fork_server(ctx: Any) -> None:
+    """Start the fork server with the agent imported, so that an attempt costs a fork.
+
+    Python 3.11's fork server is handed the driver's ``sys.path`` but drops it, so it would
+    import whatever copy of the package the default path finds; it gets the driver's path
+    through ``PYTHONPATH`` while it starts instead. (Already running: nothing to do.)
+    """
+    ctx.set_forkserver_preload(["yggdrasil.loki.fleet._attempt"])
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    try:
+        with _main_not_rerun():
+            multiprocessing.forkserver.ensure_running()
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 @contextlib.contextmanager
