@@ -30,7 +30,6 @@ from fleet_kit import (
     make_repo,
     marked_processes,
     run,
-    wait_for,
     write_script,
 )
 from yggdrasil.loki.fleet import Fleet, Task, TaskResult
@@ -284,7 +283,7 @@ def test_tasks_from_jsonl(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="repeated: a"):
         Task.from_jsonl(tmp_path / "dup.jsonl")
     (tmp_path / "junk.jsonl").write_text("[1, 2]\n")
-    with pytest.raises(ValueError, match="junk.jsonl:1: a task must be a JSON object"):
+    with pytest.raises(ValueError, match=r"junk\.jsonl:1: a task must be a JSON object"):
         Task.from_jsonl(tmp_path / "junk.jsonl")
 
 

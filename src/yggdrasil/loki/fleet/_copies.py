@@ -78,11 +78,13 @@ class WorkingCopy:
     def remove(self) -> None:
         """Delete the copy (and, for a worktree, the mirror's record of it)."""
         if self.mirror is not None:
-            with contextlib.suppress(GitError):
+            try:
                 git(["--git-dir", str(self.mirror), "worktree", "remove", "--force", "--force",
                      str(self.path)])
-        if self.path.exists() or self.path.is_symlink():
-            shutil.rmtree(self.path, ignore_errors=True)
+                return
+            except GitError:
+                pass  # the agent broke its .git file, say: remove by hand, then prune
+        shutil.rmtree(self.path, ignore_errors=True)
         if self.mirror is not None:
             with contextlib.suppress(GitError):
                 git(["--git-dir", str(self.mirror), "worktree", "prune"])

@@ -233,7 +233,8 @@ class Fleet:
             queue.append((task, current.attempt + 1, reasons))
             return None
         return TaskResult(id=task.id, status="failed", reason="; ".join(reasons),
-                          attempts=current.attempt, model=self.model_name)
+                          attempts=current.attempt,
+                          model=self.model_name.replace("{id}", task.id))
 
     def _count(self, result: TaskResult) -> None:
         status = self.status
