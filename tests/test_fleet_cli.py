@@ -116,3 +116,21 @@ def test_resume_after_the_driver_is_killed_mid_run(tmp_path: Path) -> None:
     assert sorted(p["instance_id"] for p in preds) == ids
     assert sorted(p.name for p in (tmp_path / "cache" / "work").iterdir()
                   if not p.name.startswith(".")) == []
+
+
+def test_a_script_without_a_main_guard_runs_its_fleet_once(tmp_path: Path) -> None:
+    """The local backend's workers do not re-run the driver's script (multiprocessing would,
+    running the fleet again in every worker, unless the script guards itself)."""
+    tasks = tasks_file(tmp_path, ["g1", "g2"])
+    script = tmp_path / "drive.py"
+    script.write_text(
+        "from yggdrasil.loki.fleet import Fleet, Task\n"
+        f"fleet = Fleet('scripted', model={str(tmp_path / 'scripts' / '{id}.jsonl')!r}, "
+        f"workers=2, out={str(tmp_path / 'out')!r}, cache_dir={str(tmp_path / 'cache')!r})\n"
+        f"for result in fleet.run(Task.from_jsonl({str(tasks)!r})):\n"
+        "    print('finished', result.id, result.status)\n")
+    shown = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           env=child_env(tmp_path), timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert sorted(shown.stdout.splitlines()) == ["finished g1 done", "finished g2 done"]
+    assert "Traceback" not in shown.stderr

@@ -157,7 +157,9 @@ def summary(fleet: Any, args: argparse.Namespace) -> str:
              f"  done {len(done)}, failed {len(results) - len(done)}, retried {s.retries}"]
     if graded:
         lines.append(f"  verified {verified}/{len(graded)} ({100 * verified / len(graded):.1f}%)")
-    lines.append(f"  tokens {tokens_in:,} in, {tokens_out:,} out; 429s seen {s.rate_limited}")
+    lines.append(f"  tokens {tokens_in:,} in, {tokens_out:,} out (recorded results); this run "
+                 f"sent {s.requests:,} requests, {s.input_tokens:,} in / {s.output_tokens:,} "
+                 f"out with failed attempts, 429s {s.rate_limited}")
     if args.price_in is not None or args.price_out is not None:
         cost = (tokens_in * (args.price_in or 0) + tokens_out * (args.price_out or 0)) / 1e6
         lines.append(f"  cost ${cost:,.2f}")

@@ -116,9 +116,12 @@ class Fleet:
         _check_choice("backend", backend, BACKENDS)
         _check_choice("sandbox", sandbox, ("auto", "require", "off"))
         _check_choice("protocol", protocol, ("auto", "native", "text"))
-        for name, value in (("workers", workers), ("attempts", attempts)):
+        for name, value in (("workers", workers), ("attempts", attempts),
+                            ("max_in_flight", 1 if max_in_flight is None else max_in_flight)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
+        if not cpus_per_task > 0:
+            raise ValueError(f"cpus_per_task must be more than 0, got {cpus_per_task!r}")
         self.backend = backend
         self.workers = workers
         self.address = address

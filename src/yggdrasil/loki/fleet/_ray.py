@@ -83,9 +83,10 @@ class RayBackend:
         self.gate = _ActorGate(self.actor)
         self.remote = ray.remote(_attempt_on_worker).options(
             num_cpus=cpus_per_task, max_retries=0)
+        self.settings_ref = ray.put(settings)  # stored once, not sent with every task
 
     def start(self, task: Task, holder: str) -> Any:
-        return self.remote.remote(task, self.settings, self.actor, holder)
+        return self.remote.remote(task, self.settings_ref, self.actor, holder)
 
     def wait(self, refs: list[Any], timeout: float) -> list[Any]:
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout, fetch_local=True)

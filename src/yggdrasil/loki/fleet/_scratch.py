@@ -1,7 +1,7 @@
 """A node's fleet cache: scratch folders per attempt, and sweeping up after dead ones.
 
 Each attempt works in ``<cache>/work/<id>.<random>/``, whose ``owner`` file names the
-process (pid and start time) and the marker its commands carry in their environment
+process (host, pid and start time) and the marker its commands carry in their environment
 (``LOKI_FLEET_ATTEMPT``). A worker killed mid-task cannot clean up, so every attempt first
 sweeps: a folder whose owner is gone is removed, after killing any process still carrying
 its marker (a command the dead worker had started), and the mirrors forget its worktrees.
@@ -15,9 +15,11 @@ import json
 import os
 import shutil
 import signal
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ._git import GitError, git
 
@@ -77,7 +79,8 @@ class Workspace:
     def scratch(self, task_id: str, marker: str) -> Iterator[Path]:
         """A fresh folder for one attempt, owned by this process; removed afterwards."""
         folder = Path(tempfile.mkdtemp(prefix=f"{task_id}.", dir=self.work))
-        owner = {"pid": os.getpid(), "start": _start_time(os.getpid()), "marker": marker}
+        owner = {"pid": os.getpid(), "start": _start_time(os.getpid()), "marker": marker,
+                 "host": socket.gethostname()}
         (folder / "owner").write_text(json.dumps(owner))
         try:
             yield folder
@@ -92,8 +95,9 @@ class Workspace:
             removed = 0
             for folder in self.work.iterdir():
                 owner = _owner(folder)
-                if owner is None or alive(owner["pid"], owner["start"]):
-                    continue
+                if owner is None or owner["host"] != socket.gethostname() \
+                        or alive(owner["pid"], owner["start"]):
+                    continue  # not ours to judge (a cache shared by nodes), or alive
                 kill_marked(owner["marker"])
                 shutil.rmtree(folder, ignore_errors=True)
                 removed += 1
@@ -118,7 +122,7 @@ class Workspace:
             yield True
 
 
-def _owner(folder: Path) -> dict[str, object] | None:
+def _owner(folder: Path) -> dict[str, Any] | None:
     """The owner record of a scratch folder; None for what is not one (or is being made)."""
     if not folder.is_dir() or folder.is_symlink():
         return None
@@ -127,5 +131,5 @@ def _owner(folder: Path) -> dict[str, object] | None:
     except (OSError, ValueError):
         return None
     ok = (isinstance(owner, dict) and isinstance(owner.get("pid"), int)
-          and isinstance(owner.get("start"), str) and isinstance(owner.get("marker"), str))
+          and all(isinstance(owner.get(k), str) for k in ("start", "marker", "host")))
     return owner if ok else None
