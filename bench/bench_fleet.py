@@ -154,6 +154,9 @@ def main() -> None:
         with slow_server(args.delay) as url:
             engine = {"engine": "openai", "model": "slow", "base_url": url, "api_key": "x"}
             for backend in backends:
+                # warm: the mirror, the fork server, and on Ray two worker processes that
+                # have imported the agent and the SDK (a cold Ray worker takes seconds)
+                fleet_run(root, slow[:2], backend, 2, f"warm-slow-{backend}", **engine)
                 one = fleet_run(root, slow, backend, 1, f"one-{backend}", **engine)
                 two = fleet_run(root, slow, backend, 2, f"two-{backend}", **engine)
                 print(f"| {backend} | {one:.2f} | {two:.2f} | x{one / two:.2f} | {wait:.1f} |")
