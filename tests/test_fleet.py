@@ -364,3 +364,29 @@ def test_a_429_pauses_the_whole_fleet_for_its_retry_after(tmp_path: Path) -> Non
     [limited] = server.limited
     assert [t for t in server.arrivals if limited < t < limited + 0.95] == []
     assert ran.status.rate_limited == 1
+
+
+def test_a_dead_attempts_slots_are_freed_and_its_waiting_requests_refused() -> None:
+    """A worker killed while holding a gate slot, or while waiting for one, leaks nothing:
+    the driver forgets it, which frees the slot and turns its pending acquire away."""
+    from yggdrasil.loki.fleet._gate import Gate
+
+    gate = Gate(1)
+    assert gate.acquire("dead#1")
+    answers: list[bool] = []
+    waiting = [threading.Thread(target=lambda h=h: answers.append(gate.acquire(h)))
+               for h in ("dead#1", "alive#1")]
+    for thread in waiting:
+        thread.start()
+    time.sleep(0.2)
+    assert answers == []  # both wait: the one slot is held
+    gate.forget("dead#1")
+    for thread in waiting:
+        thread.join(5)
+    assert sorted(answers) == [False, True]  # the dead one refused, the live one served
+    stats = gate.stats()
+    assert stats["in_flight"] == 1 and stats["max_in_flight"] == 1
+    gate.release("alive#1", {"input_tokens": 7}, pause=0.3)
+    started = time.monotonic()
+    assert gate.acquire("alive#2") and time.monotonic() - started >= 0.25  # the 429 pause
+    assert gate.stats()["input_tokens"] == 7 and gate.stats()["rate_limited"] == 1
