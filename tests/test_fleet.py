@@ -30,6 +30,7 @@ from fleet_kit import (
     make_repo,
     marked_processes,
     run,
+    wait_for,
     write_script,
 )
 from yggdrasil.loki.fleet import Fleet, Task, TaskResult
@@ -390,3 +391,45 @@ def test_a_dead_attempts_slots_are_freed_and_its_waiting_requests_refused() -> N
     started = time.monotonic()
     assert gate.acquire("alive#2") and time.monotonic() - started >= 0.25  # the 429 pause
     assert gate.stats()["input_tokens"] == 7 and gate.stats()["rate_limited"] == 1
+
+
+def test_a_zombie_owner_counts_as_dead(tmp_path: Path) -> None:
+    """A killed attempt may stay a zombie (no one reaps it in some containers): its
+    folder must still be swept."""
+    from yggdrasil.loki.fleet._scratch import Workspace, _start_time
+
+    space = Workspace(tmp_path / "cache")
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    try:
+        folder = space.work / "task.abc123"
+        folder.mkdir()
+        stat = Path(f"/proc/{child}/stat").read_bytes()
+        start = stat[stat.rfind(b")") + 2 :].split()[19].decode()
+        wait_for(lambda: Path(f"/proc/{child}/stat").read_bytes().split(b") ")[1][:1] == b"Z")
+        assert _start_time(child) == ""
+        (folder / "owner").write_text(json.dumps({"pid": child, "start": start,
+                                                  "marker": "0" * 16,
+                                                  "host": os.uname().nodename}))
+        assert space.sweep() == 1 and not folder.exists()
+    finally:
+        os.waitpid(child, 0)
+
+
+def test_many_attempts_share_one_mirror_at_once(tmp_path: Path) -> None:
+    """git does not guard its worktree list against concurrent writers: unlocked, one
+    `worktree add` read another's half-written record and failed (a retry then hid it)."""
+    repo = tmp_path / "repo"
+    make_repo(repo, {f"f{i}.txt": f"{i}\n" for i in range(50)})
+    scripts = tmp_path / "s"
+    tasks = []
+    for i in range(8):
+        write_script(scripts, f"t{i}", run(f"echo {i} > f{i}.txt"), done())
+        tasks.append(Task(id=f"t{i}", repo=str(repo), prompt="x", verify=f"grep -qx {i} f{i}.txt"))
+    results = list(fleet(tmp_path, str(scripts / "{id}.jsonl"), workers=4).run(tasks))
+    assert [(r.status, r.attempts, r.reason) for r in results] == [("done", 1, "")] * 8
+    assert all(r.verified for r in results)
+    assert leftovers(tmp_path / "cache") == []
+    mirror = next((tmp_path / "cache" / "mirrors").glob("*.git"))
+    assert not (mirror / "worktrees").exists() or list((mirror / "worktrees").iterdir()) == []

@@ -27,6 +27,18 @@ def tasks_file(tmp_path: Path, ids: list[str], *, sleep: float = 0.0) -> Path:
     return path
 
 
+def children(pid: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except (OSError, ValueError):
+            continue
+        if name.isdigit() and int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
+            found.append(int(name))
+    return found
+
+
 def fleet_args(tmp_path: Path, tasks: Path, *extra: str) -> list[str]:
     return ["fleet", str(tasks), "--out", str(tmp_path / "out"), "--engine", "scripted",
             "--model", str(tmp_path / "scripts" / "{id}.jsonl"), "--cache",
@@ -100,12 +112,16 @@ def test_resume_after_the_driver_is_killed_mid_run(tmp_path: Path) -> None:
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=child_env(tmp_path))
     wait_for(lambda: results.exists() and results.read_text().count("\n") >= 2, timeout=60)
+    helpers = children(driver.pid)  # the fork server and the resource tracker
+    assert helpers
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     before = results.read_text()
     assert before.endswith("\n") and 2 <= before.count("\n") < 5
     first = [json.loads(line)["id"] for line in before.splitlines()]
     wait_for(lambda: marked_processes() == [], timeout=10)  # its workers died with it
+    # and so did the gate's manager, without which the fork server exits: nothing is left
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in helpers), timeout=10)
     again = loki(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2"))
     assert again.returncode == 0, again.stderr
     assert f"{len(first)} skipped: already there" in again.stdout

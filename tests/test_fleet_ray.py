@@ -62,6 +62,7 @@ def test_ray_and_local_give_the_same_results(tmp_path: Path) -> None:
     check_outputs(tmp_path / "out-ray", on_ray)
     assert leftovers(tmp_path / "cache-ray") == []
     local = list(fleet(tmp_path, batch.model, backend="local").run(batch.tasks))
+    check_batch(batch, local, tmp_path / "check-local")
     assert sorted(map(comparable, on_ray), key=lambda r: r["id"]) == \
         sorted(map(comparable, local), key=lambda r: r["id"])
 

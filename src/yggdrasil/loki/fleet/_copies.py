@@ -3,26 +3,27 @@
 A git repository (a local path or a URL) is cloned once per node into the fleet cache as
 a bare mirror (``<cache>/mirrors/<hash>-<name>.git``), under a file lock so that workers
 on one node clone or fetch it once; each attempt then adds a detached worktree at the
-commit, which costs a checkout, not a clone. A plain folder is copied (symlinks kept as
+commit, which costs a checkout, not a clone. git does not guard its list of worktrees
+against concurrent writers (one ``worktree add`` can read another's half-written record
+and fail), so adding a record and pruning them happen under the mirror's lock, while the
+checkout and the removal of the files, the slow parts, do not. A plain folder is copied (symlinks kept as
 links, FIFOs, sockets and devices skipped).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._git import GitError, git
-from ._scratch import Workspace
+from ._git import GitError, git, mirror_lock
+from ._scratch import Workspace, prune
 from ._task import Task, is_url
 
 __all__ = ["CopyError", "WorkingCopy", "is_git_repo"]
@@ -63,9 +64,16 @@ class WorkingCopy:
         if is_git_repo(task.repo):
             mirror = _mirror(task.repo, space)
             sha = _resolve(mirror, commit, task.repo)
-            git(["--git-dir", str(mirror), "worktree", "add", "--quiet", "--detach",
-                 str(path), sha])
-            return cls(path, sha, mirror)
+            copy = cls(path, sha, mirror)
+            with mirror_lock(mirror):  # git reads every worktree's record: one writer at a time
+                git(["--git-dir", str(mirror), "worktree", "add", "--quiet", "--no-checkout",
+                     "--detach", str(path), sha])
+            try:
+                git(["reset", "--quiet", "--hard"], cwd=path)  # the checkout, unlocked
+            except BaseException:
+                copy.remove()
+                raise
+            return copy
         if commit:
             raise CopyError(f"task {task.id}: commit {commit!r} given, but {task.repo} is not "
                             "a git repository (a plain folder is copied as it is)", final=True)
@@ -77,17 +85,9 @@ class WorkingCopy:
 
     def remove(self) -> None:
         """Delete the copy (and, for a worktree, the mirror's record of it)."""
-        if self.mirror is not None:
-            try:
-                git(["--git-dir", str(self.mirror), "worktree", "remove", "--force", "--force",
-                     str(self.path)])
-                return
-            except GitError:
-                pass  # the agent broke its .git file, say: remove by hand, then prune
         shutil.rmtree(self.path, ignore_errors=True)
         if self.mirror is not None:
-            with contextlib.suppress(GitError):
-                git(["--git-dir", str(self.mirror), "worktree", "prune"])
+            prune(self.mirror)
 
 
 def _special_files(folder: str, names: list[str]) -> list[str]:
@@ -110,20 +110,13 @@ def _mirror_path(repo: str, space: Workspace) -> Path:
     return space.mirrors / f"{digest}-{name[:40] or 'repo'}.git"
 
 
-@contextlib.contextmanager
-def _locked(mirror: Path) -> Iterator[None]:
-    with open(mirror.with_suffix(".lock"), "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the holder exits, even if killed
-        yield
-
-
 def _mirror(repo: str, space: Workspace) -> Path:
     """The node's bare mirror of ``repo``, cloned on first use (atomically: a clone cut
     short by a killed worker leaves only a temp folder, never a half mirror)."""
     mirror = _mirror_path(repo, space)
     if mirror.is_dir():
         return mirror
-    with _locked(mirror):
+    with mirror_lock(mirror):
         if mirror.is_dir():
             return mirror
         temp = Path(tempfile.mkdtemp(prefix=".clone-", dir=space.mirrors))
@@ -144,7 +137,7 @@ def _resolve(mirror: Path, commit: str | None, repo: str) -> str:
     sha = _rev_parse(mirror, wanted)
     if sha:
         return sha
-    with _locked(mirror):
+    with mirror_lock(mirror):
         for fetch in (["fetch", "--quiet", "origin"], ["fetch", "--quiet", "origin", wanted]):
             with contextlib.suppress(GitError):
                 git(["--git-dir", str(mirror), *fetch])

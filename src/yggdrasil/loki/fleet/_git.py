@@ -7,12 +7,14 @@ the binary diff between two states: the agent's patch.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["GitError", "Snapshots", "git", "git_bounded", "git_env"]
+__all__ = ["GitError", "Snapshots", "git", "git_bounded", "git_env", "mirror_lock"]
 
 # Settings every call gets: never run a hook, never use the ext:: transport (it runs
 # commands), accept folders owned by another user (a fleet's cache often is).
@@ -72,6 +74,17 @@ def git_bounded(args: Sequence[str], limit: int, *, env: Mapping[str, str]) -> b
         said = err.decode("utf-8", "replace").strip()[-1500:]
         raise GitError(f"git {' '.join(args[:3])} failed (exit {proc.returncode}): {said}")
     return b"".join(chunks)
+
+
+@contextlib.contextmanager
+def mirror_lock(mirror: Path) -> Iterator[None]:
+    """The node-wide lock of one mirror (``<mirror>.lock``), for whoever changes it.
+
+    An flock: released when its holder exits, even when it is killed.
+    """
+    with open(mirror.with_suffix(".lock"), "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 class Snapshots:

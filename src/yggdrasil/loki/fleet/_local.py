@@ -4,8 +4,9 @@ Attempts are forked from a ``multiprocessing`` fork server that has the agent im
 already, so a task costs a fork, not an interpreter start. Each sends its one result back
 through a pipe; a pipe that closes without one means the process died (killed, crashed),
 and the driver says so. The rate gate lives in a manager process every attempt reaches.
-An attempt process whose driver dies kills what it started and exits (it watches the
-driver's sentinel), so killing the driver leaves nothing running.
+An attempt process (and the gate's manager) whose driver dies kills what it started and
+exits (each watches the driver's sentinel); the fork server then exits too, so killing
+the driver leaves nothing running.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class LocalBackend:
         _start_fork_server(self.ctx, settings.engine)
         self.manager = _GateManager(ctx=self.ctx)
         with _main_not_rerun():
-            self.manager.start()
+            self.manager.start(initializer=_watch_driver)
         self.gate: Any = self.manager.Gate(limit)  # type: ignore[attr-defined]
 
     def start(self, task: Task, holder: str) -> _Attempt:
@@ -161,13 +162,21 @@ def _child(conn: Connection, task: Task, settings: Settings, gate: Any, holder: 
     # Ctrl-C reaches the whole process group: the driver handles it (and kills us), so an
     # attempt does not die of it on its own with a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_die_with_driver, daemon=True).start()
+    _watch_driver()
     conn.send(run_attempt(task, settings, gate, holder))
     conn.close()
 
 
+def _watch_driver() -> None:
+    """Exit when the driver is gone (killed, say), stopping this attempt's commands first.
+
+    Every process the fork server starts keeps it alive, so a gate manager or an attempt
+    outliving its driver would leave the fork server behind too: none may.
+    """
+    threading.Thread(target=_die_with_driver, daemon=True).start()
+
+
 def _die_with_driver() -> None:
-    """When the driver is gone, stop this attempt's commands and exit: no orphans."""
     parent = multiprocessing.parent_process()
     if parent is None:
         return

@@ -17,15 +17,17 @@ import shutil
 import signal
 import socket
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._git import GitError, git
+from ._git import GitError, git, mirror_lock
 
-__all__ = ["MARKER", "Workspace", "default_cache", "kill_marked"]
+__all__ = ["MARKER", "Workspace", "default_cache", "kill_marked", "prune"]
 
 MARKER = "LOKI_FLEET_ATTEMPT"
+ABANDONED = 600.0  # seconds after which a scratch folder that never got an owner is swept
 
 
 def default_cache() -> str:
@@ -35,12 +37,15 @@ def default_cache() -> str:
 
 
 def _start_time(pid: int) -> str:
-    """The kernel's start time of ``pid`` ('' when it is gone): tells a reused pid apart."""
+    """The kernel's start time of ``pid``, which tells a reused pid apart; '' when it is
+    gone or a zombie (dead, not yet reaped: in a container whose init does not reap,
+    never)."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return ""
-    return raw[raw.rfind(b")") + 2 :].split()[19].decode()
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    return "" if fields[0] in (b"Z", b"X") else fields[19].decode()
 
 
 def alive(pid: int, start: str) -> bool:
@@ -95,10 +100,14 @@ class Workspace:
             removed = 0
             for folder in self.work.iterdir():
                 owner = _owner(folder)
-                if owner is None or owner["host"] != socket.gethostname() \
+                if owner is None:
+                    if not _abandoned(folder):
+                        continue  # not a scratch folder, or one being made right now
+                elif owner["host"] != socket.gethostname() \
                         or alive(owner["pid"], owner["start"]):
                     continue  # not ours to judge (a cache shared by nodes), or alive
-                kill_marked(owner["marker"])
+                else:
+                    kill_marked(owner["marker"])
                 shutil.rmtree(folder, ignore_errors=True)
                 removed += 1
             if removed:
@@ -108,8 +117,7 @@ class Workspace:
     def prune(self) -> None:
         """Let every mirror forget worktrees whose folder is gone."""
         for mirror in self.mirrors.glob("*.git"):
-            with contextlib.suppress(GitError):
-                git(["--git-dir", str(mirror), "worktree", "prune"])
+            prune(mirror)
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[bool]:
@@ -120,6 +128,24 @@ class Workspace:
                 yield False
                 return
             yield True
+
+
+def prune(mirror: Path) -> None:
+    """Let ``mirror`` forget worktrees whose folder is gone (under the mirror's lock: git
+    does not guard its list of worktrees against concurrent writers)."""
+    with mirror_lock(mirror), contextlib.suppress(GitError):
+        git(["--git-dir", str(mirror), "worktree", "prune"])
+
+
+def _abandoned(folder: Path) -> bool:
+    """A scratch folder whose owner died between making it and writing ``owner``."""
+    try:
+        made = folder.lstat()
+    except OSError:
+        return False
+    return (folder.is_dir() and not folder.is_symlink() and "." in folder.name
+            and not folder.name.startswith(".") and time.time() - made.st_mtime > ABANDONED
+            and not (folder / "owner").exists())
 
 
 def _owner(folder: Path) -> dict[str, Any] | None:
