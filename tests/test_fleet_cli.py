@@ -97,7 +97,7 @@ def test_on_a_terminal_a_live_display_shows_counts(tmp_path: Path) -> None:
         seen += chunk
     assert proc.wait(60) == 0
     screen = seen.decode("utf-8", "replace")
-    assert "running 1" in screen and "tokens 0 in / 0 out" in screen and "ETA" in screen
+    assert "running 1" in screen and "tokens 0 in / 0 out" in screen and "ETA 0m" in screen
     assert "[1/3] t1  done  verified" in screen  # finished tasks print above the display
     stdout = proc.stdout.read().decode() if proc.stdout else ""
     assert "verified 3/3" in stdout

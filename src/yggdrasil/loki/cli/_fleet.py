@@ -132,15 +132,21 @@ class Display:
             print(line, flush=True)
 
     def _render(self) -> Any:
-        from rich.text import Text
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
 
         s = self.fleet.status
         eta = s.eta()
         todo = s.total - s.skipped
-        return Text(f"fleet {s.finished}/{todo}  done {s.done}  failed {s.failed}  running "
-                    f"{s.running}  tokens {s.input_tokens:,} in / {s.output_tokens:,} out"
-                    f"  429s {s.rate_limited}  elapsed {_clock(time.monotonic() - s.started)}"
-                    f"  ETA {_clock(eta) if eta is not None else '?'}")
+        row = Table.grid(padding=(0, 1))
+        row.add_column(width=24)
+        row.add_column(no_wrap=True, overflow="ellipsis")
+        row.add_row(ProgressBar(total=max(todo, 1), completed=s.finished, width=24),
+                    f"{s.finished}/{todo}  done {s.done}  failed {s.failed}  running "
+                    f"{s.running} | tokens {s.input_tokens:,} in / {s.output_tokens:,} out"
+                    f" | 429s {s.rate_limited} | {_clock(time.monotonic() - s.started)}, "
+                    f"ETA {_clock(eta) if eta is not None else '?'}")
+        return row
 
 
 def summary(fleet: Any, args: argparse.Namespace) -> str:
@@ -157,9 +163,9 @@ def summary(fleet: Any, args: argparse.Namespace) -> str:
              f"  done {len(done)}, failed {len(results) - len(done)}, retried {s.retries}"]
     if graded:
         lines.append(f"  verified {verified}/{len(graded)} ({100 * verified / len(graded):.1f}%)")
-    lines.append(f"  tokens {tokens_in:,} in, {tokens_out:,} out (recorded results); this run "
-                 f"sent {s.requests:,} requests, {s.input_tokens:,} in / {s.output_tokens:,} "
-                 f"out with failed attempts, 429s {s.rate_limited}")
+    lines.append(f"  tokens {tokens_in:,} in / {tokens_out:,} out in the results; this run: "
+                 f"{s.requests:,} requests, {s.input_tokens:,} in / {s.output_tokens:,} out "
+                 f"counting failed attempts, {s.rate_limited} answered 429")
     if args.price_in is not None or args.price_out is not None:
         cost = (tokens_in * (args.price_in or 0) + tokens_out * (args.price_out or 0)) / 1e6
         lines.append(f"  cost ${cost:,.2f}")
