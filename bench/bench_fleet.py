@@ -131,7 +131,7 @@ def main() -> None:
         try:
             import ray
 
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
                      logging_level=logging.WARNING)
             backends.append("ray")
         except ImportError:

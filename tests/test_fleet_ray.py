@@ -39,7 +39,7 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 @pytest.fixture(scope="module", autouse=True)
 def cluster() -> Iterator[None]:
     """One local Ray cluster for the module; its workers import this checkout's code."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              logging_level="WARNING", runtime_env={"env_vars": {"PYTHONPATH": SRC}})
     try:
         yield
