@@ -77,9 +77,9 @@ class RayBackend:
             ray.init(address=address, runtime_env=code_runtime_env(), include_dashboard=False,
                      logging_level=logging.WARNING, log_to_driver=False)
             self.started_ray = True
-        gate_actor = ray.remote(Gate).options(  # type: ignore[attr-defined]
-            num_cpus=0, max_concurrency=2 * workers + 16)
-        self.actor = gate_actor.remote(limit)
+        gate_actor: Any = ray.remote(Gate)
+        self.actor: Any = gate_actor.options(num_cpus=0,
+                                             max_concurrency=2 * workers + 16).remote(limit)
         self.gate = _ActorGate(self.actor)
         self.remote = ray.remote(_attempt_on_worker).options(
             num_cpus=cpus_per_task, max_retries=0)
