@@ -25,12 +25,13 @@ from ._common import (
     fail,
 )
 from ._do import add_do
+from ._fleet import add_fleet
 from ._mcp import add_mcp
 from ._tools import add_tools
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: list[Callable[[Any], None]] = [add_tools, add_call, add_do, add_mcp]
+COMMANDS: list[Callable[[Any], None]] = [add_tools, add_call, add_do, add_mcp, add_fleet]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="The hands of a coding agent: tools confined to one folder (the root).",
         epilog="examples:\n  loki tools --root .\n  loki call read_file path=README.md end=5\n"
                "  loki do 'add a --verbose flag to cli.py' --root ~/src/app\n"
-               "  loki mcp --root /path/to/project\n\n"
+               "  loki mcp --root /path/to/project\n"
+               "  loki fleet tasks.jsonl --out runs/r1 --workers 8\n\n"
                "`loki COMMAND --help` shows each command's options.\n\n" + EXIT_CODES)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in COMMANDS:
