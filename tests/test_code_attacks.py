@@ -181,7 +181,7 @@ def test_pathological_names(root: Path, box: Toolbox) -> None:
         assert not unexpected(box.call("find_symbol", {"name": hostile})), hostile
         assert not unexpected(box.call("read_file", {"path": "long.py", "symbol": hostile}))
     assert box.call("find_symbol", {"name": "x" * 300}).startswith(
-        "ERROR: name is 300 characters long; a name is at most 200")
+        "ERROR: argument 'name' must be at most 200 characters")
 
 
 def test_thousands_of_files_stay_bounded(root: Path, box: Toolbox,

@@ -24,6 +24,7 @@ PUBLIC = {
     "yggdrasil.loki.engines.scripted": ["ScriptedEngine"],
     "yggdrasil.loki.errors": ["LokiError", "ToolError", "PathError", "Refused",
                               "ToolDefinitionError", "EngineError", "EngineConfigError"],
+    "yggdrasil.loki.fleet": ["Fleet", "Task", "TaskResult", "FleetStatus"],
     "yggdrasil.io": ["preview_table", "scan_table", "query_tables", "TableError", "FORMATS"],
 }
 

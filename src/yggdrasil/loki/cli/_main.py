@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import LokiError
 from ._call import add_call
 from ._common import (
+    EXIT_BROKEN_PIPE,
     EXIT_CODES,
     EXIT_INTERRUPTED,
     EXIT_TOOL_ERROR,
@@ -24,12 +25,13 @@ from ._common import (
     fail,
 )
 from ._do import add_do
+from ._fleet import add_fleet
 from ._mcp import add_mcp
 from ._tools import add_tools
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: list[Callable[[Any], None]] = [add_tools, add_call, add_do, add_mcp]
+COMMANDS: list[Callable[[Any], None]] = [add_tools, add_call, add_do, add_mcp, add_fleet]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="The hands of a coding agent: tools confined to one folder (the root).",
         epilog="examples:\n  loki tools --root .\n  loki call read_file path=README.md end=5\n"
                "  loki do 'add a --verbose flag to cli.py' --root ~/src/app\n"
-               "  loki mcp --root /path/to/project\n\n"
+               "  loki mcp --root /path/to/project\n"
+               "  loki fleet tasks.jsonl --out runs/r1 --workers 8\n\n"
                "`loki COMMAND --help` shows each command's options.\n\n" + EXIT_CODES)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in COMMANDS:
@@ -73,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # the reader went away (`loki tools | head`): stop quietly, without a second error at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141  # 128 + SIGPIPE, what the shell reports for a writer killed by the pipe
+        return EXIT_BROKEN_PIPE  # what the shell reports for a writer killed by the pipe
     except (LokiError, OSError) as exc:
         return fail(str(exc), EXIT_TOOL_ERROR)
     except Exception as exc:  # a bug of ours: still one line, the traceback on request

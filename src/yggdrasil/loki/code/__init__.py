@@ -13,6 +13,7 @@ from __future__ import annotations
 from ._code import MAX_BUDGET, MIN_BUDGET, Code
 from ._extract import grammars_available
 from ._languages import LANGUAGES
-from ._match import KINDS
+from ._match import KINDS, MAX_NAME
 
-__all__ = ["KINDS", "LANGUAGES", "MAX_BUDGET", "MIN_BUDGET", "Code", "grammars_available"]
+__all__ = ["KINDS", "LANGUAGES", "MAX_BUDGET", "MAX_NAME", "MIN_BUDGET", "Code",
+           "grammars_available"]

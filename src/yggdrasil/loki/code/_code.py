@@ -18,6 +18,9 @@ from collections import OrderedDict
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
+
+from annotated_types import Interval, MaxLen
 
 from ..errors import PathError, ToolError
 from ..files import MAX_HITS, Root, human_size
@@ -25,7 +28,7 @@ from ..search import Search, skip_note
 from ._extract import Symbol, grammars_available, shallow
 from ._index import MAX_FILE_BYTES, Entry, Index, Scan
 from ._languages import extension_of
-from ._match import NameQuery
+from ._match import MAX_NAME, NameQuery
 from ._rank import Ranker
 from ._render import (
     MAX_OUTLINE,
@@ -141,8 +144,8 @@ class Code:
 
     # -- find_symbol --------------------------------------------------------------------
 
-    def find_symbol(self, name: str, kind: str = "", path: str = ".",
-                    include_ignored: bool = False) -> str:
+    def find_symbol(self, name: Annotated[str, MaxLen(MAX_NAME)], kind: str = "",
+                    path: str = ".", include_ignored: bool = False) -> str:
         query = NameQuery.parse(name, kind)
         if not grammars_available():
             return self._uses(query, path, f"tree-sitter grammars are not installed ({_INSTALL})")
@@ -176,7 +179,8 @@ class Code:
 
     # -- repo_map -----------------------------------------------------------------------
 
-    def repo_map(self, path: str = ".", budget: int = 8000) -> str:
+    def repo_map(self, path: str = ".",
+                 budget: Annotated[int, Interval(ge=MIN_BUDGET, le=MAX_BUDGET)] = 8000) -> str:
         if not MIN_BUDGET <= budget <= MAX_BUDGET:
             raise ToolError(f"budget is the map's size in characters, {MIN_BUDGET}-{MAX_BUDGET}; "
                             f"got {budget}")
@@ -247,7 +251,7 @@ def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, S
     """Every matching definition with its sort key: exact case first, definitions before
     prototypes, code before tests, outer before nested, then walk order. When any match
     has the exact case, case-insensitive ones are left out."""
-    hits = []
+    hits: list[tuple[tuple[int, ...], str, Symbol]] = []
     for order, (rel, entry) in enumerate(scan.files):
         symbols = entry.outline.symbols if entry.outline is not None else ()
         for symbol in symbols:

@@ -1,10 +1,11 @@
 """find and grep (internal): ripgrep when it is installed, else an identical Python engine.
 
-Owns the choice of engine, the ripgrep backend, the descriptor-based Python walker and
-line matcher, globs and ignore rules (.gitignore, .ignore, .rgignore), and how hits and
-skipped files are collected and rendered. Both engines give byte-identical output.
+Owns the choice of engine, the ripgrep backend (run under a read-only Landlock fence),
+the descriptor-based Python walker and line matcher, globs and ignore rules (.gitignore,
+.ignore, .rgignore), linear-time matching (RE2, ``_linear``), and how hits and skipped
+files are collected and rendered. Both engines give byte-identical output.
 ``list_files`` hands the same walk to other hands (code/) that read files themselves.
-Imports ``files`` (Root, the observation caps) and ``errors``.
+Imports ``files`` (Root, the observation caps), ``sandbox`` (the fence) and ``errors``.
 """
 
 from __future__ import annotations

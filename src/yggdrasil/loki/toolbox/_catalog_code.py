@@ -7,8 +7,11 @@ range (from the code index), then the ordinary ``Files.read_file`` reads that wi
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated
 
-from ..code import KINDS, MAX_BUDGET, MIN_BUDGET, Code
+from annotated_types import Ge, MaxLen
+
+from ..code import KINDS, MAX_BUDGET, MAX_NAME, MIN_BUDGET, Code
 from ..files import Files
 from ._tool import Tool
 
@@ -29,7 +32,8 @@ def read_file_tool(files: Files, code: Code) -> Tool:
 
 
 def _read_with_symbol(files: Files, code: Code) -> Callable[..., str]:
-    def read_file(path: str, start: int = 1, end: int = 0, symbol: str = "") -> str:
+    def read_file(path: str, start: Annotated[int, Ge(1)] = 1, end: Annotated[int, Ge(0)] = 0,
+                  symbol: Annotated[str, MaxLen(MAX_NAME)] = "") -> str:
         if not symbol.strip():
             return files.read_file(path, start, end)
         first, last, note = code.symbol_lines(path, symbol)
@@ -44,7 +48,8 @@ def code_tools(code: Code) -> list[Tool]:
         Tool("outline", "List what a source file defines, nested, in file order: one "
              "'kind name(signature)  L<start>-<end>' line per class, method, function, "
              "constant...; a folder gives each file's outline.",
-             {"path": f"source file or folder, {_PATH}; default the root"}, code.outline),
+             {"path": f"source file or folder, {_PATH}; default the root"}, code.outline,
+             title="Outline a source file"),
         Tool("find_symbol", "Find where a name is defined across the tree: 'path:line: kind "
              "name(signature)', best matches first. Skips what grep skips, and says how many.",
              {"name": "a name (main), a dotted name (Greeter.greet) or a glob (test_*); "
@@ -54,11 +59,11 @@ def code_tools(code: Code) -> list[Tool]:
               "path": f"file or folder to search, {_PATH}; default the root",
               "include_ignored": "also search ignored and hidden files (default false; "
                                  "binary files and .git never)"},
-             code.find_symbol),
+             code.find_symbol, title="Find where a name is defined"),
         Tool("repo_map", "An overview of a repository: its most referenced definitions (a "
              "PageRank over which files use which names), grouped by file, within a budget.",
              {"path": f"folder to map, {_PATH}; default the root",
               "budget": f"size of the map in characters, {MIN_BUDGET}-{MAX_BUDGET} "
                         "(default 8000, about 2000 tokens)"},
-             code.repo_map),
+             code.repo_map, title="Map the repository"),
     ]

@@ -1,0 +1,181 @@
+"""``loki fleet TASKS.jsonl --out DIR``: run a batch of tasks on a process pool or Ray.
+
+On a terminal a live display (stderr) shows done / failed / running, tokens and the ETA,
+with a line per finished task above it; otherwise each finished task prints one plain
+line. A summary (verified rate, tokens, cost) ends the run. Thin: ``fleet/`` does the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, CliError, wrap
+
+__all__ = ["add_fleet", "run_fleet"]
+
+EXAMPLES = """examples:
+  loki fleet tasks.jsonl --out runs/r1 --engine openai --base-url http://llm:8000/v1 --model qwen3-coder
+  loki fleet tasks.jsonl --out runs/r1 --backend ray --address ray://head:10001 --workers 256
+  loki fleet tasks.jsonl --out runs/r1 --engine scripted --model 'scripts/{id}.jsonl'
+
+a task is one JSON object per line:
+  {"id": "django-1234", "repo": "/data/django.git", "commit": "abc123", "prompt": "...",
+   "setup": "pip install -e .", "verify": "pytest -x tests/test_x.py", "max_steps": 50}
+
+Running again with the same --out skips the tasks already in its results.jsonl.
+exit codes: 0 every task finished, 1 some task failed, 2 bad command line or tasks file,
+130 interrupted (the finished tasks stay recorded)."""
+
+
+def add_fleet(commands: Any) -> None:
+    parser = commands.add_parser(
+        "fleet", help="run a batch of tasks (JSONL) on a process pool or a Ray cluster",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
+        description=wrap(
+            "Run every task of TASKS (JSONL) through the agent, each in its own working "
+            "copy with commands fenced, on --workers processes (--backend local) or a Ray "
+            "cluster. Results go to DIR/results.jsonl as tasks finish, SWE-bench "
+            "predictions to DIR/preds.json, transcripts to DIR/<id>/transcript.jsonl."))
+    parser.set_defaults(run=run_fleet)
+    parser.add_argument("tasks", metavar="TASKS.jsonl", help="the tasks, one JSON object per line")
+    parser.add_argument("--out", required=True, metavar="DIR", help="the output folder")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="local: a process pool on this machine (default); ray: a Ray cluster")
+    parser.add_argument("--address", metavar="ADDR",
+                        help="the Ray cluster to join (ray://host:10001, or auto)")
+    parser.add_argument("--workers", type=int, default=4, metavar="N",
+                        help="tasks running at once (default 4)")
+    parser.add_argument("--max-in-flight", type=int, metavar="N",
+                        help="model requests in flight across the fleet (default: --workers)")
+    parser.add_argument("--engine", metavar="NAME",
+                        help="openai, anthropic, ollama or scripted (default: LOKI_ENGINE)")
+    parser.add_argument("--model", metavar="M",
+                        help="model name; {id} becomes the task id (scripted: scripts/{id}.jsonl)")
+    parser.add_argument("--base-url", metavar="URL", help="API base URL (OpenAI-compatible servers)")
+    parser.add_argument("--sandbox", choices=("require", "auto", "off"), default="require",
+                        help="fence the agent's commands and verify: require (default), auto, off")
+    parser.add_argument("--no-network", action="store_true",
+                        help="block TCP connect/bind for the agent's commands and verify")
+    parser.add_argument("--cache", metavar="DIR",
+                        help="each node's mirrors and working copies (default "
+                             "~/.cache/yggdrasil-loki/fleet)")
+    parser.add_argument("--price-in", type=float, metavar="USD",
+                        help="price of a million input tokens, for the cost in the summary")
+    parser.add_argument("--price-out", type=float, metavar="USD",
+                        help="price of a million output tokens")
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    from ..fleet import Fleet, Task
+
+    try:
+        tasks = Task.from_jsonl(args.tasks)
+        fleet = Fleet(args.engine, model=args.model, base_url=args.base_url,
+                      backend=args.backend, workers=args.workers, out=args.out,
+                      address=args.address, max_in_flight=args.max_in_flight,
+                      sandbox=args.sandbox, network=not args.no_network, cache_dir=args.cache)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    display = Display(fleet, live=sys.stderr.isatty())
+    try:
+        with display:
+            for result in fleet.run(tasks):
+                display.finished(result)
+    except KeyboardInterrupt:
+        print(summary(fleet, args), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (RuntimeError, ImportError) as exc:
+        raise CliError(str(exc), EXIT_TOOL_ERROR) from exc
+    print(summary(fleet, args))
+    failed = [r for r in fleet.results() if r.status != "done" and r.id in {t.id for t in tasks}]
+    return EXIT_TOOL_ERROR if failed else EXIT_OK
+
+
+class Display:
+    """Live counters on a terminal (stderr); one plain line per finished task otherwise."""
+
+    def __init__(self, fleet: Any, *, live: bool) -> None:
+        from rich.console import Console
+
+        self.fleet = fleet
+        self.console = Console(stderr=live, highlight=False, soft_wrap=True)
+        self.live: Any = None
+        if live:
+            from rich.live import Live
+
+            self.live = Live(console=self.console, get_renderable=self._render,
+                             refresh_per_second=4, transient=True)
+
+    def __enter__(self) -> Display:
+        if self.live is not None:
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def finished(self, result: Any) -> None:
+        s = self.fleet.status
+        mark = "done" if result.status == "done" else "FAILED"
+        grade = {None: "", True: "  verified", False: "  not verified"}[result.verified]
+        tokens = sum(int(v) for k, v in result.usage.items() if k.endswith("_tokens"))
+        detail = (f"  {result.reason}" if result.status != "done"
+                  else f"{grade}  steps={result.steps}  tokens={tokens}  {result.seconds:.1f}s")
+        line = f"[{s.finished}/{s.total - s.skipped}] {result.id}  {mark}{detail}"
+        if self.live is not None:
+            self.console.print(line, markup=False)
+        else:
+            print(line, flush=True)
+
+    def _render(self) -> Any:
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+
+        s = self.fleet.status
+        eta = s.eta()
+        todo = s.total - s.skipped
+        row = Table.grid(padding=(0, 1))
+        row.add_column(width=24)
+        row.add_column(no_wrap=True, overflow="ellipsis")
+        row.add_row(ProgressBar(total=max(todo, 1), completed=s.finished, width=24),
+                    f"{s.finished}/{todo}  done {s.done}  failed {s.failed}  running "
+                    f"{s.running} | tokens {s.input_tokens:,} in / {s.output_tokens:,} out"
+                    f" | 429s {s.rate_limited} | {_clock(time.monotonic() - s.started)}, "
+                    f"ETA {_clock(eta) if eta is not None else '?'}")
+        return row
+
+
+def summary(fleet: Any, args: argparse.Namespace) -> str:
+    """The end of a run: counts, verified rate, tokens and cost over everything in --out."""
+    results = fleet.results()
+    s = fleet.status
+    done = [r for r in results if r.status == "done"]
+    graded = [r for r in results if r.verified is not None]
+    verified = sum(1 for r in graded if r.verified)
+    tokens_in = sum(int(r.usage.get("input_tokens", 0)) for r in results)
+    tokens_out = sum(int(r.usage.get("output_tokens", 0)) for r in results)
+    lines = [f"fleet: {len(results)} tasks recorded in {args.out} ({s.total - s.skipped} run "
+             f"now, {s.skipped} skipped: already there), {_clock(time.monotonic() - s.started)}",
+             f"  done {len(done)}, failed {len(results) - len(done)}, retried {s.retries}"]
+    if graded:
+        lines.append(f"  verified {verified}/{len(graded)} ({100 * verified / len(graded):.1f}%)")
+    lines.append(f"  tokens {tokens_in:,} in / {tokens_out:,} out in the results; this run: "
+                 f"{s.requests:,} requests, {s.input_tokens:,} in / {s.output_tokens:,} out "
+                 f"counting failed attempts, {s.rate_limited} answered 429")
+    if args.price_in is not None or args.price_out is not None:
+        cost = (tokens_in * (args.price_in or 0) + tokens_out * (args.price_out or 0)) / 1e6
+        lines.append(f"  cost ${cost:,.2f}")
+    else:
+        lines.append("  cost: unknown (--price-in/--price-out give the price per million tokens)")
+    lines.append(f"  results {args.out}/results.jsonl, predictions {args.out}/preds.json")
+    return "\n".join(lines)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"

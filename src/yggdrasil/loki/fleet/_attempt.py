@@ -1,0 +1,191 @@
+"""One attempt at one task, on a worker: copy, set up, act, diff, verify, clean up.
+
+Runs in a worker process (a local pool process or a Ray worker) and never raises: it
+returns a plain dict, ``{"ok": True, "result": {...}, "transcript": ...}`` or
+``{"ok": False, "error": ..., "final": ..., "transcript": ...}`` (``final``: a retry
+cannot help). Everything it makes lives in one scratch folder of the node's fleet cache,
+removed at the end; a worker killed midway leaves it to the next attempt's sweep.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..agent import Loki
+from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy, create_engine
+from ..errors import EngineAuthError, EngineConfigError, EngineError
+from ..sandbox import run_process
+from ..tools import filesystem_toolbox
+from ._copies import CopyError, WorkingCopy
+from ._gate import GateClient, GatedEngine
+from ._git import GitError, Snapshots
+from ._scratch import MARKER, Workspace
+from ._task import Task
+
+__all__ = ["Settings", "run_attempt"]
+
+OUTPUT_KEPT = 4_000  # characters of setup/verify output kept in a result or a reason
+_EXIT = re.compile(r"exit=(-?\d+)")
+
+
+@dataclass
+class Settings:
+    """How every attempt of a fleet runs (sent to the workers with each task)."""
+
+    engine: str | Callable[[Task], Engine]
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    request_timeout: float = DEFAULT_TIMEOUT
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    engine_options: dict[str, Any] = field(default_factory=dict)
+    protocol: str = "auto"
+    sandbox: str = "require"
+    network: bool = True
+    cache_dir: str = ""
+    max_patch_bytes: int = 20 << 20
+
+
+class AttemptError(Exception):
+    """The attempt failed; ``final`` when retrying cannot help."""
+
+    def __init__(self, message: str, *, final: bool = False, transcript: str = "") -> None:
+        super().__init__(message)
+        self.final = final
+        self.transcript = transcript
+
+
+def run_attempt(task: Task, settings: Settings, gate: GateClient, holder: str) -> dict[str, Any]:
+    """Run one attempt of ``task``; a plain dict, never an exception (see the module doc)."""
+    started = time.monotonic()
+    space = Workspace(settings.cache_dir)
+    space.sweep()
+    marker = secrets.token_hex(8)
+    os.environ[MARKER] = marker  # every command this attempt starts carries it
+    try:
+        with space.scratch(task.id, marker) as scratch:
+            result, transcript = _attempt(task, settings, gate, holder, scratch, space,
+                                          deadline=started + task.timeout)
+        result["seconds"] = round(time.monotonic() - started, 3)
+        return {"ok": True, "result": result, "transcript": transcript}
+    except AttemptError as exc:
+        return {"ok": False, "error": str(exc), "final": exc.final, "transcript": exc.transcript}
+    except CopyError as exc:
+        return {"ok": False, "error": str(exc), "final": exc.final, "transcript": ""}
+    except Exception as exc:  # a fault of the attempt, reported as its reason
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "final": False,
+                "transcript": ""}
+    finally:
+        os.environ.pop(MARKER, None)
+
+
+def _attempt(task: Task, settings: Settings, gate: GateClient, holder: str, scratch: Path,
+             space: Workspace, *, deadline: float) -> tuple[dict[str, Any], str]:
+    copy = WorkingCopy.create(task, scratch / task.id, space)
+    log = scratch / "transcript.jsonl"
+    try:
+        if task.setup:
+            _setup(task, copy.path, deadline)
+        snapshots = Snapshots(scratch / "snapshots.git", copy.path, copy.objects)
+        before = snapshots.take()
+        act = _act(task, settings, gate, holder, copy.path, log)
+        after = snapshots.take()
+        patch = snapshots.diff(before, after, settings.max_patch_bytes)
+        if patch is None:
+            raise AttemptError(f"the patch is over the {settings.max_patch_bytes:,}-byte cap "
+                               "(max_patch_bytes); the agent made huge changes", final=True,
+                               transcript=_read(log))
+        files = snapshots.changed(before, after)
+    finally:
+        copy.remove()
+    result = {"commit": copy.commit, "patch": patch.decode("utf-8", "surrogateescape"),
+              "files_changed": files, "steps": len(act.steps), "stop_reason": act.stop_reason,
+              "answer": act.answer, "usage": act.usage, "model": act.model}
+    if task.verify:
+        result.update(_verify(task, settings, space, scratch, copy.commit, patch, deadline))
+    return result, _read(log)
+
+
+def _setup(task: Task, path: Path, deadline: float) -> None:
+    """The task's own setup command, unfenced (it is the task author's, not the model's)."""
+    assert task.setup is not None
+    done = run_process(["/bin/sh", "-c", task.setup], cwd=str(path), timeout=_left(deadline))
+    if done.timed_out or done.exit_code != 0:
+        why = "timed out" if done.timed_out else f"exit {done.exit_code}"
+        raise AttemptError(f"setup failed ({why}): {_tail(done.observation())}")
+
+
+def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Path,
+         log: Path) -> Any:
+    try:
+        engine = GatedEngine(_engine(task, settings), gate, holder, settings.retry)
+        box = filesystem_toolbox(root, sandbox=settings.sandbox,  # type: ignore[arg-type]
+                                 network=settings.network)
+        loki = Loki(engine, protocol=settings.protocol)  # type: ignore[arg-type]
+        return loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
+                        transcript=log)
+    except (EngineConfigError, EngineAuthError) as exc:
+        raise AttemptError(f"{type(exc).__name__}: {exc}", final=True,
+                           transcript=_read(log)) from exc
+    except EngineError as exc:
+        raise AttemptError(f"{type(exc).__name__}: {exc}", transcript=_read(log)) from exc
+
+
+def _engine(task: Task, settings: Settings) -> Engine:
+    """This task's engine, built not to retry: the gate retries, fleet-wide."""
+    if callable(settings.engine):
+        return settings.engine(task)
+    model = settings.model.replace("{id}", task.id) if settings.model else None
+    return create_engine(settings.engine, model=model, base_url=settings.base_url,
+                         api_key=settings.api_key, timeout=settings.request_timeout,
+                         retry=RetryPolicy(attempts=1), **settings.engine_options)
+
+
+def _verify(task: Task, settings: Settings, space: Workspace, scratch: Path, commit: str,
+            patch: bytes, deadline: float) -> dict[str, Any]:
+    """``task.verify`` in a fresh copy (set up, then only the patch applied), fenced."""
+    assert task.verify is not None
+    fresh = WorkingCopy.create(task, scratch / "verify" / task.id, space, commit=commit or None)
+    try:
+        if task.setup:
+            _setup(task, fresh.path, deadline)
+        if patch:
+            try:
+                Snapshots(scratch / "verify.git", fresh.path).apply(patch)
+            except GitError as exc:
+                return {"verified": False, "verify_exit": None,
+                        "verify_output": _tail(f"the patch does not apply: {exc}")}
+        box = filesystem_toolbox(fresh.path, sandbox=settings.sandbox,  # type: ignore[arg-type]
+                                 network=settings.network)
+        said = box.call("run", {"command": task.verify, "timeout": min(3600.0, _left(deadline))})
+    finally:
+        fresh.remove()
+    found = _EXIT.match(said)
+    code = int(found.group(1)) if found else None
+    return {"verified": code == 0, "verify_exit": code, "verify_output": _tail(said)}
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise AttemptError("out of time (the task's timeout) before the attempt was done")
+    return left
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= OUTPUT_KEPT else "[...]\n" + text[-OUTPUT_KEPT:]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+

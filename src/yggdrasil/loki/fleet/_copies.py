@@ -1,0 +1,156 @@
+"""Working copies: a git worktree of the node's bare mirror at the commit, or a folder copy.
+
+A git repository (a local path or a URL) is cloned once per node into the fleet cache as
+a bare mirror (``<cache>/mirrors/<hash>-<name>.git``), under a file lock so that workers
+on one node clone or fetch it once; each attempt then adds a detached worktree at the
+commit, which costs a checkout, not a clone. git does not guard its list of worktrees
+against concurrent writers (one ``worktree add`` can read another's half-written record
+and fail), so adding a record and pruning them happen under the mirror's lock, while the
+checkout and the removal of the files, the slow parts, do not. A plain folder is copied (symlinks kept as
+links, FIFOs, sockets and devices skipped).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._git import GitError, git, mirror_lock
+from ._scratch import Workspace, prune
+from ._task import Task, is_url
+
+__all__ = ["CopyError", "WorkingCopy", "is_git_repo"]
+
+
+class CopyError(RuntimeError):
+    """The task's repository or commit cannot be had; ``final``: retrying cannot help."""
+
+    def __init__(self, message: str, *, final: bool = False) -> None:
+        super().__init__(message)
+        self.final = final
+
+
+def is_git_repo(repo: str) -> bool:
+    """A URL, a work tree (``.git`` inside) or a bare repository (``HEAD`` and ``objects``)."""
+    if is_url(repo):
+        return True
+    path = Path(repo)
+    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+
+
+@dataclass
+class WorkingCopy:
+    """Where a task runs: ``path``, at ``commit`` (a full hash, '' for a plain folder)."""
+
+    path: Path
+    commit: str
+    mirror: Path | None  # the bare mirror it is a worktree of; None for a folder copy
+
+    @property
+    def objects(self) -> Path | None:
+        return self.mirror / "objects" if self.mirror is not None else None
+
+    @classmethod
+    def create(cls, task: Task, path: Path, space: Workspace, commit: str | None = None) -> WorkingCopy:
+        """A working copy of ``task.repo`` at ``commit`` (default: the task's) in ``path``."""
+        commit = commit or task.commit
+        if is_git_repo(task.repo):
+            mirror = _mirror(task.repo, space)
+            sha = _resolve(mirror, commit, task.repo)
+            copy = cls(path, sha, mirror)
+            with mirror_lock(mirror):  # git reads every worktree's record: one writer at a time
+                git(["--git-dir", str(mirror), "worktree", "add", "--quiet", "--no-checkout",
+                     "--detach", str(path), sha])
+            try:
+                git(["reset", "--quiet", "--hard"], cwd=path)  # the checkout, unlocked
+            except BaseException:
+                copy.remove()
+                raise
+            return copy
+        if commit:
+            raise CopyError(f"task {task.id}: commit {commit!r} given, but {task.repo} is not "
+                            "a git repository (a plain folder is copied as it is)", final=True)
+        if not Path(task.repo).is_dir():
+            raise CopyError(f"task {task.id}: repo {task.repo} is neither a git repository "
+                            "nor a folder", final=True)
+        shutil.copytree(task.repo, path, symlinks=True, ignore=_special_files)
+        return cls(path, "", None)
+
+    def remove(self) -> None:
+        """Delete the copy (and, for a worktree, the mirror's record of it)."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        if self.mirror is not None:
+            prune(self.mirror)
+
+
+def _special_files(folder: str, names: list[str]) -> list[str]:
+    """Entries copytree must not open: a FIFO would block it, a device is not a file."""
+    skipped = []
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            skipped.append(name)
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.append(name)
+    return skipped
+
+
+def _mirror_path(repo: str, space: Workspace) -> Path:
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", repo.rstrip("/").rsplit("/", 1)[-1]).removesuffix(".git")
+    digest = hashlib.sha256(repo.encode()).hexdigest()[:16]
+    return space.mirrors / f"{digest}-{name[:40] or 'repo'}.git"
+
+
+def _mirror(repo: str, space: Workspace) -> Path:
+    """The node's bare mirror of ``repo``, cloned on first use (atomically: a clone cut
+    short by a killed worker leaves only a temp folder, never a half mirror)."""
+    mirror = _mirror_path(repo, space)
+    if mirror.is_dir():
+        return mirror
+    with mirror_lock(mirror):
+        if mirror.is_dir():
+            return mirror
+        temp = Path(tempfile.mkdtemp(prefix=".clone-", dir=space.mirrors))
+        try:
+            git(["clone", "--quiet", "--mirror", "--", repo, str(temp / "m.git")])
+        except GitError as exc:
+            raise CopyError(f"cannot clone {repo}: {exc}") from exc
+        else:
+            (temp / "m.git").rename(mirror)
+        finally:
+            shutil.rmtree(temp, ignore_errors=True)
+    return mirror
+
+
+def _resolve(mirror: Path, commit: str | None, repo: str) -> str:
+    """The full hash of ``commit`` (default HEAD), fetching once when the mirror lacks it."""
+    wanted = commit or "HEAD"
+    sha = _rev_parse(mirror, wanted)
+    if sha:
+        return sha
+    with mirror_lock(mirror):
+        for fetch in (["fetch", "--quiet", "origin"], ["fetch", "--quiet", "origin", wanted]):
+            with contextlib.suppress(GitError):
+                git(["--git-dir", str(mirror), *fetch])
+            sha = _rev_parse(mirror, wanted)
+            if sha:
+                return sha
+    raise CopyError(f"commit {wanted!r} is not in {repo} (fetched it again to be sure)",
+                    final=True)
+
+
+def _rev_parse(mirror: Path, wanted: str) -> str:
+    try:
+        return git(["--git-dir", str(mirror), "rev-parse", "--verify", "--quiet",
+                    "--end-of-options", f"{wanted}^{{commit}}"]).strip()
+    except GitError:
+        return ""

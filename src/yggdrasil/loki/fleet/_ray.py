@@ -1,0 +1,127 @@
+"""The Ray backend: one Ray task per attempt, the rate gate as a threaded Ray actor.
+
+Imported only when a fleet runs with ``backend="ray"``: nothing else in the package
+imports ray. Ray's own retries are off (``max_retries=0``): the driver retries, the same
+way as on the local backend, and tells a crash (``WorkerCrashedError``: the worker process
+or its node died) from a task that failed. A timed-out attempt is cancelled with
+``force=True``, which kills its worker process; the node's next attempt sweeps up its
+commands and working copy, and so does the sweep run on every node when the fleet ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayError, TaskCancelledError, WorkerCrashedError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from ._attempt import Settings, run_attempt
+from ._gate import Gate
+from ._scratch import Workspace
+from ._task import Task
+
+__all__ = ["RayBackend"]
+
+SWEEP_TIMEOUT = 60.0
+
+
+class _ActorGate:
+    """A worker's view of the gate actor (the GateClient protocol)."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def acquire(self, holder: str) -> bool:
+        return bool(ray.get(self.actor.acquire.remote(holder)))
+
+    def release(self, holder: str, usage: Mapping[str, int] | None = None,
+                pause: float = 0.0) -> None:
+        ray.get(self.actor.release.remote(holder, dict(usage or {}), pause))
+
+    def forget(self, holder: str) -> None:
+        ray.get(self.actor.forget.remote(holder))
+
+    def stats(self) -> dict[str, int]:
+        return dict(ray.get(self.actor.stats.remote()))
+
+
+def _attempt_on_worker(task: Task, settings: Settings, actor: Any, holder: str) -> dict[str, Any]:
+    return run_attempt(task, settings, _ActorGate(actor), holder)
+
+
+def _sweep_node(cache_dir: str) -> int:
+    return Workspace(cache_dir).sweep()
+
+
+def code_runtime_env() -> dict[str, Any]:
+    """Ship this very ``yggdrasil`` package to the workers (so they run the driver's code)."""
+    import yggdrasil.loki
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(yggdrasil.loki.__file__)))
+    return {"py_modules": [package]}
+
+
+class RayBackend:
+    """Runs attempts as Ray tasks on the cluster ``ray.init`` connects to."""
+
+    def __init__(self, settings: Settings, limit: int, *, workers: int, address: str | None,
+                 cpus_per_task: float) -> None:
+        self.settings = settings
+        self.started_ray = False
+        if not ray.is_initialized():
+            ray.init(address=address, runtime_env=code_runtime_env(), include_dashboard=False,
+                     logging_level=logging.WARNING, log_to_driver=False)
+            self.started_ray = True
+        gate_actor: Any = ray.remote(Gate)
+        self.actor: Any = gate_actor.options(num_cpus=0,
+                                             max_concurrency=2 * workers + 16).remote(limit)
+        self.gate = _ActorGate(self.actor)
+        self.remote = ray.remote(_attempt_on_worker).options(
+            num_cpus=cpus_per_task, max_retries=0)
+        self.settings_ref = ray.put(settings)  # stored once, not sent with every task
+
+    def start(self, task: Task, holder: str) -> Any:
+        return self.remote.remote(task, self.settings_ref, self.actor, holder)
+
+    def wait(self, refs: list[Any], timeout: float) -> list[Any]:
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout, fetch_local=True)
+        return list(ready)
+
+    def outcome(self, ref: Any) -> dict[str, Any]:
+        try:
+            outcome: dict[str, Any] = ray.get(ref)
+            return outcome
+        except WorkerCrashedError:
+            return {"ok": False, "error": "the worker process died (its Ray worker crashed or "
+                                          "was killed)"}
+        except TaskCancelledError:
+            return {"ok": False, "error": "the Ray task was cancelled"}
+        except RayError as exc:
+            first = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+            return {"ok": False, "error": f"ray: {type(exc).__name__}: {first[0][:500]}"}
+
+    def kill(self, ref: Any) -> None:
+        ray.cancel(ref, force=True)
+
+    def close(self) -> None:
+        try:
+            self._sweep_nodes()
+        finally:
+            ray.kill(self.actor)
+            if self.started_ray:
+                ray.shutdown()
+
+    def _sweep_nodes(self) -> None:
+        """Sweep the fleet cache of every live node (what killed attempts left behind)."""
+        sweep = ray.remote(_sweep_node)
+        refs = [sweep.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
+                    node["NodeID"], soft=False)).remote(self.settings.cache_dir)
+                for node in ray.nodes() if node.get("Alive")]
+        # a node that cannot sweep now is swept by its next attempt
+        with contextlib.suppress(GetTimeoutError, RayError):
+            ray.get(refs, timeout=SWEEP_TIMEOUT)

@@ -1,0 +1,161 @@
+"""A node's fleet cache: scratch folders per attempt, and sweeping up after dead ones.
+
+Each attempt works in ``<cache>/work/<id>.<random>/``, whose ``owner`` file names the
+process (host, pid and start time) and the marker its commands carry in their environment
+(``LOKI_FLEET_ATTEMPT``). A worker killed mid-task cannot clean up, so every attempt first
+sweeps: a folder whose owner is gone is removed, after killing any process still carrying
+its marker (a command the dead worker had started), and the mirrors forget its worktrees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ._git import GitError, git, mirror_lock
+
+__all__ = ["MARKER", "Workspace", "default_cache", "kill_marked", "prune"]
+
+MARKER = "LOKI_FLEET_ATTEMPT"
+ABANDONED = 600.0  # seconds after which a scratch folder that never got an owner is swept
+
+
+def default_cache() -> str:
+    """Where a node keeps its mirrors and working copies unless told otherwise."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "yggdrasil-loki", "fleet")
+
+
+def _start_time(pid: int) -> str:
+    """The kernel's start time of ``pid``, which tells a reused pid apart; '' when it is
+    gone or a zombie (dead, not yet reaped: in a container whose init does not reap,
+    never)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return ""
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    return "" if fields[0] in (b"Z", b"X") else fields[19].decode()
+
+
+def alive(pid: int, start: str) -> bool:
+    return bool(start) and _start_time(pid) == start
+
+
+def kill_marked(marker: str) -> int:
+    """SIGKILL every process whose environment carries ``MARKER=marker``; how many."""
+    needle = f"{MARKER}={marker}".encode()
+    killed = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(name), signal.SIGKILL)
+                killed += 1
+    return killed
+
+
+class Workspace:
+    """The fleet cache of this node: ``mirrors/`` (bare git mirrors) and ``work/``."""
+
+    def __init__(self, cache: str | os.PathLike[str] = "") -> None:
+        self.root = Path(cache or default_cache()).expanduser().resolve()
+        self.mirrors = self.root / "mirrors"
+        self.work = self.root / "work"
+        for folder in (self.mirrors, self.work):
+            folder.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def scratch(self, task_id: str, marker: str) -> Iterator[Path]:
+        """A fresh folder for one attempt, owned by this process; removed afterwards."""
+        folder = Path(tempfile.mkdtemp(prefix=f"{task_id}.", dir=self.work))
+        owner = {"pid": os.getpid(), "start": _start_time(os.getpid()), "marker": marker,
+                 "host": socket.gethostname()}
+        (folder / "owner").write_text(json.dumps(owner))
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def sweep(self) -> int:
+        """Remove the folders of attempts whose process is gone; how many were removed."""
+        with self._lock() as locked:
+            if not locked:
+                return 0  # another worker on this node is sweeping right now
+            removed = 0
+            for folder in self.work.iterdir():
+                owner = _owner(folder)
+                if owner is None:
+                    if not _abandoned(folder):
+                        continue  # not a scratch folder, or one being made right now
+                elif owner["host"] != socket.gethostname() \
+                        or alive(owner["pid"], owner["start"]):
+                    continue  # not ours to judge (a cache shared by nodes), or alive
+                else:
+                    kill_marked(owner["marker"])
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+            if removed:
+                self.prune()
+            return removed
+
+    def prune(self) -> None:
+        """Let every mirror forget worktrees whose folder is gone."""
+        for mirror in self.mirrors.glob("*.git"):
+            prune(mirror)
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[bool]:
+        with open(self.work / ".sweep.lock", "w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+
+
+def prune(mirror: Path) -> None:
+    """Let ``mirror`` forget worktrees whose folder is gone (under the mirror's lock: git
+    does not guard its list of worktrees against concurrent writers)."""
+    with mirror_lock(mirror), contextlib.suppress(GitError):
+        git(["--git-dir", str(mirror), "worktree", "prune"])
+
+
+def _abandoned(folder: Path) -> bool:
+    """A scratch folder whose owner died between making it and writing ``owner``."""
+    try:
+        made = folder.lstat()
+    except OSError:
+        return False
+    return (folder.is_dir() and not folder.is_symlink() and "." in folder.name
+            and not folder.name.startswith(".") and time.time() - made.st_mtime > ABANDONED
+            and not (folder / "owner").exists())
+
+
+def _owner(folder: Path) -> dict[str, Any] | None:
+    """The owner record of a scratch folder; None for what is not one (or is being made)."""
+    if not folder.is_dir() or folder.is_symlink():
+        return None
+    try:
+        owner = json.loads((folder / "owner").read_text())
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(owner, dict) and isinstance(owner.get("pid"), int)
+          and all(isinstance(owner.get(k), str) for k in ("start", "marker", "host")))
+    return owner if ok else None

@@ -1,0 +1,116 @@
+"""A fleet's output folder: ``results.jsonl``, ``preds.json`` and one transcript per task.
+
+``results.jsonl`` is the record of what is finished, and the only one resume reads: one
+line per task, appended as the task finishes with a single ``write`` on an ``O_APPEND``
+descriptor and fsynced before the task counts as done. A line is therefore whole or
+absent; should a crash of the machine itself leave a torn last line, it is cut off when
+the folder is opened again (that task simply runs again). The transcript is written
+(to a temp file, then renamed) before its line, so a line never names a missing file.
+``preds.json`` (SWE-bench predictions) is derived from the results at the end of a run.
+One fleet at a time may write a folder: a second one is refused.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from ._task import TaskResult
+
+__all__ = ["ResultStore"]
+
+log = logging.getLogger("yggdrasil.loki.fleet")
+RESULTS = "results.jsonl"
+PREDS = "preds.json"
+
+
+class ResultStore:
+    """The output folder ``out``, opened for one run (``close`` when done)."""
+
+    def __init__(self, out: str | os.PathLike[str]) -> None:
+        self.out = Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._lock: IO[str] | None = open(self.out / ".lock", "w")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            self._lock = None
+            raise RuntimeError(f"another fleet is writing to {self.out}; wait for it, or "
+                               "choose another out folder") from None
+        self.path = self.out / RESULTS
+        _cut_torn_line(self.path)
+        self.results: dict[str, TaskResult] = read_results(self.out)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def add(self, result: TaskResult, transcript: str) -> None:
+        """Record a finished task: its transcript, then its line (whole, on disk)."""
+        if transcript:
+            folder = self.out / result.id
+            folder.mkdir(exist_ok=True)
+            _write_atomic(folder / "transcript.jsonl", transcript.encode("utf-8", "replace"))
+            result.transcript = f"{result.id}/transcript.jsonl"
+        line = (json.dumps(result.to_dict(), ensure_ascii=True) + "\n").encode("ascii")
+        written = os.write(self._fd, line)
+        while written < len(line):  # a short write (disk full, a signal): finish the line
+            written += os.write(self._fd, line[written:])
+        os.fsync(self._fd)
+        self.results[result.id] = result
+
+    def write_preds(self, model: str) -> None:
+        """``preds.json``: every result as a SWE-bench prediction (failed ones: empty patch)."""
+        preds = [{"instance_id": r.id, "model_name_or_path": r.model or model,
+                  "model_patch": r.patch} for r in self.results.values()]
+        _write_atomic(self.out / PREDS, json.dumps(preds, indent=1).encode("ascii"))
+
+    def close(self) -> None:
+        os.close(self._fd)
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+
+def read_results(out: str | os.PathLike[str]) -> dict[str, TaskResult]:
+    """The results recorded in ``out`` (the last line wins should an id repeat)."""
+    path = Path(out) / RESULTS
+    found: dict[str, TaskResult] = {}
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return found
+    for number, raw in enumerate(lines, 1):
+        try:
+            data: Any = json.loads(raw)
+            result = TaskResult.from_dict(data)
+        except (ValueError, TypeError, AttributeError) as exc:
+            log.warning("%s:%d is not a result (%s); its task will run again", path, number, exc)
+            continue
+        found[result.id] = result
+    return found
+
+
+def _cut_torn_line(path: Path) -> None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        log.warning("%s ends in a torn line (%d bytes); cutting it off: that task runs again",
+                    path, len(data) - keep)
+        with open(path, "r+b") as handle:
+            handle.truncate(keep)
+            os.fsync(handle.fileno())
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)

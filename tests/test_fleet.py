@@ -1,0 +1,437 @@
+"""Fleets on the local backend (a process pool, no Ray): batches, faults, the rate gate.
+
+Real git repositories in tmp dirs, real worker processes, the scripted engine replaying
+one script per task, and for the gate a real HTTP server on 127.0.0.1 in the OpenAI wire
+format. The same batch runs on a Ray cluster in test_fleet_ray.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fleet_kit import (
+    attempt_pids,
+    chat_server,
+    chat_tasks,
+    check_batch,
+    check_outputs,
+    done,
+    leftovers,
+    make_batch,
+    make_repo,
+    marked_processes,
+    run,
+    wait_for,
+    write_script,
+)
+from yggdrasil.loki.fleet import Fleet, Task, TaskResult
+
+
+def fleet(tmp_path: Path, model: str, **options: object) -> Fleet:
+    settings: dict[str, object] = {"backend": "local", "workers": 2, "out": tmp_path / "out",
+                                   "cache_dir": tmp_path / "cache"}
+    settings.update(options)
+    return Fleet("scripted", model=model, **settings)  # type: ignore[arg-type]
+
+
+def test_importing_the_fleet_does_not_import_ray() -> None:
+    code = ("import sys, yggdrasil.loki.fleet; "
+            "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    shown = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True)
+    assert shown.stdout.strip() == "[]"
+
+
+# --- a batch ---------------------------------------------------------------------------
+
+def test_a_batch_gives_correct_patches_verify_results_and_outputs(tmp_path: Path) -> None:
+    batch = make_batch(tmp_path / "src")
+    ran = fleet(tmp_path, batch.model)
+    results = list(ran.run(batch.tasks))
+    check_batch(batch, results, tmp_path / "check")
+    check_outputs(tmp_path / "out", results)
+    assert leftovers(tmp_path / "cache") == []  # every working copy removed
+    assert len(list((tmp_path / "cache" / "mirrors").glob("*.git"))) == 2  # one per repository
+    assert ran.status.done == 5 and ran.status.verified == 4 and ran.status.graded == 5
+
+
+def test_running_again_skips_what_is_done(tmp_path: Path) -> None:
+    batch = make_batch(tmp_path / "src")
+    first = list(fleet(tmp_path, batch.model).run(batch.tasks[:2]))
+    before = (tmp_path / "out" / "results.jsonl").read_text()
+    again = fleet(tmp_path, batch.model)
+    second = list(again.run(batch.tasks))
+    assert sorted(r.id for r in second) == sorted(t.id for t in batch.tasks[2:])
+    assert again.status.skipped == 2
+    after = (tmp_path / "out" / "results.jsonl").read_text()
+    assert after.startswith(before)  # the earlier lines untouched
+    check_outputs(tmp_path / "out", first + second)
+
+
+def test_verify_sees_only_the_patch_not_what_else_the_agent_left(tmp_path: Path) -> None:
+    """An ignored file that makes the check pass in the agent's own copy is not in the
+    patch, so the fresh copy verify runs in does not have it."""
+    repo = tmp_path / "repo"
+    make_repo(repo, {"check.sh": "test -f pass.local\n", ".gitignore": "*.local\n"})
+    write_script(tmp_path / "s", "cheat",
+                 {"tool": "write_file", "args": {"path": "pass.local", "content": "ok\n"}},
+                 run("sh check.sh"), done())
+    task = Task(id="cheat", repo=str(repo), prompt="make check.sh pass", verify="sh check.sh")
+    [result] = fleet(tmp_path, str(tmp_path / "s" / "{id}.jsonl")).run([task])
+    assert result.status == "done" and result.patch == "" and result.files_changed == []
+    assert result.verified is False and result.verify_exit == 1
+
+
+def test_verify_is_fenced(tmp_path: Path) -> None:
+    """verify runs code the model wrote: it cannot write outside its fresh copy."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    write_script(tmp_path / "s", "escape",
+                 {"tool": "write_file", "args": {"path": "evil.sh",
+                                                 "content": f"touch {outside}/pwned\n"}}, done())
+    task = Task(id="escape", repo=str(repo), prompt="x", verify="sh evil.sh")
+    [result] = fleet(tmp_path, str(tmp_path / "s" / "{id}.jsonl")).run([task])
+    # Refused by Landlock, or not even visible from the command's private /tmp
+    assert result.verified is False and not (outside / "pwned").exists()
+    assert any(why in result.verify_output
+               for why in ("Permission denied", "No such file or directory"))
+
+
+def test_setup_runs_first_in_both_copies_and_its_failure_is_the_reason(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n", ".gitignore": "built\n"})
+    scripts = tmp_path / "s"
+    write_script(scripts, "built", run("cat built"), done())
+    write_script(scripts, "broken", done())
+    tasks = [Task(id="built", repo=str(repo), prompt="x", setup="echo made > built",
+                  verify="grep -q made built"),
+             Task(id="broken", repo=str(repo), prompt="x", setup="echo nope >&2; exit 3")]
+    results = {r.id: r for r in fleet(tmp_path, str(scripts / "{id}.jsonl")).run(tasks)}
+    assert results["built"].status == "done" and results["built"].verified is True
+    assert results["built"].patch == ""  # what setup made is not the agent's change
+    broken = results["broken"]
+    assert broken.status == "failed" and broken.attempts == 2
+    assert "setup failed (exit 3)" in broken.reason and "nope" in broken.reason
+
+
+# --- faults ------------------------------------------------------------------------------
+
+def test_a_task_that_raises_is_retried_once_then_failed_and_others_go_on(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    scripts = tmp_path / "s"
+    write_script(scripts, "short", run("true"))  # the script runs out: the engine raises
+    write_script(scripts, "fine", done())
+    tasks = [Task(id="short", repo=str(repo), prompt="x"), Task(id="fine", repo=str(repo), prompt="x")]
+    results = {r.id: r for r in fleet(tmp_path, str(scripts / "{id}.jsonl")).run(tasks)}
+    assert results["fine"].status == "done"
+    short = results["short"]
+    assert short.status == "failed" and short.attempts == 2
+    assert short.reason.count("no reply left") == 2 and "attempt 1:" in short.reason
+    assert (tmp_path / "out" / "short" / "transcript.jsonl").exists()  # the last attempt's
+
+
+def test_a_task_past_its_timeout_is_killed_retried_then_failed(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    write_script(tmp_path / "s", "hang", run("sleep 60"), done())
+    task = Task(id="hang", repo=str(repo), prompt="x", timeout=1.5)
+    started = time.monotonic()
+    [result] = fleet(tmp_path, str(tmp_path / "s" / "{id}.jsonl")).run([task])
+    assert time.monotonic() - started < 30
+    assert result.status == "failed" and result.attempts == 2
+    assert result.reason.count("timed out after 1.5s") == 2
+    assert leftovers(tmp_path / "cache") == []
+    assert marked_processes() == []  # the `sleep 60` of each killed attempt is gone too
+
+
+def kill_attempts(cache: Path, task_id: str, times: int) -> threading.Thread:
+    """A watcher that SIGKILLs the worker of ``task_id``'s attempts, ``times`` times."""
+    def watch() -> None:
+        killed: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(killed) < times and time.monotonic() < deadline:
+            for pid in attempt_pids(cache, task_id):
+                if pid not in killed:
+                    time.sleep(0.3)  # mid-task: let it get going first
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+            time.sleep(0.02)
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("kills", [1, 2])
+def test_a_worker_killed_mid_task(tmp_path: Path, kills: int) -> None:
+    """Killed once: the retry finishes it. Killed twice: failed, with the reason. Either
+    way the other tasks finish, and nothing is lost or recorded twice."""
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    scripts = tmp_path / "s"
+    write_script(scripts, "slow", run("sleep 2; echo late > slow.txt"), done())
+    for name in ("quick-1", "quick-2", "quick-3"):
+        write_script(scripts, name, run(f"echo {name} > {name}.txt"), done())
+    tasks = [Task(id=name, repo=str(repo), prompt="x")
+             for name in ("slow", "quick-1", "quick-2", "quick-3")]
+    watcher = kill_attempts(tmp_path / "cache", "slow", kills)
+    results = {r.id: r for r in fleet(tmp_path, str(scripts / "{id}.jsonl")).run(tasks)}
+    watcher.join()
+    assert sorted(results) == ["quick-1", "quick-2", "quick-3", "slow"]
+    assert all(results[f"quick-{i}"].status == "done" for i in (1, 2, 3))
+    slow = results["slow"]
+    assert slow.attempts == 2 and "the worker process died (killed by SIGKILL)" in slow.reason
+    if kills == 1:
+        assert slow.status == "done" and slow.files_changed == ["slow.txt"]
+    else:
+        assert slow.status == "failed" and slow.reason.count("killed by SIGKILL") == 2
+    lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["id"] for line in lines) == sorted(results)
+    assert leftovers(tmp_path / "cache") == [] and marked_processes() == []
+
+
+def test_a_missing_commit_fails_at_once(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    task = Task(id="ghost", repo=str(repo), prompt="x", commit="0123456789abcdef")
+    [result] = fleet(tmp_path, "unused").run([task])
+    assert result.status == "failed" and result.attempts == 1  # retrying cannot help
+    assert "commit '0123456789abcdef' is not in" in result.reason
+
+
+def test_a_patch_over_the_cap_fails_without_flooding_memory(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    write_script(tmp_path / "s", "huge", run("head -c 200000 /dev/urandom > big.bin"), done())
+    task = Task(id="huge", repo=str(repo), prompt="x")
+    [result] = fleet(tmp_path, str(tmp_path / "s" / "{id}.jsonl"),
+                     max_patch_bytes=10_000).run([task])
+    assert result.status == "failed" and result.attempts == 1
+    assert "over the 10,000-byte cap" in result.reason and result.patch == ""
+
+
+# --- attacks from the model and the repository ----------------------------------------------
+
+def test_the_agent_overwriting_the_worktree_git_file_changes_nothing_else(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    scripts = tmp_path / "s"
+    write_script(scripts, "vandal", run("echo 'gitdir: /etc' > .git; echo b > a.txt"), done())
+    write_script(scripts, "after", run("echo c > a.txt"), done())
+    model = str(scripts / "{id}.jsonl")
+    [vandal] = fleet(tmp_path, model, workers=1).run([Task(id="vandal", repo=str(repo), prompt="x")])
+    assert vandal.status == "done" and vandal.files_changed == ["a.txt"]  # .git is never patched
+    [after] = fleet(tmp_path, model, workers=1).run([Task(id="after", repo=str(repo), prompt="x")])
+    assert after.status == "done" and "+c" in after.patch  # the mirror still serves
+    assert leftovers(tmp_path / "cache") == []
+
+
+def test_a_plain_folder_with_a_fifo_is_copied_without_it(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a\n")
+    os.mkfifo(folder / "pipe")  # opening it to copy would block forever
+    (folder / "link").symlink_to("/etc/passwd")
+    write_script(tmp_path / "s", "fifo", run("ls -l; echo b > a.txt"), done())
+    [result] = fleet(tmp_path, str(tmp_path / "s" / "{id}.jsonl")).run(
+        [Task(id="fifo", repo=str(folder), prompt="x", timeout=60)])
+    assert result.status == "done" and result.files_changed == ["a.txt"]
+
+
+def test_a_repo_string_is_never_run_as_a_command(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    task = Task(id="ext", repo=f"ext::sh -c touch% {marker}", prompt="x")
+    [result] = fleet(tmp_path, "unused").run([task])
+    assert result.status == "failed" and not marker.exists()
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"id": "../up", "repo": "r", "prompt": "p"}, "is not allowed"),
+    ({"id": "a/b", "repo": "r", "prompt": "p"}, "is not allowed"),
+    ({"id": "ok", "repo": "r", "prompt": "p", "commit": "--upload-pack=touch x"}, "is not a commit"),
+    ({"id": "ok", "repo": "r", "prompt": ""}, "'prompt' must be a non-empty string"),
+    ({"id": "ok", "repo": "r", "prompt": "p", "max_steps": 0}, "max_steps must be"),
+    ({"id": "ok", "repo": "r", "prompt": "p", "timeout": -1}, "timeout is in seconds"),
+    ({"id": "ok", "repo": "r", "prompt": "p", "verify": 3}, "must be a shell command"),
+])
+def test_bad_tasks_are_refused_saying_what_is_allowed(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Task.from_dict(fields)
+
+
+def test_tasks_from_jsonl(tmp_path: Path) -> None:
+    (tmp_path / "tasks.jsonl").write_text(
+        '# a comment\n\n{"id": "a", "repo": "repos/x", "prompt": "p", "max_steps": 5}\n'
+        '{"id": "b", "repo": "https://example.com/x.git", "prompt": "p"}\n')
+    a, b = Task.from_jsonl(tmp_path / "tasks.jsonl")
+    assert a.repo == str(tmp_path / "repos" / "x") and a.max_steps == 5  # from the file's folder
+    assert b.repo == "https://example.com/x.git"
+    (tmp_path / "bad.jsonl").write_text('{"id": "a", "repo": "r", "prompt": "p"}\n{"id": "a", '
+                                        '"repo": "r", "prompt": "p", "colour": 1}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: unknown task field\(s\) colour; allowed: id"):
+        Task.from_jsonl(tmp_path / "bad.jsonl")
+    (tmp_path / "dup.jsonl").write_text('{"id": "a", "repo": "r", "prompt": "p"}\n' * 2)
+    with pytest.raises(ValueError, match="repeated: a"):
+        Task.from_jsonl(tmp_path / "dup.jsonl")
+    (tmp_path / "junk.jsonl").write_text("[1, 2]\n")
+    with pytest.raises(ValueError, match=r"junk\.jsonl:1: a task must be a JSON object"):
+        Task.from_jsonl(tmp_path / "junk.jsonl")
+
+
+def test_fleet_settings_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="backend must be one of local, ray"):
+        Fleet("scripted", backend="dask")
+    with pytest.raises(ValueError, match="a fleet needs an engine"):
+        Fleet()
+    with pytest.raises(ValueError, match="workers must be"):
+        Fleet("scripted", workers=0)
+
+
+def test_one_fleet_at_a_time_per_output_folder(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    write_script(tmp_path / "s", "t1", done())
+    write_script(tmp_path / "s", "t2", done())
+    model = str(tmp_path / "s" / "{id}.jsonl")
+    first = fleet(tmp_path, model).run([Task(id="t1", repo=str(repo), prompt="x"),
+                                        Task(id="t2", repo=str(repo), prompt="x")])
+    next(first)  # suspended mid-run: it holds the output folder
+    try:
+        with pytest.raises(RuntimeError, match="another fleet is writing"):
+            list(fleet(tmp_path, model).run([Task(id="t3", repo=str(repo), prompt="x")]))
+    finally:
+        first.close()  # stops it: the running attempt is killed, preds.json written
+    lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads((tmp_path / "out" / "preds.json").read_text())
+
+
+def test_a_torn_last_line_is_cut_off_and_that_task_runs_again(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    write_script(tmp_path / "s", "t1", done())
+    write_script(tmp_path / "s", "t2", done())
+    tasks = [Task(id="t1", repo=str(repo), prompt="x"), Task(id="t2", repo=str(repo), prompt="x")]
+    out = tmp_path / "out"
+    out.mkdir()
+    whole = TaskResult(id="t1", status="done").to_json() + "\n"
+    (out / "results.jsonl").write_text(whole + '{"id": "t2", "status": "do')
+    results = list(fleet(tmp_path, str(tmp_path / "s" / "{id}.jsonl")).run(tasks))
+    assert [r.id for r in results] == ["t2"]
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert lines[0] == whole.strip() and [json.loads(x)["id"] for x in lines] == ["t1", "t2"]
+
+
+# --- the rate gate -------------------------------------------------------------------------
+
+def openai_fleet(tmp_path: Path, url: str, **options: object) -> Fleet:
+    settings: dict[str, object] = {"backend": "local", "out": tmp_path / "out",
+                                   "cache_dir": tmp_path / "cache"}
+    settings.update(options)
+    return Fleet("openai", model="gpt-fake", base_url=url, api_key="sk-test",
+                 **settings)  # type: ignore[arg-type]
+
+
+def test_the_gate_keeps_the_fleet_within_the_endpoint_limit(tmp_path: Path) -> None:
+    """The endpoint takes two requests at a time and answers 429 to a burst beyond that:
+    four workers behind a gate of two never make it answer 429."""
+    pytest.importorskip("openai")
+    with chat_server(delay=0.3, capacity=2) as server:
+        ran = openai_fleet(tmp_path, server.url, workers=4, max_in_flight=2)
+        results = list(ran.run(chat_tasks(tmp_path, 6)))
+    assert [r.status for r in results] == ["done"] * 6
+    assert all(r.files_changed == ["out.txt"] for r in results)
+    assert server.limited == [] and server.max_in_flight == 2
+    assert len(server.arrivals) == 12 and ran.status.requests == 12
+    assert ran.status.input_tokens == 120  # the gate sums what every worker spent
+
+
+def test_a_429_pauses_the_whole_fleet_for_its_retry_after(tmp_path: Path) -> None:
+    """One worker's 429 (Retry-After: 1) stops every worker's requests for that second."""
+    pytest.importorskip("openai")
+    with chat_server(delay=0.05, first_429=True, retry_after=1.0) as server:
+        ran = openai_fleet(tmp_path, server.url, workers=3, max_in_flight=1)
+        results = list(ran.run(chat_tasks(tmp_path, 3)))
+    assert [r.status for r in results] == ["done"] * 3
+    [limited] = server.limited
+    assert [t for t in server.arrivals if limited < t < limited + 0.95] == []
+    assert ran.status.rate_limited == 1
+
+
+def test_a_dead_attempts_slots_are_freed_and_its_waiting_requests_refused() -> None:
+    """A worker killed while holding a gate slot, or while waiting for one, leaks nothing:
+    the driver forgets it, which frees the slot and turns its pending acquire away."""
+    from yggdrasil.loki.fleet._gate import Gate
+
+    gate = Gate(1)
+    assert gate.acquire("dead#1")
+    answers: list[bool] = []
+    waiting = [threading.Thread(target=lambda h=h: answers.append(gate.acquire(h)))
+               for h in ("dead#1", "alive#1")]
+    for thread in waiting:
+        thread.start()
+    time.sleep(0.2)
+    assert answers == []  # both wait: the one slot is held
+    gate.forget("dead#1")
+    for thread in waiting:
+        thread.join(5)
+    assert sorted(answers) == [False, True]  # the dead one refused, the live one served
+    stats = gate.stats()
+    assert stats["in_flight"] == 1 and stats["max_in_flight"] == 1
+    gate.release("alive#1", {"input_tokens": 7}, pause=0.3)
+    started = time.monotonic()
+    assert gate.acquire("alive#2") and time.monotonic() - started >= 0.25  # the 429 pause
+    assert gate.stats()["input_tokens"] == 7 and gate.stats()["rate_limited"] == 1
+
+
+def test_a_zombie_owner_counts_as_dead(tmp_path: Path) -> None:
+    """A killed attempt may stay a zombie (no one reaps it in some containers): its
+    folder must still be swept."""
+    from yggdrasil.loki.fleet._scratch import Workspace, _start_time
+
+    space = Workspace(tmp_path / "cache")
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    try:
+        folder = space.work / "task.abc123"
+        folder.mkdir()
+        stat = Path(f"/proc/{child}/stat").read_bytes()
+        start = stat[stat.rfind(b")") + 2 :].split()[19].decode()
+        wait_for(lambda: Path(f"/proc/{child}/stat").read_bytes().split(b") ")[1][:1] == b"Z")
+        assert _start_time(child) == ""
+        (folder / "owner").write_text(json.dumps({"pid": child, "start": start,
+                                                  "marker": "0" * 16,
+                                                  "host": os.uname().nodename}))
+        assert space.sweep() == 1 and not folder.exists()
+    finally:
+        os.waitpid(child, 0)
+
+
+def test_many_attempts_share_one_mirror_at_once(tmp_path: Path) -> None:
+    """git does not guard its worktree list against concurrent writers: unlocked, one
+    `worktree add` read another's half-written record and failed (a retry then hid it)."""
+    repo = tmp_path / "repo"
+    make_repo(repo, {f"f{i}.txt": f"{i}\n" for i in range(50)})
+    scripts = tmp_path / "s"
+    tasks = []
+    for i in range(8):
+        write_script(scripts, f"t{i}", run(f"echo {i} > f{i}.txt"), done())
+        tasks.append(Task(id=f"t{i}", repo=str(repo), prompt="x", verify=f"grep -qx {i} f{i}.txt"))
+    results = list(fleet(tmp_path, str(scripts / "{id}.jsonl"), workers=4).run(tasks))
+    assert [(r.status, r.attempts, r.reason) for r in results] == [("done", 1, "")] * 8
+    assert all(r.verified for r in results)
+    assert leftovers(tmp_path / "cache") == []
+    mirror = next((tmp_path / "cache" / "mirrors").glob("*.git"))
+    assert not (mirror / "worktrees").exists() or list((mirror / "worktrees").iterdir()) == []

@@ -1,0 +1,126 @@
+"""Fleets on a real local Ray cluster (``ray.init(num_cpus=2)``, started once per module).
+
+The same batch as on the local backend must give the same results; a killed Ray worker,
+a hung attempt and a 429 behave as they do there (the gate is a Ray actor here).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import ray
+
+from fleet_kit import (
+    attempt_pids,
+    chat_server,
+    chat_tasks,
+    check_batch,
+    check_outputs,
+    comparable,
+    done,
+    leftovers,
+    make_batch,
+    make_repo,
+    marked_processes,
+    run,
+    write_script,
+)
+from yggdrasil.loki.fleet import Fleet, Task
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    """One local Ray cluster for the module; its workers import this checkout's code."""
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             logging_level="WARNING", runtime_env={"env_vars": {"PYTHONPATH": SRC}})
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def fleet(tmp_path: Path, model: str, backend: str = "ray", **options: object) -> Fleet:
+    settings: dict[str, object] = {"backend": backend, "workers": 2,
+                                   "out": tmp_path / f"out-{backend}",
+                                   "cache_dir": tmp_path / f"cache-{backend}"}
+    settings.update(options)
+    return Fleet("scripted", model=model, **settings)  # type: ignore[arg-type]
+
+
+def test_ray_and_local_give_the_same_results(tmp_path: Path) -> None:
+    batch = make_batch(tmp_path / "src")
+    on_ray = list(fleet(tmp_path, batch.model).run(batch.tasks))
+    check_batch(batch, on_ray, tmp_path / "check")
+    check_outputs(tmp_path / "out-ray", on_ray)
+    assert leftovers(tmp_path / "cache-ray") == []
+    local = list(fleet(tmp_path, batch.model, backend="local").run(batch.tasks))
+    check_batch(batch, local, tmp_path / "check-local")
+    assert sorted(map(comparable, on_ray), key=lambda r: r["id"]) == \
+        sorted(map(comparable, local), key=lambda r: r["id"])
+
+
+def test_a_killed_ray_worker_is_retried_and_nothing_is_lost(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    scripts = tmp_path / "s"
+    write_script(scripts, "slow", run("sleep 2; echo late > slow.txt"), done())
+    for name in ("quick-1", "quick-2"):
+        write_script(scripts, name, run(f"echo {name} > {name}.txt"), done())
+    tasks = [Task(id=n, repo=str(repo), prompt="x") for n in ("slow", "quick-1", "quick-2")]
+    cache = tmp_path / "cache-ray"
+    killed: list[int] = []
+
+    def kill_first_attempt() -> None:
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            for pid in attempt_pids(cache, "slow"):
+                time.sleep(0.3)
+                os.kill(pid, signal.SIGKILL)  # the Ray worker process running the task
+                killed.append(pid)
+                break
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=kill_first_attempt, daemon=True)
+    watcher.start()
+    results = {r.id: r for r in fleet(tmp_path, str(scripts / "{id}.jsonl")).run(tasks)}
+    watcher.join()
+    assert killed, "the watcher never saw the attempt"
+    slow = results["slow"]
+    assert slow.status == "done" and slow.attempts == 2 and slow.files_changed == ["slow.txt"]
+    assert "attempt 1: the worker process died" in slow.reason
+    assert results["quick-1"].status == results["quick-2"].status == "done"
+    check_outputs(tmp_path / "out-ray", list(results.values()))
+    assert leftovers(cache) == [] and marked_processes() == []
+
+
+def test_a_hung_ray_task_is_cancelled_retried_then_failed(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    write_script(tmp_path / "s", "hang", run("sleep 60"), done())
+    task = Task(id="hang", repo=str(repo), prompt="x", timeout=1.5)
+    [result] = fleet(tmp_path, str(tmp_path / "s" / "{id}.jsonl")).run([task])
+    assert result.status == "failed" and result.attempts == 2
+    assert result.reason.count("timed out after 1.5s") == 2
+    assert leftovers(tmp_path / "cache-ray") == []  # swept when the fleet ended
+    assert marked_processes() == []  # and the killed workers' `sleep 60` with it
+
+
+def test_the_gate_actor_pauses_the_fleet_on_a_429(tmp_path: Path) -> None:
+    pytest.importorskip("openai")
+    with chat_server(delay=0.05, first_429=True, retry_after=1.0) as server:
+        ran = Fleet("openai", model="gpt-fake", base_url=server.url, api_key="sk-test",
+                    backend="ray", workers=2, max_in_flight=1, out=tmp_path / "out",
+                    cache_dir=tmp_path / "cache")
+        results = list(ran.run(chat_tasks(tmp_path, 2)))
+    assert [r.status for r in results] == ["done"] * 2
+    [limited] = server.limited
+    assert [t for t in server.arrivals if limited < t < limited + 0.95] == []
+    assert ran.status.rate_limited == 1 and server.max_in_flight == 1
