@@ -8,15 +8,8 @@ back to what grep can say: lines that look like definitions, or where a name is 
 
 from __future__ import annotations
 
-import atexit
-import os
 import re
 import stat
-import threading
-import time
-from collections import OrderedDict
-from contextlib import suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -29,7 +22,6 @@ from ._extract import Symbol, grammars_available, shallow
 from ._index import MAX_FILE_BYTES, Entry, Index, Scan
 from ._languages import extension_of
 from ._match import MAX_NAME, NameQuery
-from ._rank import Ranker
 from ._render import (
     MAX_OUTLINE,
     find_row,
@@ -39,14 +31,13 @@ from ._render import (
     scan_notes,
     symbol_line,
 )
-from ._store import Store
+from ._roots import cache_wanted, held_for
 
 __all__ = ["MAX_BUDGET", "MIN_BUDGET", "Code"]
 
 MIN_BUDGET, MAX_BUDGET = 200, 100_000  # repo_map's budget, in characters
 _FOLDER_FILES = 200  # files a folder outline parses; the rest are counted
 _FALLBACK_HITS = 20
-_SAVE_EVERY = 30.0  # seconds between writes of a changed on-disk index
 _INSTALL = "pip install 'yggdrasil-loki[code]'"
 # Lines that look like definitions in most languages; valid for ripgrep and Python re alike.
 _DEFINITION_LINES = (
@@ -61,15 +52,14 @@ class Code:
 
     def __init__(self, root: Root, *, cache: bool | None = None) -> None:
         self.root = root
-        # The fallback greps use the Python engine: it opens each file from its folder's
-        # descriptor with O_NOFOLLOW, while ripgrep opens paths and so follows a link
-        # swapped in during the walk (a read outside the root; tests/test_code_attacks.py).
+        # The fallback greps use the Python engine: in process, every file opened from its
+        # folder's descriptor with O_NOFOLLOW, so no ripgrep is started for a fallback.
         self.search = Search(root, backend="python")
-        self.cache = _cache_wanted(cache)
+        self.cache = cache_wanted(cache)
 
     @property
     def index(self) -> Index:
-        return _held(self.root, self.cache).index
+        return held_for(self.root, self.cache).index
 
     # -- outline ------------------------------------------------------------------------
 
@@ -100,7 +90,7 @@ class Code:
         return "\n".join(outline_lines(outline) + outline_notes(rel, outline))
 
     def _entry(self, rel: str) -> Entry:
-        held = _held(self.root, self.cache)
+        held = held_for(self.root, self.cache)
         entry = held.index.entry(rel)
         held.saved()
         if entry.note == "binary":
@@ -195,7 +185,7 @@ class Code:
         head = (f"[repo map of {scan.start}: {{}} of {total} definitions in {{}} of {len(files)} "
                 "files, most referenced first; outline(path) and find_symbol(name) show more]")
         room = budget - len(head) - 20 - sum(len(n) + 1 for n in notes)
-        held = _held(self.root, self.cache)
+        held = held_for(self.root, self.cache)
         with held.rank_lock:
             ranked = held.ranker.rank(files)
         lines, kept, kept_files = map_lines(files, ranked, max(0, room))
@@ -241,7 +231,7 @@ class Code:
                             "try again") from exc
 
     def _scan(self, path: str, **options: object) -> Scan:
-        held = _held(self.root, self.cache)
+        held = held_for(self.root, self.cache)
         scan = held.index.scan(path, **options)  # type: ignore[arg-type]
         held.saved()
         return scan
@@ -270,69 +260,3 @@ _TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec|__tests__)(/|$)|(^|/)test_[^
 
 def _is_test(rel: str) -> bool:
     return _TEST_PATH.search(rel) is not None
-
-
-# -- one index per root, shared by every toolbox of this process ----------------------------
-
-
-@dataclass
-class _Held:
-    index: Index
-    store: Store | None = None
-    saved_at: float = 0.0
-    ranker: Ranker = field(default_factory=Ranker)
-    rank_lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def saved(self) -> None:
-        """Write the index to disk when it changed, at most every _SAVE_EVERY seconds."""
-        if self.store is None or not self.index.changed:
-            return
-        now = time.monotonic()
-        if self.saved_at and now - self.saved_at < _SAVE_EVERY:
-            return
-        with self.index.lock:
-            entries = dict(self.index.entries)
-            self.index.changed = 0
-        try:
-            self.store.save(entries)
-        except OSError:
-            self.store = None  # an unwritable cache folder: go on without one
-        self.saved_at = now
-
-
-def _save_all() -> None:
-    """At exit, write what changed since the last throttled save."""
-    for held in list(_held_by_root.values()):
-        held.saved_at = 0.0
-        with suppress(Exception):  # a cache: never fail an exit over it
-            held.saved()
-
-
-_MAX_ROOTS = 8
-_exit_hook: list[object] = []  # filled once the exit save is registered
-_held_by_root: OrderedDict[str, _Held] = OrderedDict()
-_registry_lock = threading.Lock()
-
-
-def _held(root: Root, cache: bool) -> _Held:
-    key = str(root.path)
-    with _registry_lock:
-        held = _held_by_root.get(key)
-        if held is None:
-            if cache and not _exit_hook:
-                _exit_hook.append(atexit.register(_save_all))
-            store = Store.for_root(root.path) if cache else None
-            held = _Held(Index(root, store.load() if store else None), store)
-            _held_by_root[key] = held
-            while len(_held_by_root) > _MAX_ROOTS:
-                _held_by_root.popitem(last=False)
-        elif cache and held.store is None:
-            held.store = Store.for_root(root.path)
-        _held_by_root.move_to_end(key)
-        return held
-
-
-def _cache_wanted(cache: bool | None) -> bool:
-    if cache is not None:
-        return cache
-    return os.environ.get("LOKI_CODE_CACHE", "").strip().lower() in ("1", "true", "yes", "on")

@@ -24,7 +24,8 @@ from itertools import repeat
 from typing import Any
 
 from ._languages import Language
-from ._nodes import CONTAINERS, describe
+from ._nodes import CONTAINERS
+from ._rules import describe
 
 __all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "PARSE_SECONDS", "Outline", "Symbol", "extract", "grammars_available",
            "identifiers", "shallow"]
