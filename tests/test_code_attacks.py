@@ -121,6 +121,37 @@ def test_deep_nesting_is_bounded_and_does_not_recurse(root: Path, box: Toolbox) 
     assert time.monotonic() - started < 120  # a guard against a hang, not a timing
 
 
+def test_a_file_its_grammar_is_slow_on_is_parsed_only_in_part(root: Path, box: Toolbox) -> None:
+    (root / "slow.cpp").write_text("int first() { return 1; }\n" + "a<" * 300_000 + "\n")
+    started = time.monotonic()
+    found = box.call("outline", {"path": "slow.cpp"}).split("\n")
+    assert found[0] == "function first()  L1-1"
+    assert found[-1] == ("[slow.cpp: parsed up to L2 only: the cpp grammar is too slow on this "
+                         "file; definitions below it are not listed]")
+    assert time.monotonic() - started < 60  # a guard against a hang, not a timing
+
+
+def test_parsing_large_files_again_and_again_keeps_no_memory(root: Path, box: Toolbox) -> None:
+    import gc
+    import tracemalloc
+
+    big = root / "big.js"
+    body = f"function f(a) {{ return a + 1; }}  // {'x' * 100}\n" * 4_000  # ~540 KB
+    big.write_text(body)
+    box.call("outline", {"path": "big.js"})
+    tracemalloc.start()
+    try:
+        for i in range(8):
+            big.write_text(body + f"function g{i}() {{}}\n")  # changed: parsed again
+            box.call("outline", {"path": "big.js"})
+            assert box.call("find_symbol", {"name": f"g{i}"}) == f"big.js:4001: function g{i}()"
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert grown < 4 << 20  # one file's index entry, not eight files' worth of source
+
+
 def test_hostile_bytes_never_raise(root: Path, box: Toolbox) -> None:
     rng = random.Random(13)
     alphabet = bytes(range(1, 256))

@@ -7,8 +7,8 @@ errors. No step recurses on the tree, and tree-sitter queries are not used: on a
 nested tens of thousands of levels deep they take minutes, and with a progress callback
 they crash the process. Instead a walk with an explicit list visits only the containers
 of definitions, and nesting comes from byte ranges (a definition belongs to the nearest
-one that contains it). Bounds: parsing a large file stops after ``PARSE_SECONDS``; a
-walk visits at most ``_MAX_NODES`` nodes; definitions nested deeper than ``MAX_DEPTH``
+one that contains it). Bounds: a large file the grammar is slow on is parsed only up to
+a prefix; a walk visits at most ``_MAX_NODES`` nodes; definitions nested deeper than ``MAX_DEPTH``
 and those past ``MAX_SYMBOLS`` are counted, not kept.
 """
 
@@ -27,14 +27,14 @@ from ._languages import Language
 from ._nodes import CONTAINERS
 from ._rules import describe
 
-__all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "PARSE_SECONDS", "Outline", "Symbol", "extract", "grammars_available",
+__all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "Outline", "Symbol", "extract", "grammars_available",
            "identifiers", "shallow"]
 
 MAX_DEPTH = 32  # nesting levels kept; deeper definitions are counted
 MAX_SYMBOLS = 10_000  # definitions kept per file
-PARSE_SECONDS = 3.0  # a large file's parse is cut after about this long
-_PARSE_WHOLE = 256 << 10  # files up to this size are parsed in one call (always fast)
-_CHUNK = 64 << 10
+_PARSE_WHOLE = 256 << 10  # files up to this size are parsed at once (at most ~2 s)
+_PROBE = 64 << 10  # a larger file is first parsed on this prefix...
+_PROBE_SECONDS = 0.1  # ...and only the prefix is kept when that took longer (< 640 KB/s)
 _MAX_NODES = 2_000_000  # nodes one file's walk visits at most
 _MAX_ERRORS = 3  # syntax-error lines reported per file
 # Identifier-like words; bytes >= 0x80 are UTF-8 letters of non-ASCII names (café).
@@ -81,7 +81,7 @@ class Outline:
     symbols: tuple[Symbol, ...]
     errors: tuple[int, ...] = ()  # first lines where the parser met a syntax error
     dropped: int = 0  # definitions not kept (too deep or past MAX_SYMBOLS)
-    cut: int = 0  # the line where parsing stopped (PARSE_SECONDS), 0 when it did not
+    cut: int = 0  # the line where parsing stopped (a slow grammar), 0 when it did not
 
 
 _CALLABLES = frozenset({"function", "method"})
@@ -145,26 +145,19 @@ def extract(lang: Language, src: bytes) -> Outline:
 def _parse(lang: Language, src: bytes) -> tuple[Any, int]:
     """The syntax tree, and the line where parsing was cut (0: it was not).
 
-    Some inputs make a grammar slow (600 KB of ``a<a<a<...`` takes C++'s 10 s), and
-    tree-sitter 0.26 has no timeout; a large file is therefore fed in chunks, and past
-    ``PARSE_SECONDS`` the parser is told the file ends there.
+    Some inputs make a grammar slow (``a<a<a<...`` costs C++'s grammar ~7 s per MB),
+    and tree-sitter 0.26 has no timeout (its chunked-input mode, which could stop early,
+    leaks every chunk). So a large file is first parsed on a ``_PROBE``-byte prefix; when
+    that is slower than ``_PROBE_SECONDS``, the prefix's tree is the answer.
     """
     parser = _parser(lang)
     if len(src) <= _PARSE_WHOLE:
         return parser.parse(src), 0
-    deadline = time.monotonic() + PARSE_SECONDS
-    cut = [len(src)]
-
-    def read(offset: int, _point: Any) -> bytes:
-        if time.monotonic() > deadline:
-            cut[0] = min(cut[0], offset)
-            return b""
-        return src[offset : offset + _CHUNK]
-
-    tree = parser.parse(read)
-    parser.reset()
-    line = src.count(b"\n", 0, cut[0]) + 1 if cut[0] < len(src) else 0
-    return tree, line
+    started = time.monotonic()
+    prefix = parser.parse(src[:_PROBE])
+    if time.monotonic() - started > _PROBE_SECONDS:
+        return prefix, src.count(b"\n", 0, _PROBE) + 1
+    return parser.parse(src), 0
 
 
 def _candidates(lang: Language, root: Any) -> list[Any]:

@@ -43,7 +43,7 @@ MAX_VISITS = 100_000  # files one call looks at
 MAX_SECONDS = 30.0  # one call stops walking after this long (what it parsed is kept)
 MAX_ENTRIES = 100_000  # files the index remembers
 MAX_HELD = 256 << 20  # about this many bytes of names and definitions remembered
-_SYMBOL_BYTES = 160  # rough cost of one remembered definition
+_SYMBOL_BYTES = 250  # one remembered definition besides its strings' characters
 _HEAD = 256  # bytes read to find a #! line
 
 Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
@@ -67,8 +67,11 @@ class Entry:
     lacks: str = ""  # a word its bytes were last found not to hold (not parsed since)
 
     def held(self) -> int:
-        symbols = len(self.outline.symbols) if self.outline is not None else 0
-        return len(self.names or "") + len(self.counts) + _SYMBOL_BYTES * symbols + 200
+        """About how many bytes this entry keeps alive (objects and their strings)."""
+        symbols = self.outline.symbols if self.outline is not None else ()
+        text = sum(len(s.name) + len(s.scope) + len(s.signature) for s in symbols)
+        return len(self.names or "") + len(self.counts) + text + _SYMBOL_BYTES * len(symbols) \
+            + 400
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._extract import MAX_DEPTH, PARSE_SECONDS, Outline, Symbol
+from ._extract import MAX_DEPTH, Outline, Symbol
 from ._index import MAX_FILE_BYTES, Entry, Scan
 from ._rank import Ranked
 
@@ -50,8 +50,8 @@ def outline_notes(rel: str, outline: Outline) -> list[str]:
         notes.append(f"[{rel}: syntax errors near {where}; definitions there may be missing "
                      "or cut short]")
     if outline.cut:
-        notes.append(f"[{rel}: parsing stopped at L{outline.cut} after {PARSE_SECONDS:.0f} s; "
-                     "definitions below it are not listed]")
+        notes.append(f"[{rel}: parsed up to L{outline.cut} only: the {outline.language} grammar "
+                     "is too slow on this file; definitions below it are not listed]")
     if outline.dropped:
         notes.append(f"[{rel}: {outline.dropped} definitions not listed (nested deeper than "
                      f"{MAX_DEPTH} levels, or past the first 10,000)]")
