@@ -114,6 +114,10 @@ def signature(node: Node, found: Described, src: bytes) -> str:
     """The source between the name and the body, on one line: '(a, b) -> int'."""
     start = found.params.start_byte if found.params is not None else found.name_node.end_byte
     end = found.body.start_byte if found.body is not None else node.end_byte
+    for child in node.children:  # a comment before the body is not the signature
+        if start <= child.start_byte < end and child.type.endswith("comment"):
+            end = child.start_byte
+            break
     if end <= start:
         return ""
     limit = MAX_VALUE if found.kind in _VALUE_KINDS else MAX_SIGNATURE
