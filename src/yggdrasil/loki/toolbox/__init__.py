@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ._box import Toolbox
 from ._catalog import read_tools, web_tools, write_tools
+from ._catalog_edits import edit_tools
 from ._schema import bind_args, build_schema, parse_docstring
 from ._tool import Tool
 
@@ -19,6 +20,7 @@ __all__ = [
     "Toolbox",
     "bind_args",
     "build_schema",
+    "edit_tools",
     "parse_docstring",
     "read_tools",
     "web_tools",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,8 +73,10 @@ class Toolbox:
         entries = self.journal.entries if self.journal is not None else {}
         return {p: entries[p].status if p in entries else "modified" for p in self.changed}
 
-    def revert(self) -> Reverted:
+    def revert(self, paths: Iterable[str] | None = None) -> Reverted:
         """Undo this run's file changes where the original is known; never raises per path.
+
+        ``paths`` (root-relative or absolute inside the root) limits the undo to those files.
 
         Files the write/edit tools changed get their original bytes and mode back. Files
         a command changed or deleted before a tool had kept a copy are listed in
@@ -85,7 +87,7 @@ class Toolbox:
         if self.journal is None:
             return Reverted()
         before = set(self.journal.entries)
-        done = self.journal.revert()
+        done = self.journal.revert(None if paths is None else self.journal.relative(paths))
         gone = before - set(self.journal.entries)
         self.changed[:] = [p for p in self.changed if p not in gone]
         return done
