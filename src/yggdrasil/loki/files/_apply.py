@@ -183,6 +183,8 @@ class Plan:
 
 def _patch_text(text: str, hunks: list[Hunk], state: FileState) -> str:
     """``text`` with every hunk applied (located in order on the original lines)."""
+    if not hunks:
+        return text  # an added file without lines: empty
     body = text.split("\n")
     final_newline = text.endswith("\n") or not text
     if final_newline:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ToolError
 from ._diff import trimmed
-from ._match import IGNORED, MAX_PLACES, NOTES, Lines, adapt
+from ._match import IGNORED, LOOSEST, MAX_PLACES, NOTES, Lines, adapt
 from ._nearmiss import near_miss
 from ._text import printable
 
@@ -68,11 +68,8 @@ def replace(text: str, old: str, new: str, rel: str, *, replace_all: bool = Fals
     if old == new:
         raise ToolError("old and new are the same; there is nothing to change")
     first = text.find(old)
-    if first < 0 or (not replace_all and _whole_lines(text, old, first)):
-        # whole lines go through the line matcher, which also checks that no slip could
-        # have made old the exact text of this place while another was meant
-        return _replace_lines(text, old, new, rel, replace_all=replace_all,
-                              first_rung=0 if first >= 0 else 1)
+    if first < 0:
+        return _replace_lines(text, old, new, rel, replace_all=replace_all)
     if replace_all:
         return Landed(text.replace(old, new), text.count(old), 0, _exact_spans(text, old, new))
     if text.find(old, first + 1) >= 0:  # overlapping places count: "a\na" in "a\na\na" is two
@@ -81,9 +78,36 @@ def replace(text: str, old: str, new: str, rel: str, *, replace_all: bool = Fals
             f"old appears {_count(found)} in {rel} (at lines {', '.join(found[:_SHOW_PLACES])}"
             f"{_more(found)}); include more surrounding lines so it is unique, or pass "
             "replace_all=true to replace every one")
+    _no_other_place(text, old, first, rel)
     line = text.count("\n", 0, first)
-    span = (line, line + old.count("\n") + 1, new.count("\n") + 1)
+    span = trimmed(line, text[first : first + len(old)].split("\n"), new.split("\n"))
     return Landed(text[:first] + new + text[first + len(old):], 1, 0, (span,))
+
+
+def _no_other_place(text: str, old: str, first: int, rel: str) -> None:
+    """Refuse a unique exact match of several lines when the loosest rung finds them at
+    another place too: a slip (a block over-indented onto a deeper copy of itself, a first
+    line dedented onto another block) can make ``old`` the exact text of a place that was
+    not meant. One line is not checked: the same statement at another depth is common,
+    and a substring match already finds every deeper copy."""
+    want = old.strip("\n").split("\n")
+    if len(want) < 2:
+        return
+    here = text.count("\n", 0, first + len(old) - len(old.lstrip("\n")))
+    doc = Lines(_body(text)[0])
+    loose = doc.at(want, LOOSEST)
+    if loose is None or all(start == here for start in loose.starts):
+        return
+    rung = next(r for r in range(1, LOOSEST + 1)
+                if (f := doc.at(want, r)) and any(start != here for start in f.starts))
+    found = doc.at(want, rung)
+    places = sorted({here, *(found.starts if found else [])})
+    spans = [f"{s + 1}-{s + len(want)}" for s in places]
+    raise ToolError(
+        f"old appears {_count(spans)} in {rel}{_when(rung)} (at lines "
+        f"{', '.join(spans[:_SHOW_PLACES])}{_more(spans)}; exactly at line {here + 1}); "
+        "include more surrounding lines so it is unique, or pass replace_all=true to replace "
+        "every one")
 
 
 def _exact_spans(text: str, old: str, new: str) -> tuple[tuple[int, int, int], ...]:
@@ -100,22 +124,27 @@ def _exact_spans(text: str, old: str, new: str) -> tuple[tuple[int, int, int], .
     return tuple(spans)
 
 
-def _whole_lines(text: str, old: str, at: int) -> bool:
-    """Whether ``old``, found at ``at``, is two or more whole lines of ``text``."""
-    end = at + len(old)
-    return (old.count("\n") - old.endswith("\n") >= 1 and (at == 0 or text[at - 1] == "\n")
-            and (old.endswith("\n") or end == len(text) or text[end] == "\n"))
-
-
-def _replace_lines(text: str, old: str, new: str, rel: str, *, replace_all: bool,
-                   first_rung: int = 1) -> Landed:
-    """``old`` as whole lines, found by the rungs from ``first_rung`` on."""
+def _body(text: str) -> tuple[list[str], bool]:
+    """The lines of ``text`` without the empty piece after a final newline, and whether
+    there was one."""
     lines = text.split("\n")
-    ends_with_newline = lines[-1] == "" and len(lines) > 1
-    body = lines[:-1] if ends_with_newline else lines
-    want, repl = _blocks(old, new)
+    if len(lines) > 1 and lines[-1] == "":
+        return lines[:-1], True
+    return lines, False
+
+
+def _replace_lines(text: str, old: str, new: str, rel: str, *, replace_all: bool) -> Landed:
+    """``old`` as whole lines, found by the looser rungs (exact was tried as a substring).
+
+    Each place found is then replaced like a substring: the matched lines (with the line
+    break after them when ``old`` ends with one) become ``new`` written in the file's
+    conventions (with a line break when ``new`` ends with one), so a loose match changes
+    the file exactly as the same edit would have had it matched exactly.
+    """
+    body, _ = _body(text)
+    want, repl, old_nl, new_nl = _blocks(old, new)
     doc = Lines(body)
-    found = doc.find(want, first_rung=first_rung) if want else None
+    found = doc.find(want, first_rung=1) if want else None
     if found is None:
         raise ToolError(f"old was not found in {rel}. {printable(near_miss(text, old))}")
     k = len(want)
@@ -129,33 +158,37 @@ def _replace_lines(text: str, old: str, new: str, rel: str, *, replace_all: bool
         raise ToolError(f"old matches {MAX_PLACES} or more places in {rel} when "
                         f"{IGNORED[found.rung]}; replace_all changes at most {MAX_PLACES - 1} "
                         "loose matches (exact ones have no limit): copy old exactly")
-    starts = _apart(found.starts, k)
-    made = [adapt(body[s : s + k], want, repl, found.rung, found.indents.get(s)) for s in starts]
-    spans, shift = [], 0
-    for start, lines in zip(starts, made, strict=True):
-        spans.append(trimmed(start + shift, body[start : start + k], lines))
-        shift += len(lines) - k
-    for start, lines in zip(reversed(starts), reversed(made), strict=True):
-        body[start : start + k] = lines
-    text = "\n".join(body) + ("\n" if ends_with_newline else "")
-    return Landed(text, len(starts), found.rung, tuple(spans))
+    pieces: list[str] = []
+    spans: list[tuple[int, int, int]] = []
+    cursor = shift = 0
+    for start in _apart(found.starts, k):
+        made = adapt(body[start : start + k], want, repl, found.rung, found.indents.get(start))
+        a = doc.offset(start)
+        # up to the line break after the block (included when old ends with one)
+        b = min(doc.offset(start + k) - (0 if old_nl else 1), len(text))
+        rep = "\n".join(made) + ("\n" if new_nl else "")
+        pieces += [text[cursor:a], rep]
+        was = text[a:b]
+        spans.append(trimmed(start + shift, was.split("\n"), rep.split("\n")))
+        shift += rep.count("\n") - was.count("\n")
+        cursor = b
+    pieces.append(text[cursor:])
+    return Landed("".join(pieces), len(spans), found.rung, tuple(spans))
 
 
 def _when(rung: int) -> str:
     return f" when {IGNORED[rung]}" if rung else ""
 
 
-def _blocks(old: str, new: str) -> tuple[list[str], list[str]]:
-    """``old`` and ``new`` as lists of whole lines: a newline both end (or start) with is
-    the line's own, and an empty ``new`` for lines ending in a newline removes them."""
+def _blocks(old: str, new: str) -> tuple[list[str], list[str], bool, bool]:
+    """``old`` and ``new`` as lists of whole lines, and whether each ends with a line break
+    (a newline both start with is the previous line's, and is left out of both)."""
     if old.startswith("\n") and new.startswith("\n"):
         old, new = old[1:], new[1:]
-    want, repl = old.split("\n"), new.split("\n")
-    if old.endswith("\n"):
-        want.pop()
-        if new.endswith("\n") or not new:
-            repl.pop()
-    return want, repl
+    old_nl, new_nl = old.endswith("\n"), new.endswith("\n")
+    want = (old[:-1] if old_nl else old).split("\n")
+    repl = (new[:-1] if new_nl else new).split("\n")
+    return want, repl, old_nl, new_nl
 
 
 def _apart(starts: list[int], k: int) -> list[int]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ToolError
 
-__all__ = ["IGNORED", "NOTES", "Found", "Indent", "Lines", "adapt", "key"]
+__all__ = ["IGNORED", "LOOSEST", "NOTES", "Found", "Indent", "Lines", "adapt", "key"]
 
 NOTES = ("", "matched ignoring line endings", "matched ignoring trailing whitespace",
          "matched ignoring indentation", "matched ignoring typographic punctuation")
@@ -185,18 +185,24 @@ class Lines:
         that does is returned, so the caller refuses and lists them.
         """
         for rung in range(first_rung, LOOSEST + 1):
-            found = self._at(want, rung, lo, hi)
+            found = self.at(want, rung, lo, hi)
             if found is None:
                 continue
             if len(found.starts) == 1 and rung < LOOSEST and len(want) > 1:
-                loose = self._at(want, LOOSEST, lo, hi)
+                loose = self.at(want, LOOSEST, lo, hi)
                 if loose is not None and len(loose.starts) > 1:
                     return next(f for r in range(rung + 1, LOOSEST + 1)
-                                if (f := self._at(want, r, lo, hi)) and len(f.starts) > 1)
+                                if (f := self.at(want, r, lo, hi)) and len(f.starts) > 1)
             return found
         return None
 
-    def _at(self, want: list[str], rung: int, lo: int, hi: int | None) -> Found | None:
+    def offset(self, line: int) -> int:
+        """Where line ``line`` starts in the text the lines were split from (on "\\n")."""
+        lengths = self._haystack(0)[1]
+        return lengths[line] + line
+
+    def at(self, want: list[str], rung: int, lo: int = 0, hi: int | None = None) -> Found | None:
+        """The places ``want`` matches at ``rung`` alone (None: none)."""
         starts = self.places(want, rung, lo, hi)
         indents: dict[int, Indent] = {}
         if rung >= 3:

@@ -24,7 +24,7 @@ class Unified:
 
     def at_file_header(self) -> bool:
         lines, i = self.lines, self.i
-        return (lines[i].startswith("--- ") and i + 1 < len(lines)
+        return (i + 1 < len(lines) and lines[i].startswith("--- ")
                 and lines[i + 1].startswith("+++ "))
 
     def parse(self) -> list[FileOp]:
