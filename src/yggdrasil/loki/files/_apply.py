@@ -233,6 +233,8 @@ def _place(doc: Lines, hunk: Hunk, lo: int, drift: int, where: str,
     if k == 0:  # only added lines: after the scope line, at the line number, or at the end
         pos = lo + 1 if hunk.headers else len(doc.lines) if hint is None else hint
         return min(max(pos, lo), len(doc.lines)), 0, list(hunk.new)
+    if hint is not None and hint >= lo and doc.lines[hint : hint + k] == hunk.old:
+        return hint, 0, list(hunk.new)  # exactly at the line the diff names: git's own diffs
     found = doc.find(hunk.old, lo=max(lo, len(doc.lines) - k)) if hunk.at_eof else None
     found = found or doc.find(hunk.old, lo=lo)
     if found is None:

@@ -207,8 +207,8 @@ class Files:
             verb = "delete"
         else:
             verb = "edit"
-        diff = "" if state.text is None else "\n".join(state.diff(MAX_CONFIRM_LINES, full=False))
-        self._gate(verb, state.real, name, lambda: diff)
+        self._gate(verb, state.real, name, lambda: "" if state.text is None else "\n".join(
+            state.diff(MAX_CONFIRM_LINES, full=False)))
 
     def _commit(self, states: list[FileState]) -> None:
         """Write a planned patch: every new file staged beside its target first (a failure
