@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,3 +39,40 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture
 def box(root: Path) -> Toolbox:
     return filesystem_toolbox(root)
+
+
+def _mcp_major(python: str) -> int | None:
+    """The major version of the mcp SDK that ``python`` imports, None without one."""
+    probe = "import importlib.metadata as m; print(m.version('mcp'))"
+    done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
+    return int(done.stdout.split(".")[0]) if done.returncode == 0 else None
+
+
+@pytest.fixture(scope="session")
+def other_mcp_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A Python whose mcp SDK is the other major version than this environment's.
+
+    ``loki mcp`` supports mcp 1.x (>=1.24) and 2.x, chosen at run time, so its tests run
+    the server under both: a venv that sees this environment's packages (the server's
+    dependencies) but has the other mcp installed over them, from the package registry.
+    """
+    installed = _mcp_major(sys.executable)
+    want = "mcp>=2,<3" if installed == 1 else "mcp>=1.24,<2"
+    venv = tmp_path_factory.mktemp("other-mcp") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    pip = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                          want], capture_output=True, text=True, timeout=600)
+    if pip.returncode != 0:
+        pytest.fail(f"could not install {want} for the second-SDK tests: {pip.stderr[-2000:]}")
+    assert _mcp_major(python) == (2 if installed == 1 else 1)
+    return python
+
+
+@pytest.fixture(params=["installed", "other"], ids=lambda p: f"mcp-{p}")
+def mcp_python(request: pytest.FixtureRequest) -> str:
+    """The Python that runs `loki mcp`: this environment's mcp SDK, then the other one."""
+    if request.param == "installed":
+        return sys.executable
+    return str(request.getfixturevalue("other_mcp_python"))

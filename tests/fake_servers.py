@@ -139,9 +139,11 @@ def clear_engine_env(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- the OpenAI chat-completions wire format ---------------------------------------
 
 def openai_reply(text: str | None = None, calls: list[tuple[str, Any]] | None = None, *,
-                 finish_reason: str | None = None, usage: tuple[int, int] = (10, 5)) -> Reply:
-    """A chat completion; ``calls`` are (name, args), args a dict or a raw string."""
-    tool_calls = [{"id": f"call_{i}", "type": "function",
+                 finish_reason: str | None = None, usage: tuple[int, int] = (10, 5),
+                 id_prefix: str = "call_") -> Reply:
+    """A chat completion; ``calls`` are (name, args), args a dict or a raw string; their ids
+    are ``<id_prefix><n>`` (a run over several replies needs a prefix per reply)."""
+    tool_calls = [{"id": f"{id_prefix}{i}", "type": "function",
                    "function": {"name": name,
                                 "arguments": args if isinstance(args, str) else json.dumps(args)}}
                   for i, (name, args) in enumerate(calls or [])]

@@ -128,7 +128,7 @@ def test_help_everywhere_with_examples(tmp_path: Path) -> None:
         done = loki(tmp_path, *command, "--help")
         assert done.returncode == 0
         assert "examples:" in done.stdout and "loki " in done.stdout
-    assert "3    the tool answered 'REFUSED" in loki(tmp_path, "call", "--help").stdout
+    assert "3    call: the tool answered 'REFUSED" in loki(tmp_path, "call", "--help").stdout
 
 
 def test_sandbox_options_reach_the_commands(root: Path) -> None:

@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from cli_run import child_env, loki
@@ -131,3 +132,44 @@ def test_ctrl_c_stops_and_still_reports_changes(root: Path) -> None:
     assert proc.returncode == 130
     assert "loki: interrupted" in err and "files changed (1):\n  A w.txt  (+1 -0)" in err
     assert out == ""
+
+
+def test_ctrl_c_lists_what_the_interrupted_command_created(root: Path) -> None:
+    plan = script(root.parent / "plan.jsonl",
+                  {"thought": "w", "tool": "write_file", "args": {"path": "first.txt", "content": "1"}},
+                  {"thought": "r", "tool": "run",
+                   "args": {"command": "echo x > made.txt; touch started; sleep 300"}})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root", str(root), "--engine",
+         "scripted", "--model", plan, "--yes"], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(root.parent))
+    try:
+        while not (root / "started").exists():
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert "loki: interrupted" in err
+    assert "A made.txt" in err and "A started" in err and "A first.txt" in err
+
+
+def test_a_failed_command_step_shows_the_last_line_of_stderr(root: Path) -> None:
+    plan = script(root.parent / "plan.jsonl",
+                  {"thought": "r", "tool": "run",
+                   "args": {"command": "echo noise >&2; echo 'boom: no such thing' >&2; exit 3"}},
+                  {"thought": "d", "done": True, "answer": "gave up"})
+    done = loki(root.parent, "do", "t", "--root", str(root), "--engine", "scripted",
+                "--model", plan)
+    assert done.returncode == 0
+    line = next(line for line in done.stderr.splitlines() if line.startswith("1/12 run"))
+    assert line.endswith("-> exit=3: boom: no such thing")
+
+
+def test_every_exit_code_is_in_help(tmp_path: Path) -> None:
+    shown = loki(tmp_path, "--help").stdout + loki(tmp_path, "do", "--help").stdout
+    for code in ("0", "1", "2", "3", "4", "130", "141"):
+        assert f"\n  {code} " in shown, code
+    assert "the engine" in shown.split("exit codes")[1]

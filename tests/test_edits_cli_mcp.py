@@ -120,8 +120,14 @@ mcp = pytest.importorskip("mcp")
 def mcp_session(root: Path, scenario: Any, *flags: str) -> Any:
     from test_mcp import serve_and
 
-    result, _ = serve_and(root, scenario, *flags)
+    result, _ = serve_and(sys.executable, root, scenario, *flags)
     return result
+
+
+def field(obj: Any, name: str) -> Any:
+    from test_mcp import field as of
+
+    return of(obj, name)
 
 
 def text(result: Any) -> str:
@@ -133,10 +139,11 @@ def test_mcp_lists_the_new_tools(root: Path) -> None:
         return {t.name: t for t in (await client.list_tools()).tools}
 
     tools = mcp_session(root, scenario)
-    assert tools["apply_patch"].annotations.destructive_hint is True
-    assert tools["undo_edit"].annotations.destructive_hint is True
+    assert field(tools["apply_patch"].annotations, "destructive_hint") is True
+    assert field(tools["undo_edit"].annotations, "idempotent_hint") is True
     assert "*** Begin Patch" in tools["apply_patch"].description
-    assert tools["edit_file"].input_schema["properties"]["edits"]["items"]["required"] == ["old", "new"]
+    schema = field(tools["edit_file"], "input_schema")
+    assert schema["properties"]["edits"]["items"]["required"] == ["old", "new"]
 
 
 def test_mcp_patch_edits_stale_view_and_undo_in_one_session(root: Path) -> None:
@@ -157,11 +164,11 @@ def test_mcp_patch_edits_stale_view_and_undo_in_one_session(root: Path) -> None:
         return dry, applied, again, stale, edited, undone
 
     dry, applied, again, stale, edited, undone = mcp_session(root, scenario)
-    assert not dry.is_error and text(dry).startswith("dry run: nothing was changed")
-    assert not applied.is_error and text(applied).startswith("M app.py (hunk 1 matched ignoring indentation)\nA notes.txt")
-    assert again.is_error and "apply_patch changed nothing" in text(again)
-    assert stale.is_error and text(stale).startswith("ERROR: app.py changed since you last read it")
-    assert not edited.is_error and text(edited).startswith(
+    assert not field(dry, "is_error") and text(dry).startswith("dry run: nothing was changed")
+    assert not field(applied, "is_error") and text(applied).startswith("M app.py (hunk 1 matched ignoring indentation)\nA notes.txt")
+    assert field(again, "is_error") and "apply_patch changed nothing" in text(again)
+    assert field(stale, "is_error") and text(stale).startswith("ERROR: app.py changed since you last read it")
+    assert not field(edited, "is_error") and text(edited).startswith(
         "edited app.py (2 edits, 2 replacements; edit 2 matched ignoring indentation)")
     assert text(undone) == "removed notes.txt (this run created it)"
     assert (root / "app.py").read_text() == APP.replace("return 1", "return 3").replace(
@@ -176,5 +183,5 @@ def test_mcp_syntax_gate(root: Path) -> None:
         return await client.call_tool("edit_file", {"path": "conf.json", "old": "1", "new": "1,"})
 
     result = mcp_session(root, scenario, "--on-syntax-error", "reject")
-    assert result.is_error and text(result).startswith("ERROR: conf.json would no longer parse (line 1:")
+    assert field(result, "is_error") and text(result).startswith("ERROR: conf.json would no longer parse (line 1:")
     assert (root / "conf.json").read_text() == '{"a": 1}\n'

@@ -57,7 +57,13 @@ def test_native_tool_calls_edit_real_files(server: FakeModelServer, root: Path) 
     assert "read_file(path, start=1, end=0)" in first["messages"][0]["content"]  # Toolbox.spec()
     names = [t["function"]["name"] for t in first["tools"]]
     assert names[:2] == ["list_dir", "read_file"] and "edit_file" in names
-    assert first["tools"][1]["function"]["parameters"]["required"] == ["path"]
+    read_file = first["tools"][1]["function"]  # strict form: all required, optional nullable
+    assert read_file["strict"] is True
+    assert read_file["parameters"]["required"] == ["path", "start", "end"]
+    assert read_file["parameters"]["properties"]["start"]["type"] == ["integer", "null"]
+    assert read_file["parameters"]["properties"]["start"]["minimum"] == 1
+    assert not any("default" in prop for tool in first["tools"]
+                   for prop in tool["function"]["parameters"]["properties"].values())
     assistant, tool = last["messages"][-2:]
     assert assistant["tool_calls"][0]["function"]["name"] == "edit_file"
     assert tool == {"role": "tool", "tool_call_id": "call_0",

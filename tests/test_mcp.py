@@ -1,9 +1,12 @@
-"""`loki mcp` through the SDK's own client, over a real stdio subprocess."""
+"""`loki mcp` through the SDK's own client, over a real stdio subprocess.
+
+Each test runs the server under this environment's mcp SDK and under the other major
+version (``mcp_python``, see conftest); the client is this environment's SDK.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,13 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 Scenario = Callable[[ClientSession], Awaitable[Any]]
 
 
-def serve_and(root: Path, scenario: Scenario, *flags: str) -> tuple[Any, str]:
+def field(obj: Any, name: str) -> Any:
+    """A field of an SDK object by its snake_case (2.x) or camelCase (1.x) name."""
+    camel = name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:])
+    return getattr(obj, name) if hasattr(obj, name) else getattr(obj, camel)
+
+
+def serve_and(python: str, root: Path, scenario: Scenario, *flags: str) -> tuple[Any, str]:
     """Start `loki mcp --root ROOT FLAGS`, run ``scenario`` on a client session.
 
     Returns what the scenario returned and everything the server wrote on stderr.
@@ -32,7 +41,7 @@ def serve_and(root: Path, scenario: Scenario, *flags: str) -> tuple[Any, str]:
     scratch = root.parent / "system-tmp"
     scratch.mkdir(exist_ok=True)
     server = StdioServerParameters(
-        command=sys.executable,
+        command=python,
         args=["-m", "yggdrasil.loki", "mcp", "--root", str(root), *flags],
         env={"PYTHONPATH": str(SRC), "TMPDIR": str(scratch), "PATH": os.environ["PATH"]})
     errlog = root.parent / "server-stderr.txt"
@@ -52,31 +61,38 @@ def text_of(result: Any) -> str:
     return "".join(part.text for part in result.content)
 
 
-def test_lists_the_toolbox_schemas_unchanged_with_annotations(root: Path) -> None:
+def test_lists_the_toolbox_schemas_unchanged_with_annotations(root: Path, mcp_python: str) -> None:
     async def scenario(client: ClientSession) -> Any:
         return (await client.list_tools()).tools
 
-    tools, log = serve_and(root, scenario)
-    expected = {tool.name: tool for tool in filesystem_toolbox(root)}
+    tools, log = serve_and(mcp_python, root, scenario, "--web")
+    expected = {tool.name: tool for tool in filesystem_toolbox(root, allow_web=True)}
     assert [t.name for t in tools] == list(expected)
     for tool in tools:
         own = expected[tool.name]
-        assert tool.input_schema == own.input_schema
+        hints = tool.annotations
+        assert field(tool, "input_schema") == own.input_schema
         assert tool.description == own.description
-        assert tool.annotations.read_only_hint is (not own.mutates)
-        assert tool.annotations.destructive_hint is (True if own.mutates else None)
+        assert tool.title == hints.title == own.title
+        assert field(hints, "read_only_hint") is (not own.mutates)
+        assert field(hints, "destructive_hint") is (True if own.mutates else None)
+        assert field(hints, "idempotent_hint") is (True if own.idempotent else None)
+        assert field(hints, "open_world_hint") is tool.name.startswith("web_")
+    assert field(tools[0], "title") == "List a folder"
     assert f"serving {len(expected)} tools" in log
+    major = 1 if "mcp 1." in log else 2
+    assert ("mcp 1." in log) is (major == 1) and ("mcp 2." in log) is (major == 2)
 
 
-def test_read_only_server_lists_only_read_tools(root: Path) -> None:
+def test_read_only_server_lists_only_read_tools(root: Path, mcp_python: str) -> None:
     async def scenario(client: ClientSession) -> Any:
         return [t.name for t in (await client.list_tools()).tools]
 
-    names, _ = serve_and(root, scenario, "--read-only")
+    names, _ = serve_and(mcp_python, root, scenario, "--read-only")
     assert names == ["list_dir", "read_file", "find", "grep", "read_table", "query_table"]
 
 
-def test_reads_and_edits_a_file(root: Path) -> None:
+def test_reads_and_edits_a_file(root: Path, mcp_python: str) -> None:
     target = root / "app.py"
     target.write_text("debug = False\nprint('hi')\n")
 
@@ -87,17 +103,17 @@ def test_reads_and_edits_a_file(root: Path) -> None:
         run = await client.call_tool("run", {"command": "echo to-stdout; echo to-stderr >&2"})
         return read, edit, run
 
-    (read, edit, run), log = serve_and(root, scenario)
-    assert (read.is_error, text_of(read)) == (False, "1\tdebug = False\n2\tprint('hi')")
-    assert (edit.is_error, text_of(edit)) == (False, "edited app.py (1 replacement)\n"
-                                              "--- app.py\n+++ app.py\n@@ -1,2 +1,2 @@\n"
-                                              "-debug = False\n+debug = True\n print('hi')")
+    (read, edit, run), log = serve_and(mcp_python, root, scenario)
+    assert (field(read, "is_error"), text_of(read)) == (False, "1\tdebug = False\n2\tprint('hi')")
+    assert (field(edit, "is_error"), text_of(edit)) == (
+        False, "edited app.py (1 replacement)\n--- app.py\n+++ app.py\n@@ -1,2 +1,2 @@\n"
+        "-debug = False\n+debug = True\n print('hi')")
     assert target.read_text() == "debug = True\nprint('hi')\n"
     assert text_of(run) == "exit=0\nstdout:\nto-stdout\n\nstderr:\nto-stderr\n"
     assert "call edit_file" in log
 
 
-def test_escape_and_unknown_tool_are_error_results(root: Path) -> None:
+def test_escape_and_unknown_tool_are_error_results(root: Path, mcp_python: str) -> None:
     async def scenario(client: ClientSession) -> Any:
         escape = await client.call_tool("read_file", {"path": "../outside/secret.txt"})
         write = await client.call_tool("write_file", {"path": "../x", "content": "pwned"})
@@ -105,19 +121,19 @@ def test_escape_and_unknown_tool_are_error_results(root: Path) -> None:
         bad = await client.call_tool("read_file", {"path": "a", "end": "soon"})
         return escape, write, unknown, bad
 
-    (escape, write, unknown, bad), _ = serve_and(root, scenario)
-    assert escape.is_error and text_of(escape).startswith("ERROR: path '../outside/secret.txt' "
+    (escape, write, unknown, bad), _ = serve_and(mcp_python, root, scenario)
+    assert field(escape, "is_error") and text_of(escape).startswith("ERROR: path '../outside/secret.txt' "
                                                           "escapes the agent root")
     assert "TOP SECRET" not in text_of(escape)
-    assert write.is_error and "escapes the agent root" in text_of(write)
+    assert field(write, "is_error") and "escapes the agent root" in text_of(write)
     assert not (root.parent / "x").exists()
-    assert unknown.is_error and "available tools: list_dir" in text_of(unknown)
-    assert bad.is_error and "'end' must be an integer" in text_of(bad)
+    assert field(unknown, "is_error") and "available tools: list_dir" in text_of(unknown)
+    assert field(bad, "is_error") and "'end' must be an integer" in text_of(bad)
 
 
 def test_refusals_are_error_results_too() -> None:
     from yggdrasil.loki.mcp import call_result
 
-    assert call_result("REFUSED: user declined to edit app.py").is_error is True
-    assert call_result("ERROR: no").is_error is True
-    assert call_result("exit=1\nstdout:\n\nstderr:\nERROR: in the output\n").is_error is False
+    assert call_result("REFUSED: user declined to edit app.py")["isError"] is True
+    assert call_result("ERROR: no")["isError"] is True
+    assert call_result("exit=1\nstdout:\n\nstderr:\nERROR: in the output\n")["isError"] is False

@@ -75,9 +75,23 @@ def test_missing_file_and_bad_rows(data: Path, box: Toolbox) -> None:
     assert box.call("query_table", {"sql": "SELECT * FROM 'nope.csv'"}) == (
         "ERROR: nope.csv does not exist")
     assert box.call("query_table", {"sql": "SELECT * FROM 'data/sales.parquet'",
-                                    "rows": 0}).startswith("ERROR: rows must be between 1")
+                                    "rows": 0}).startswith("ERROR: argument 'rows' must be between 1")
 
 
 def test_bad_sql_is_an_error(data: Path, box: Toolbox) -> None:
     out = box.call("query_table", {"sql": "SELECT nope FROM 'data/sales.parquet'"})
     assert out.startswith("ERROR: query failed: ") and "nope" in out
+
+
+@pytest.mark.parametrize("template", [
+    "SELECT * FROM 'data/sales.parquet' a CROSS JOIN `read_csv`('{leak}', has_header => false) k",
+    "SELECT city FROM 'data/sales.parquet' UNION ALL SELECT * FROM READ_CSV('{leak}')",
+    "SELECT (SELECT max(secret) FROM \"read_csv\"('{leak}')) FROM 'data/sales.parquet'",
+])
+def test_the_red_teams_table_function_bypasses_are_refused(
+        data: Path, box: Toolbox, template: str) -> None:
+    """Each read ~/.ssh/id_ed25519 through the old word list (and worked read-only too)."""
+    leak = data.parent / "outside" / "leak.csv"
+    for toolbox in (box, filesystem_toolbox(data, read_only=True)):
+        out = toolbox.call("query_table", {"sql": template.format(leak=leak)})
+        assert out.startswith("ERROR: query: ") and "TOP SECRET" not in out, out

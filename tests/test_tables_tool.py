@@ -109,7 +109,8 @@ def test_a_symlink_swapped_in_after_the_check_is_not_followed(
 def test_bad_rows_argument(root: Path, box: Toolbox) -> None:
     (root / "a.csv").write_text("a\n1\n")
     assert box.call("read_table", {"path": "a.csv", "rows": 5000}).startswith(
-        "ERROR: rows must be between 0 and 1000")
+        "ERROR: argument 'rows' must be between 0 and 1000, got 5000 "
+        "(how many rows to preview, 0-1000 (default 10))")
 
 
 def test_bad_files_are_errors_not_tracebacks(root: Path, box: Toolbox) -> None:

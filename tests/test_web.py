@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from yggdrasil.loki.files import MAX_READ_CHARS, Files, Root
+from yggdrasil.loki.tables import TableReader
 from yggdrasil.loki.tools import Tool, Toolbox, filesystem_toolbox
 from yggdrasil.loki.web import MAX_LINKS, AddressPolicy, Limits, Web
 
@@ -155,6 +156,7 @@ def custom_box(root: Path, **options: Any) -> Toolbox:
     """The web tools over a Web with a custom policy, limits or resolver."""
     box = Toolbox()
     where = Root.at(root)
+    options.setdefault("preview_table", TableReader(where).preview_bytes)  # as the toolbox does
     web = Web(where, Files(where, on_change=box.record), **options)
     for fn in (web.web_fetch, web.web_table, web.web_image):
         box.add(Tool.from_function(fn, description=fn.__name__))
@@ -289,6 +291,27 @@ def test_table_json_and_xlsx(box: Toolbox, site: Site) -> None:
     site.routes["/cities"] = body(buf.getvalue(), "application/octet-stream")
     out = box.call("web_table", {"url": site.url("/cities"), "fmt": "xlsx"})
     assert "shape=(2, 2)" in out
+
+
+def test_crafted_remote_tables_cost_an_error_not_the_agent(
+        box: Toolbox, site: Site, tmp_path: Path) -> None:
+    """A 1.5 KB workbook with cells at A1 and XFD1048576 aborted the agent (calamine asked
+    for 512 GiB); a Parquet column nested 500 lists deep segfaulted it. The preview now
+    runs in the toolbox's fenced table worker, behind up-front checks."""
+    from crafted import deep_parquet, far_corners_xlsx
+
+    site.routes["/far.xlsx"] = body(far_corners_xlsx(tmp_path / "far.xlsx").read_bytes(),
+                                    "application/octet-stream")
+    site.routes["/deep.parquet"] = body(deep_parquet(tmp_path / "deep.parquet").read_bytes(),
+                                        "application/octet-stream")
+    out = box.call("web_table", {"url": site.url("/far.xlsx"), "save": "far.xlsx"})
+    assert out.startswith(f"ERROR: {site.url('/far.xlsx')}: sheet sheet1.xml: its cells span "
+                          "1,048,576 rows x 16,384 columns"), out
+    assert out.endswith("(nothing was saved)")
+    out = box.call("web_table", {"url": site.url("/deep.parquet")})
+    assert out.startswith(f"ERROR: {site.url('/deep.parquet')}: a column is nested 1000"), out
+    site.routes["/ok.csv"] = body("a,b\n1,2\n", "text/csv")
+    assert "shape=(1, 2)" in box.call("web_table", {"url": site.url("/ok.csv")})
 
 
 def test_table_refuses_an_html_page_and_bad_fmt(box: Toolbox, site: Site) -> None:

@@ -1,116 +1,40 @@
 """SQL over table files: ``SELECT city, avg(price) FROM 'sales.parquet' GROUP BY city``.
 
-A quoted path in a FROM / JOIN position names a file. Each file is scanned lazily
-(``scan_table``), registered in a polars SQLContext under a private table name, and the
-query is rewritten to use those names; the result is collected with the streaming engine
-and cut at ``rows``. polars' own table functions (``read_csv('...')``) are refused: they
-would open any path, and every file must come in through the caller's ``sources``.
+A quoted path in a FROM / JOIN position names a file. The query is parsed and checked
+by allow-list (``_sql``: one SELECT over quoted files and WITH names, no table functions,
+bounded size); each file is scanned lazily (``scan_table``) and registered in a polars
+SQLContext under a private table name, and polars runs SQL generated from the checked
+tree with those names; the result is collected with the streaming engine and cut at
+``rows``. Every file must come in through the caller's ``sources``.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _render
-from ._detect import EXTENSIONS
 from ._errors import TableError, first_line, is_library_failure, known_problem
+from ._sql import MAX_DEPTH, MAX_NODES, MAX_SQL_CHARS, TableRef, bind_files, check_query
 from .tables import scan_table
 
 if TYPE_CHECKING:
     import polars as pl
 
+__all__ = ["MAX_DEPTH", "MAX_FILES", "MAX_NODES", "MAX_RESULT_ROWS", "MAX_SQL_CHARS",
+           "QueryResult", "TableRef", "find_table_refs", "query_tables"]
+
 MAX_RESULT_ROWS = 1000
 MAX_FILES = 16  # distinct files one query may name
 _TABLE = "__loki_table_{}"
-_TOKEN = re.compile(r"""
-    (?P<space>\s+)
-  | (?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
-  | (?P<string>'(?:[^']|'')*'?)
-  | (?P<ident>"(?:[^"]|"")*"?)
-  | (?P<word>[^\W\d]\w*)
-  | (?P<other>.)
-""", re.X | re.S)
-# Keywords that open a clause: a comma right after FROM's tables continues the FROM list.
-_CLAUSES = {"SELECT", "FROM", "WHERE", "GROUP", "ORDER", "HAVING", "LIMIT", "OFFSET", "ON",
-            "USING", "UNION", "EXCEPT", "INTERSECT", "JOIN", "WINDOW", "QUALIFY", "VALUES", "WITH"}
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str
-    text: str
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
-class TableRef:
-    """A file named in a query: its path as written, and where the quoted token sits."""
-
-    path: str
-    start: int
-    end: int
-
-
-def _tokens(sql: str) -> list[_Token]:
-    """The significant tokens of ``sql`` (no whitespace, no comments)."""
-    found = (_Token(m.lastgroup or "other", m.group(), m.start(), m.end())
-             for m in _TOKEN.finditer(sql))
-    return [t for t in found if t.kind not in ("space", "comment")]
-
-
-def _unquote(tok: _Token) -> str:
-    quote = tok.text[0]
-    body = tok.text[1:-1] if len(tok.text) > 1 and tok.text.endswith(quote) else tok.text[1:]
-    return body.replace(quote * 2, quote)
 
 
 def find_table_refs(sql: str) -> list[TableRef]:
-    """Quoted paths in table position: after FROM or JOIN, or in FROM's comma list.
-
-    A 'single-quoted' path there is always a file; a "double-quoted" name only when it
-    ends in a table extension (otherwise it is a table or CTE name).
-    """
-    refs: list[TableRef] = []
-    clause: dict[int, str] = {}
-    depth, prev = 0, _Token("other", "", 0, 0)
-    for tok in _tokens(sql):
-        if tok.text == "(":
-            depth += 1
-        elif tok.text == ")":
-            clause.pop(depth, None)
-            depth -= 1
-        elif tok.kind == "word" and tok.text.upper() in _CLAUSES:
-            clause[depth] = tok.text.upper()
-        elif tok.kind in ("string", "ident") and _in_table_position(prev, clause.get(depth)):
-            path = _unquote(tok)
-            if tok.kind == "string" or os.path.splitext(path)[1].lower() in EXTENSIONS:
-                refs.append(TableRef(path, tok.start, tok.end))
-        prev = tok
-    return refs
-
-
-def _in_table_position(prev: _Token, clause: str | None) -> bool:
-    if prev.kind == "word" and prev.text.upper() in ("FROM", "JOIN"):
-        return True
-    return prev.text == "," and clause == "FROM"
-
-
-def _refuse_table_functions(sql: str) -> None:
-    tokens = _tokens(sql)
-    for tok, nxt in itertools.pairwise(tokens):
-        if nxt.text != "(" or tok.kind not in ("word", "ident"):
-            continue
-        name = (_unquote(tok) if tok.kind == "ident" else tok.text).lower()
-        if name.startswith(("read_", "scan_")):
-            raise TableError(f"query: {name}() is not allowed; name a file as a quoted path "
-                             "instead, e.g. SELECT * FROM 'data.csv'")
+    """The files a query names, in order: quoted table names in FROM / JOIN that are not
+    WITH names. Raises TableError when the query is not one that query_tables accepts."""
+    return check_query(sql).refs
 
 
 @dataclass
@@ -144,8 +68,8 @@ def query_tables(sql: str, sources: Sources | None = None, rows: int = 50) -> Qu
     """
     if not 1 <= rows <= MAX_RESULT_ROWS:
         raise TableError(f"query: rows must be between 1 and {MAX_RESULT_ROWS}")
-    _refuse_table_functions(sql)
-    refs = find_table_refs(sql)
+    checked = check_query(sql)
+    refs = checked.refs
     if not refs:
         raise TableError("query: name at least one table file as a quoted path in FROM or "
                          "JOIN, e.g. SELECT * FROM 'data.csv'")
@@ -154,7 +78,7 @@ def query_tables(sql: str, sources: Sources | None = None, rows: int = 50) -> Qu
         raise TableError(f"query: names {len(tables)} files; at most {MAX_FILES} per query")
     frames = {tables[p]: _scan(p, (sources or {}).get(p)) for p in tables}
     labels = {tables[p]: (sources or {}).get(p, (p, p))[1] for p in tables}
-    return _run(_rewrite(sql, refs, tables), frames, labels, rows)
+    return _run(bind_files(checked, tables), frames, labels, rows)
 
 
 def _unique(refs: list[TableRef]) -> list[TableRef]:
@@ -167,14 +91,6 @@ def _unique(refs: list[TableRef]) -> list[TableRef]:
 def _scan(path: str, source: tuple[str | Path, str] | None) -> pl.LazyFrame:
     read, label = source or (path, path)
     return scan_table(read, label=label)
-
-
-def _rewrite(sql: str, refs: list[TableRef], tables: Mapping[str, str]) -> str:
-    out, last = [], 0
-    for ref in refs:
-        out += [sql[last:ref.start], tables[ref.path]]
-        last = ref.end
-    return "".join([*out, sql[last:]])
 
 
 def _run(sql: str, frames: Mapping[str, pl.LazyFrame], labels: Mapping[str, str],

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import _render
 from ._detect import EXTENSIONS, FORMAT_NAMES, Detected, Sample, detect_format
 from ._errors import TableError, translating
+from ._guards import check_parquet, check_xlsx
 from ._readers import LAZY_FORMATS, lazy_frame, load_whole, open_preview
 from ._units import human_size
 
@@ -57,18 +58,22 @@ class TablePreview:
 
 
 def preview_table(path: str | Path, rows: int = 10, *, label: str | None = None,
-                  fmt: str | None = None, sheet: str | None = None) -> TablePreview:
+                  fmt: str | None = None, sheet: str | None = None,
+                  suffix: str | None = None) -> TablePreview:
     """Shape, types and the first ``rows`` rows of the table file at ``path``.
 
     ``label`` is the name shown (and used for the extension when ``path`` has none, e.g.
     a ``/proc/self/fd/N`` path); ``fmt`` overrides detection; ``sheet`` picks an XLSX
-    sheet by name or 0-based index. Raises TableError naming the file and the problem.
+    sheet by name or 0-based index; ``suffix`` is the extension to weigh when neither
+    ``path`` nor ``label`` shows it (a download). Raises TableError naming the file and
+    the problem.
     """
     name = label or str(path)
     if not 0 <= rows <= MAX_PREVIEW_ROWS:
         raise TableError(f"{name}: rows must be between 0 and {MAX_PREVIEW_ROWS}")
-    sample, det = _detect(path, name, fmt)
+    sample, det = _detect(path, name, fmt, suffix)
     with translating(name, FORMAT_NAMES[det.fmt]):
+        check_structure(path, det.fmt, name)
         found = open_preview(path, det, sample, rows, name, sheet)
     detail = found.detail or (f"delimiter {det.separator!r}" if det.fmt in ("csv", "tsv") else "")
     return TablePreview(name, det.fmt, found.rows, list(found.schema.names()),
@@ -84,6 +89,7 @@ def scan_table(path: str | Path, *, label: str | None = None, fmt: str | None = 
     name = label or str(path)
     sample, det = _detect(path, name, fmt)
     with translating(name, FORMAT_NAMES[det.fmt]):
+        check_structure(path, det.fmt, name)
         if det.fmt in LAZY_FORMATS:
             lf = lazy_frame(path, det)
             lf.collect_schema()
@@ -91,9 +97,20 @@ def scan_table(path: str | Path, *, label: str | None = None, fmt: str | None = 
         return load_whole(path, det, sample, name).lazy()
 
 
-def _detect(path: str | Path, name: str, fmt: str | None) -> tuple[Sample, Detected]:
+def check_structure(path: str | Path, fmt: str, name: str) -> None:
+    """Refuse up front the workbooks and Parquet files built to swamp their parser."""
+    if fmt == "xlsx":
+        check_xlsx(path, name)
+    elif fmt == "parquet":
+        check_parquet(path, name)
+
+
+def _detect(path: str | Path, name: str, fmt: str | None,
+            suffix: str | None = None) -> tuple[Sample, Detected]:
     with translating(name, "a table"):
         sample = Sample.of(path)
     # The path's extension when it has a known one, else the label's (a /proc/self/fd path).
-    suffix = Path(path).suffix if Path(path).suffix.lower() in EXTENSIONS else Path(name).suffix
+    if suffix is None:
+        known = Path(path).suffix.lower() in EXTENSIONS
+        suffix = Path(path).suffix if known else Path(name).suffix
     return sample, detect_format(name, sample, fmt, suffix=suffix)

@@ -16,9 +16,10 @@ from pathlib import Path
 from .files import Files, Journal, OnSyntaxError, Root, SyntaxGate
 from .sandbox import landlock_status as sandbox_status
 from .shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
-from .toolbox import Tool, Toolbox, edit_tools, read_tools, web_tools, write_tools
+from .tables import TableReader
+from .toolbox import Observation, Tool, Toolbox, edit_tools, read_tools, web_tools, write_tools
 
-__all__ = ["Tool", "Toolbox", "filesystem_toolbox", "sandbox_status"]
+__all__ = ["Observation", "Tool", "Toolbox", "filesystem_toolbox", "sandbox_status"]
 
 
 def filesystem_toolbox(
@@ -69,7 +70,8 @@ def filesystem_toolbox(
     files = Files(where, confirm=confirm, on_change=journal.after_write,
                   before_change=journal.before_write, on_remove=journal.after_remove,
                   syntax=SyntaxGate(on_syntax_error))
-    tools = read_tools(where, files)
+    tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
+    tools = read_tools(where, files, tables)
     if not read_only:
         shell = Shell(where, journal, sandbox=sandbox, network=network,
                       writable=writable_paths(writable), env=env,
@@ -77,7 +79,10 @@ def filesystem_toolbox(
         tools += write_tools(files, shell) + edit_tools(files, box)
         box.status = shell.status()
     if allow_web:
-        tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts)
+        tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts,
+                           tables=tables)
+    if not tables.worker.abi:  # say plainly that table files are parsed without a fence
+        box.status = "\n".join(s for s in (box.status, tables.status()) if s)
     for tool in tools:
         box.add(tool)
     return box

@@ -58,6 +58,8 @@ class Engine(Protocol):
 
     ``native_tools`` says whether the engine is asked with tool schemas (native tool
     calling) or with the JSON-in-text protocol described in the system prompt.
+    An engine may also name the ``schema_flavor`` of ``Toolbox.schemas`` its API wants
+    (``"openai-strict"``, ``"anthropic"``...); without it the loop sends ``"neutral"``.
     """
 
     name: str

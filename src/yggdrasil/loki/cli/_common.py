@@ -20,7 +20,9 @@ from ..files import Confirm
 from ..tools import Toolbox, filesystem_toolbox
 
 __all__ = [
+    "EXIT_BROKEN_PIPE",
     "EXIT_CODES",
+    "EXIT_INCOMPLETE",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_REFUSED",
@@ -42,15 +44,20 @@ EXIT_OK = 0
 EXIT_TOOL_ERROR = 1  # the tool answered "ERROR: ..."
 EXIT_USAGE = 2  # bad command line, missing root, unknown tool, bad arguments (argparse uses 2 too)
 EXIT_REFUSED = 3  # the tool answered "REFUSED: ...": a destructive operation was declined
+EXIT_INCOMPLETE = 4  # do: the step budget ran out before the engine gave an answer
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`loki tools | head`)
 
 EXIT_CODES = f"""\
 exit codes:
   {EXIT_OK}    success
-  {EXIT_TOOL_ERROR}    the tool answered 'ERROR: ...' (printed on stdout)
+  {EXIT_TOOL_ERROR}    call: the tool answered 'ERROR: ...' (printed on stdout); do: the engine
+       failed (after its retries); any command: an error while running it (on stderr)
   {EXIT_USAGE}    bad command line, missing root, unknown tool, bad arguments, no engine (on stderr)
-  {EXIT_REFUSED}    the tool answered 'REFUSED: ...': a destructive operation was declined
-  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)"""
+  {EXIT_REFUSED}    call: the tool answered 'REFUSED: ...': a destructive operation was declined
+  {EXIT_INCOMPLETE}    do: the step budget ran out before the engine answered
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)
+  {EXIT_BROKEN_PIPE}  the reader of stdout went away (e.g. `loki tools | head`)"""
 
 
 class Parser(argparse.ArgumentParser):

@@ -18,6 +18,7 @@ from ..files import Confirm
 from ..tools import Toolbox
 from ._common import (
     EXIT_CODES,
+    EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TOOL_ERROR,
@@ -27,9 +28,8 @@ from ._common import (
     terminal_confirm,
 )
 
-__all__ = ["EXIT_INCOMPLETE", "add_do", "run_do"]
+__all__ = ["EXIT_INCOMPLETE", "add_do", "failure_detail", "run_do"]
 
-EXIT_INCOMPLETE = 4  # the step budget ran out before the engine gave an answer
 ARGS_SHOWN = 60  # characters of a step's arguments on its progress line
 
 
@@ -49,8 +49,7 @@ def add_do(commands: Any) -> None:
                "  loki do 'fix the failing test' --engine openai --base-url "
                "http://localhost:8000/v1 --model my-model --yes\n"
                "  loki do 'replay' --engine scripted --model run.jsonl --json\n"
-               "\n" + EXIT_CODES + f"\n  {EXIT_INCOMPLETE}    do: the step budget ran out "
-               "before an answer")
+               "\n" + EXIT_CODES)
     parser.add_argument("task", help="what the agent should do, in plain words")
     parser.add_argument("--engine", metavar="NAME",
                         help="openai, anthropic, ollama or scripted (default: from the environment)")
@@ -124,8 +123,10 @@ class Progress:
             args = json.dumps(step.args, ensure_ascii=False)
             args = args if len(args) <= ARGS_SHOWN else args[: ARGS_SHOWN - 3] + "..."
             first = step.observation.splitlines()[0] if step.observation else ""
+            detail = failure_detail(step.observation)
+            shown = f"{first[:80]}: {detail[:120]}" if detail else first[:80]
             line = f"[bold]{step.n}/{self.max_steps}[/] {escape(step.tool)} {escape(args)}"
-            self.console.print(f"{line}  [dim]-> {escape(first[:80])}[/]")
+            self.console.print(f"{line}  [dim]-> {escape(shown)}[/]")
         else:
             self.console.print(f"[bold]{step.n}/{self.max_steps}[/] [yellow]reply was not a "
                                "decision; asked again[/]")
@@ -159,6 +160,18 @@ def report_changes(box: Toolbox, headline: str = "", *, usage: dict[str, int] | 
     if usage:
         err.write(f"tokens: {usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} "
                   f"out, {usage.get('requests', 0)} requests\n")
+
+
+def failure_detail(observation: str) -> str:
+    """The last line of stderr of a failed command (run/run_python), '' otherwise."""
+    if not observation.startswith("exit=") or observation.startswith("exit=0\n"):
+        return ""
+    _, found, rest = observation.rpartition("\nstderr:\n")
+    if not found:
+        return ""
+    stderr = rest.split("\nchanged:\n", 1)[0].split("\n[sandbox: ", 1)[0]
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 _MARKS = {"created": "A", "modified": "M", "deleted": "D", "transient": "T"}

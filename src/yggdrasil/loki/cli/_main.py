@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import LokiError
 from ._call import add_call
 from ._common import (
+    EXIT_BROKEN_PIPE,
     EXIT_CODES,
     EXIT_INTERRUPTED,
     EXIT_TOOL_ERROR,
@@ -73,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # the reader went away (`loki tools | head`): stop quietly, without a second error at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141  # 128 + SIGPIPE, what the shell reports for a writer killed by the pipe
+        return EXIT_BROKEN_PIPE  # what the shell reports for a writer killed by the pipe
     except (LokiError, OSError) as exc:
         return fail(str(exc), EXIT_TOOL_ERROR)
     except Exception as exc:  # a bug of ours: still one line, the traceback on request

@@ -18,7 +18,11 @@ def add_mcp(commands: Any) -> None:
         description=("Serve the toolbox as a Model Context Protocol server over stdin/stdout. "
                      "Logs go to stderr only. There is no terminal to ask before an existing "
                      "file is changed: mutating tools are marked destructiveHint so the MCP "
-                     "client asks its user; use --read-only for a server that changes nothing."),
+                     "client asks its user; use --read-only for a server that changes nothing. "
+                     "A cancelled request stops its tool (a command with its whole process "
+                     "tree); SIGTERM, SIGINT or the client closing stdin stop the running "
+                     "command, remove the undo and scratch folders, and exit. Works with the "
+                     "mcp SDK 1.x (>=1.24) and 2.x."),
         epilog="examples:\n  loki mcp --root ~/src/app\n  loki mcp --root . --read-only\n\n"
                "client configuration (Claude Desktop / Claude Code / Cursor):\n"
                '  {"mcpServers": {"loki": {"command": "loki", '
@@ -28,7 +32,9 @@ def add_mcp(commands: Any) -> None:
 def run_mcp(args: argparse.Namespace) -> int:
     box = open_toolbox(args)  # before importing the SDK: a bad root fails fast
     try:
-        from ..mcp import serve
+        from ..mcp import load_sdk, serve
+
+        load_sdk()
     except ImportError as exc:
         raise CliError(f"loki mcp needs the MCP SDK: pip install 'yggdrasil-loki[mcp]' ({exc})") from exc
     serve(box, root=os.path.realpath(args.root))

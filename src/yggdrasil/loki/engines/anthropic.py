@@ -36,6 +36,8 @@ _KEY_HINT = "set ANTHROPIC_API_KEY or pass api_key="
 class AnthropicEngine:
     """Messages API at ``base_url`` (default: the SDK's, i.e. Anthropic or ANTHROPIC_BASE_URL)."""
 
+    schema_flavor = "anthropic"  # JSON Schema as the toolbox builds it, limits included
+
     def __init__(
         self, model: str | None = None, *, base_url: str | None = None,
         api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT,

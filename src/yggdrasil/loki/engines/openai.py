@@ -43,7 +43,14 @@ _KEY_HINT = "set OPENAI_API_KEY or pass api_key="
 
 
 class OpenAIEngine:
-    """Chat completions at ``base_url`` (default: the SDK's, i.e. OpenAI or OPENAI_BASE_URL)."""
+    """Chat completions at ``base_url`` (default: the SDK's, i.e. OpenAI or OPENAI_BASE_URL).
+
+    Tools go in strict form (``schema_flavor``): every argument required and optional
+    ones nullable, no ``default``, so OpenAI's strict mode and validators that reject
+    ``default`` (Azure) take them; local servers read them as plain JSON Schema.
+    """
+
+    schema_flavor = "openai-strict"
 
     def __init__(
         self, model: str | None = None, *, base_url: str | None = None,
@@ -119,9 +126,12 @@ def _rejects_tools(message: str) -> bool:
 
 
 def to_openai_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {
-        "name": schema["name"], "description": schema["description"],
-        "parameters": schema["input_schema"]}}
+    """A ``Toolbox.schemas()`` entry as a chat-completions tool (``strict`` when it says so)."""
+    function = {"name": schema["name"], "description": schema["description"],
+                "parameters": schema["input_schema"]}
+    if "strict" in schema:
+        function["strict"] = schema["strict"]
+    return {"type": "function", "function": function}
 
 
 def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

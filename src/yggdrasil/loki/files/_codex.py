@@ -23,7 +23,8 @@ class Codex:
         return patch_error(self.lines, self.i, why)
 
     def parse(self) -> list[FileOp]:
-        lines, ops = self.lines, []
+        lines: list[str] = self.lines
+        ops: list[FileOp] = []
         while self.i < len(lines) and lines[self.i].strip() != "*** Begin Patch":
             if lines[self.i].startswith(CODEX_OPS):
                 break  # no Begin line: forgiven

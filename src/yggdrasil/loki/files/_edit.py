@@ -149,10 +149,10 @@ def _replace_lines(text: str, old: str, new: str, rel: str, *, replace_all: bool
         raise ToolError(f"old was not found in {rel}. {printable(near_miss(text, old))}")
     k = len(want)
     if len(found.starts) > 1 and not replace_all:
-        spans = [f"{s + 1}-{s + k}" if k > 1 else str(s + 1) for s in found.starts]
+        where = [f"{s + 1}-{s + k}" if k > 1 else str(s + 1) for s in found.starts]
         raise ToolError(
-            f"old appears {_count(spans)} in {rel}{_when(found.rung)} (at lines "
-            f"{', '.join(spans[:_SHOW_PLACES])}{_more(spans)}); include more surrounding "
+            f"old appears {_count(where)} in {rel}{_when(found.rung)} (at lines "
+            f"{', '.join(where[:_SHOW_PLACES])}{_more(where)}); include more surrounding "
             "lines so it is unique, or pass replace_all=true to replace every one")
     if replace_all and len(found.starts) >= MAX_PLACES:
         raise ToolError(f"old matches {MAX_PLACES} or more places in {rel} when "

@@ -13,7 +13,9 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from annotated_types import Ge
 
 from ..errors import LokiError, PathError, Refused, ToolError
 from ._apply import FileState, Plan, diffs
@@ -89,7 +91,8 @@ class Files:
             return f"{rel}  ({entry.stat(follow_symlinks=False).st_size}b)"
         return f"{rel}  (special file, not readable)"
 
-    def read_file(self, path: str, start: int = 1, end: int = 0) -> str:
+    def read_file(self, path: str, start: Annotated[int, Ge(1)] = 1,
+                  end: Annotated[int, Ge(0)] = 0) -> str:
         if start < 1 or end < 0 or (end and end < start):
             raise ToolError("start is a 1-based line number and end (0 = to the end) is >= start")
         real = self.root.resolve(path)

@@ -51,16 +51,3 @@ def _unwrap(lines: list[str]) -> list[str]:
         if heredoc and lines[last].strip() == heredoc.group(1):
             return lines[first + 1 : last]
     return lines
-
-
-def _unwrap(lines: list[str]) -> list[str]:
-    """Without a surrounding code fence or shell heredoc (``apply_patch <<'EOF' ... EOF``)."""
-    body = [i for i, line in enumerate(lines) if line.strip()]
-    if len(body) >= 2:
-        first, last = body[0], body[-1]
-        if _FENCE.match(lines[first]) and lines[last].strip() == "```":
-            return lines[first + 1 : last]
-        heredoc = _HEREDOC.search(lines[first])
-        if heredoc and lines[last].strip() == heredoc.group(1):
-            return lines[first + 1 : last]
-    return lines

@@ -95,7 +95,9 @@ class Run:
         """One completion; each retry here makes progress (protocol switch, elision)."""
         while True:
             self.conv.fit()
-            tools = self.box.schemas() if self.native else None
+            # an engine may name the schema flavor its API wants (engines/openai: strict)
+            flavor: Any = getattr(self.engine, "schema_flavor", "neutral")
+            tools = self.box.schemas(flavor) if self.native else None
             try:
                 completion = self.engine.complete(self.conv.messages, system=self.conv.system,
                                                   tools=tools)

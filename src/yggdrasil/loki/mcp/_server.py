@@ -1,74 +1,109 @@
 """``loki mcp``: the toolbox as a Model Context Protocol server over stdio.
 
-Built on the official SDK's low-level ``Server`` (mcp >= 2) rather than ``MCPServer``:
-the toolbox already owns each tool's JSON Schema, and the low-level server passes it to
-clients unchanged instead of re-deriving one from a Python signature.
+Built on the official SDK's low-level ``Server`` (1.x or 2.x, see ``_sdk``) rather than
+its high-level one: the toolbox already owns each tool's JSON Schema, and the low-level
+server passes it to clients unchanged instead of re-deriving one from a signature.
 
-- Each tool is listed with ``Tool.input_schema`` as is, and annotations:
-  ``readOnlyHint`` for tools that do not mutate, ``destructiveHint`` for those that do.
+- Each tool is listed with ``Tool.input_schema`` as is, a ``title`` and annotations:
+  ``readOnlyHint``/``destructiveHint`` (does it change files), ``idempotentHint``,
+  ``openWorldHint`` (true only for the web tools).
 - ``ERROR:`` and ``REFUSED:`` observations come back as error results (``isError``).
 - Confirmation: a server has no terminal to ask, so the toolbox gets ``confirm=None``; the
   MCP client, which sees ``destructiveHint``, is the one that asks its user. Serve with
   ``read_only`` to rule out changes altogether.
-- stdout carries only the protocol: logs go to stderr, and the SDK points fd 1 at stderr
-  while serving, so stray output from a tool's child process cannot corrupt the wire.
-- Tool calls run one at a time in a worker thread: a long ``run`` does not stall the
-  protocol, and two edits never race on the same file.
+- Calls run in worker threads, and the toolbox decides what runs together: mutating
+  calls one at a time, read-only calls alongside them (``Toolbox``).
+- ``notifications/cancelled`` stops the call (a command with its whole process tree);
+  so do SIGTERM, SIGINT and the client closing stdin, after which the server exits with
+  nothing left running and no undo or scratch folder left behind.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import signal
 import sys
+import threading
 from importlib import metadata
 from typing import Any
 
 import anyio
-import mcp_types as types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
+import anyio.lowlevel
 
-from ..tools import Tool, Toolbox
+from ..tools import Observation, Tool, Toolbox
+from ._sdk import Sdk, load_sdk
+from ._stdio import stdio_streams
 
 __all__ = ["build_server", "call_result", "mcp_tool", "serve"]
 
 log = logging.getLogger("yggdrasil.loki.mcp")
 
 
-def mcp_tool(tool: Tool) -> types.Tool:
-    """The MCP form of a tool: its own schema, and whether it only reads or changes files."""
+def mcp_tool(tool: Tool) -> dict[str, Any]:
+    """The MCP form of a tool (wire field names): its own schema, a title and its hints."""
+    hints: dict[str, Any] = {"title": tool.title, "readOnlyHint": not tool.mutates,
+                             "openWorldHint": tool.open_world}
     if tool.mutates:
-        hints = types.ToolAnnotations(read_only_hint=False, destructive_hint=True)
-    else:
-        hints = types.ToolAnnotations(read_only_hint=True)
-    return types.Tool(name=tool.name, description=tool.description,
-                      input_schema=tool.input_schema, annotations=hints)
+        hints["destructiveHint"] = True
+    if tool.idempotent:
+        hints["idempotentHint"] = True
+    return {"name": tool.name, "title": tool.title, "description": tool.description,
+            "inputSchema": tool.input_schema, "annotations": hints}
 
 
-def call_result(observation: str) -> types.CallToolResult:
-    """An observation as a tool result; errors and refusals are flagged ``isError``."""
-    failed = observation.startswith(("ERROR:", "REFUSED:"))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=observation)],
-                                is_error=failed)
+def call_result(observation: str | Observation) -> dict[str, Any]:
+    """An observation as a tool result (wire form); errors and refusals are ``isError``."""
+    if not isinstance(observation, Observation):
+        observation = Observation.of(observation)
+    return {"content": [{"type": "text", "text": observation.text}],
+            "isError": not observation.ok}
 
 
-def build_server(box: Toolbox, *, instructions: str | None = None) -> Server[Any]:
+async def run_call(box: Toolbox, name: str, args: dict[str, Any]) -> Observation:
+    """``box.run`` in a worker thread; cancelling the awaiting task cancels the call.
+
+    The thread cannot be abandoned (it may be changing files), so a cancel sets the
+    call's event and then waits for the tool to wind up (a command is killed at once).
+    """
+    event = threading.Event()
+    finished = False
+
+    async def cancel_when_cancelled() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if not finished:
+                event.set()
+                log.info("cancelled %s", name)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(cancel_when_cancelled)
+        try:
+            observation = await anyio.to_thread.run_sync(
+                functools.partial(box.run, name, args, cancel=event))
+        finally:
+            finished = True
+            tg.cancel_scope.cancel()
+    # A cancel that came while the thread wound up is raised here: a cancelled request
+    # must not be answered (mcp 1.x has already answered it, and a second answer crashes)
+    await anyio.lowlevel.checkpoint()
+    return observation
+
+
+def build_server(box: Toolbox, *, instructions: str = "", sdk: Sdk | None = None) -> Any:
     """A low-level MCP server exposing ``box``: tools/list and tools/call."""
-    listed = types.ListToolsResult(tools=[mcp_tool(tool) for tool in box])
-    one_at_a_time = anyio.CapacityLimiter(1)
+    sdk = sdk or load_sdk()
+    listed = [mcp_tool(tool) for tool in box]
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    async def list_tools() -> list[dict[str, Any]]:
         return listed
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        args = dict(params.arguments or {})
-        log.info("call %s %s", params.name, sorted(args))
-        observation = await anyio.to_thread.run_sync(
-            box.call, params.name, args, limiter=one_at_a_time)
-        return call_result(observation)
+    async def call_tool(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        log.info("call %s %s", name, sorted(args))
+        return call_result(await run_call(box, name, args))
 
-    return Server("loki", version=_version(), instructions=instructions,
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    return sdk.server("loki", _version(), instructions, list_tools, call_tool)
 
 
 def _version() -> str:
@@ -78,18 +113,34 @@ def _version() -> str:
         return "0"
 
 
+async def _stop_on_signals(box: Toolbox, scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("stopping on %s: %d call(s) cancelled", signal.Signals(signum).name,
+                     box.cancel())
+            scope.cancel()
+            return
+
+
+async def _serve(box: Toolbox, sdk: Sdk, instructions: str) -> None:
+    server = build_server(box, instructions=instructions, sdk=sdk)
+    async with stdio_streams(sdk) as (read_stream, write_stream), \
+            anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signals, box, tg.cancel_scope)
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()  # the client closed stdin: stop watching for signals
+    box.cancel()  # nothing may outlive the server (handlers already waited for theirs)
+    box.wait_idle()
+
+
 def serve(box: Toolbox, *, root: str | None = None) -> None:
-    """Serve ``box`` over stdin/stdout until the client closes the connection."""
+    """Serve ``box`` over stdin/stdout until the client closes stdin or a signal stops it."""
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="loki mcp: %(levelname)s %(message)s")
+    sdk = load_sdk()
     where = f" inside {root}" if root else ""
     instructions = (f"Tools to list, read, search, write, edit and run files{where}. "
                     "Paths are relative to that root; a path outside it is refused.")
-    server = build_server(box, instructions=instructions)
-
-    async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
-    log.info("serving %d tools%s", len(box), where)
-    anyio.run(run)
+    log.info("serving %d tools%s (mcp %s)", len(box), where, sdk.version)
+    anyio.run(_serve, box, sdk, instructions)
+    log.info("stopped")

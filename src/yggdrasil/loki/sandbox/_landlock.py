@@ -25,6 +25,7 @@ import importlib.util
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from types import ModuleType
 
 # Syscall numbers: every architecture shares the generic table for calls added after 424.
@@ -233,6 +234,31 @@ def restrict_self(writable: list[str], *, network: bool, abi: int,
             _add_path(ruleset, path, _READ & fs, strict=False)
         for path in (*writable, *DEVICES):
             _add_path(ruleset, path, write)
+        if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        _syscall("restrict_self", ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    finally:
+        os.close(ruleset)
+
+
+def restrict_reads(readable: Sequence[str], *, abi: int,
+                   executable: Sequence[str] = ()) -> None:
+    """Fence this process (and what it execs) to reading ``readable`` and running files
+    below ``executable``: no write, create or delete anywhere, no TCP connect/bind (ABI 4+),
+    no signals or abstract UNIX sockets out of the fence (ABI 6+). For parsers of untrusted
+    input (the table worker, ripgrep): even a parser taken over cannot leave these paths."""
+    fs = handled_fs(abi)
+    net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0
+    scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX if abi >= 6 else 0
+    attr = _RulesetAttr(fs, net, scoped)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    ruleset = _syscall("create_ruleset", ctypes.byref(attr), ctypes.c_size_t(size),
+                       ctypes.c_uint32(0))
+    try:
+        for path in readable:
+            _add_path(ruleset, os.path.realpath(path), (READ_FILE | READ_DIR) & fs, strict=False)
+        for path in executable:
+            _add_path(ruleset, os.path.realpath(path), _READ & fs, strict=False)
         if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         _syscall("restrict_self", ctypes.c_int(ruleset), ctypes.c_uint32(0))

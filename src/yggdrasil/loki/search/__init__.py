@@ -1,9 +1,10 @@
 """find and grep (internal): ripgrep when it is installed, else an identical Python engine.
 
-Owns the choice of engine, the ripgrep backend, the descriptor-based Python walker and
-line matcher, globs and ignore rules (.gitignore, .ignore, .rgignore), and how hits and
-skipped files are collected and rendered. Both engines give byte-identical output.
-Imports ``files`` (Root, the observation caps) and ``errors``.
+Owns the choice of engine, the ripgrep backend (run under a read-only Landlock fence),
+the descriptor-based Python walker and line matcher, globs and ignore rules (.gitignore,
+.ignore, .rgignore), linear-time matching (RE2, ``_linear``), and how hits and skipped
+files are collected and rendered. Both engines give byte-identical output.
+Imports ``files`` (Root, the observation caps), ``sandbox`` (the fence) and ``errors``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ The pure-Python search must skip exactly what ``rg`` skips, so this is a port of
 parts of ripgrep's ``globset`` and ``ignore`` crates (14.1.0) that decide it: the glob
 syntax (``*``, ``?``, ``**``, ``[...]``, ``{a,b}``, ``\\`` escapes) and gitignore lines
 (``!`` whitelists, ``/`` anchoring, trailing ``/`` for folders only, last match wins).
+Globs are matched by RE2 (``_linear``), in time linear in the name, like globset.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from ._linear import LinearError, LinearPattern, compile_linear
 
 
 class GlobError(ValueError):
@@ -258,10 +261,20 @@ class IgnoreFile:
         return not self.rules[order[m.lastindex - 1]].whitelist
 
 
-def _alternation(patterns: list[str]) -> re.Pattern[str] | None:
+def _alternation(patterns: list[str]) -> LinearPattern | None:
     if not patterns:
         return None
-    return re.compile("|".join(f"({p})" for p in patterns))
+    return compile_linear("|".join(f"({p})" for p in patterns))
+
+
+def glob_matcher(glob: str, *, literal_separator: bool, any_folder: bool = False) -> LinearPattern:
+    """``glob`` compiled to match a whole name or path in linear time (RE2): a glob with
+    many stars never backtracks. ``any_folder`` also lets it match after any ``.../``."""
+    rx = glob_regex(glob, literal_separator=literal_separator)
+    try:
+        return compile_linear(f"(?:.*/)?(?:{rx})" if any_folder else rx)
+    except LinearError as exc:
+        raise GlobError(f"glob {glob!r} cannot be matched: {exc}") from None
 
 
 def rebase_ignore_text(text: str, base: str) -> list[str]:

@@ -3,7 +3,8 @@
 It reads files the way ripgrep does: a UTF-8 BOM is dropped, UTF-16 with a BOM is
 transcoded, a NUL byte anywhere makes the file binary (never searched, its hits
 dropped), lines end at ``\\n`` and a regex never matches across lines. The regex is
-Python's ``re``, not ripgrep's Rust dialect: see README, "Regex dialects".
+RE2's (``_linear``), matched on the UTF-8 bytes like ripgrep's Rust regex, so no
+pattern can make a line take more than linear time: see README, "Regex dialects".
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from dataclasses import dataclass
 from ..errors import ToolError
 from ..files import MAX_ENTRIES, MAX_HITS, READ_FLAGS, Root, clip_line
 from ._found import Accept, Found, Hit, HitCollector, PathCollector, Pattern, Query, Skips
+from ._linear import LinearError, LinearPattern, compile_linear
 from ._walk import Walker
 
 CHUNK = 1 << 20
 COUNT_LIMIT = 10 * MAX_HITS  # grep counts hits up to here, then says "more than"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 # Constructs whose meaning changes when a line is searched inside a longer text.
-_LINE_ONLY = re.compile(r"\(\?<?[=!]|\\[AZ]")
+_LINE_ONLY = re.compile(r"\\[Az]")
 
 
 def text_chunks(fd: int) -> Iterator[bytes]:
@@ -51,26 +53,27 @@ def is_binary(fd: int) -> bool:
 class LineMatcher:
     """Finds matching lines in a block of whole lines, quickly but line by line exactly."""
 
-    line: re.Pattern[str]
-    block: re.Pattern[str] | None  # None: test every line on its own
+    line: LinearPattern
+    block: LinearPattern | None  # None: test every line on its own
 
     @classmethod
     def compile(cls, pattern: Pattern) -> LineMatcher:
-        flags = re.IGNORECASE if pattern.ignore_case else 0
+        regex = pattern.regex.encode("utf-8", "surrogateescape")
         try:
-            line = re.compile(pattern.regex, flags)
-            block = re.compile(pattern.regex, flags | re.MULTILINE)
-        except re.error as exc:
+            line = compile_linear(regex, ignore_case=pattern.ignore_case)
+            block = compile_linear(b"(?m)" + regex, ignore_case=pattern.ignore_case)
+        except LinearError as exc:
             raise ToolError(
-                f"pattern {pattern.regex!r} is not a valid regex (Python re syntax): {exc}"
-            ) from exc
+                f"pattern {pattern.regex!r} is not a valid regex (RE2 syntax, the Python "
+                f"engine's: like ripgrep's, no look-around or backreferences): {exc}"
+            ) from None
         return cls(line, None if _LINE_ONLY.search(pattern.regex) else block)
 
-    def lines(self, text: str) -> Iterator[tuple[int, str]]:
+    def lines(self, text: bytes) -> Iterator[tuple[int, bytes]]:
         """(offset of the line start, line) for every matching line of ``text``."""
         if self.block is None:
-            pos, lines = 0, text.split("\n")
-            if text.endswith("\n"):
+            pos, lines = 0, text.split(b"\n")
+            if text.endswith(b"\n"):
                 lines.pop()
             for line in lines:
                 if self.line.search(line):
@@ -78,10 +81,10 @@ class LineMatcher:
                 pos += len(line) + 1
             return
         pos, end = 0, len(text)
-        last = end - 1 if text.endswith("\n") else end  # past it: after the final line break
+        last = end - 1 if text.endswith(b"\n") else end  # past it: after the final line break
         while pos < end and (m := self.block.search(text, pos)) and m.start() <= last:
-            start = text.rfind("\n", 0, m.start()) + 1
-            stop = text.find("\n", m.start())
+            start = text.rfind(b"\n", 0, m.start()) + 1
+            stop = text.find(b"\n", m.start())
             stop = end if stop < 0 else stop
             line = text[start:stop]
             if self.line.search(line):
@@ -98,20 +101,21 @@ def grep_file(fd: int, rel: str, matcher: LineMatcher, hits: HitCollector) -> bo
         block = carry + chunk
         cut = block.rfind(b"\n") + 1
         carry = block[cut:]
-        if cut and _feed(block[:cut].decode("utf-8", "replace"), number, rel, matcher, hits):
+        if cut and _feed(block[:cut], number, rel, matcher, hits):
             return False
         number += block.count(b"\n", 0, cut)
     if carry:
-        _feed(carry.decode("utf-8", "replace"), number, rel, matcher, hits)
+        _feed(carry, number, rel, matcher, hits)
     return False
 
 
-def _feed(text: str, number: int, rel: str, matcher: LineMatcher, hits: HitCollector) -> bool:
+def _feed(text: bytes, number: int, rel: str, matcher: LineMatcher, hits: HitCollector) -> bool:
     counted = 0
     for start, line in matcher.lines(text):
-        number += text.count("\n", counted, start)
+        number += text.count(b"\n", counted, start)
         counted = start
-        if hits.add(Hit(rel, number, clip_line(line.removesuffix("\r")))):
+        shown = line.removesuffix(b"\r").decode("utf-8", "replace")
+        if hits.add(Hit(rel, number, clip_line(shown))):
             return True
     return False
 

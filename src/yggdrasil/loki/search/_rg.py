@@ -27,8 +27,9 @@ from typing import IO, Any
 
 from ..errors import ToolError
 from ..files import MAX_ENTRIES, MAX_HITS, Root, clip_line
+from ..sandbox import binary_paths, landlock_status, read_only_argv
 from ._found import Accept, Found, Hit, HitCollector, PathCollector, Pattern, Query, Skips
-from ._globs import glob_regex
+from ._globs import glob_matcher
 from ._pysearch import COUNT_LIMIT, is_binary
 
 _WALK = re.compile(rb"^rg: DEBUG\|ignore::walk\|\S*: ignoring (.*?): Ignore\(IgnoreMatch\((\w+)(.*)$")
@@ -41,16 +42,41 @@ _REGEX_ERRORS = ("rg: regex parse error", "rg: the literal", "rg: compiled regex
 
 @functools.cache
 def find_rg() -> str | None:
-    """The ``rg`` on PATH when it is a ripgrep 14 (whose debug log we parse), else None."""
-    exe = shutil.which("rg")
+    """The ``rg`` beside this Python (``pip install ripgrep``) or else on PATH, when it is
+    a ripgrep 14 (whose debug log we parse); None otherwise. Shims (pyenv's bash
+    scripts) are skipped for the binary they stand for, which the fence can run."""
+    import sysconfig
+
+    beside = os.path.join(sysconfig.get_path("scripts"), "rg")
+    exe = beside if _is_binary(beside) else shutil.which("rg")
     if exe is None:
         return None
+    exe = os.path.realpath(exe)
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     m = re.match(rb"ripgrep (\d+)\.(\d+)", out.stdout)
     return exe if m and (int(m[1]), int(m[2])) >= _MIN_VERSION else None
+
+
+def _is_binary(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def fenced(args: list[str], root: str, extra_reads: list[str]) -> list[str]:
+    """``args`` run under a read-only Landlock fence: rg may read the root (and the ignore
+    file we hand it) and run its own binary, nothing else. It opens paths by name, so a
+    folder swapped for a link to the outside while it walks would otherwise lead it there."""
+    abi = landlock_status().abi
+    if not abi:
+        return args
+    return read_only_argv(args, read=[root, *extra_reads], execute=binary_paths(args[0]),
+                          abi=abi)
 
 
 @dataclass
@@ -103,6 +129,7 @@ class RgEngine:
     def _run(self, query: Query, extra: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], IO[bytes]]]:
         with tempfile.TemporaryFile() as err, _parent_rules_file(query) as ignore_file:
             args = [self.exe, *_walk_args(query, ignore_file), *extra, "--", _target(query)]
+            args = fenced(args, str(self.root.path), [ignore_file] if ignore_file else [])
             proc = subprocess.Popen(args, cwd=self.root.path, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=err)
             try:
@@ -156,8 +183,7 @@ def _name_filter(query: Query) -> Callable[[str], object]:
     """
     if not query.name_glob or query.start_is_file:
         return _everything
-    rx = re.compile(f"(?:.*/)?(?:{glob_regex(query.name_glob, literal_separator=True)})")
-    return rx.fullmatch
+    return glob_matcher(query.name_glob, literal_separator=True, any_folder=True).fullmatch
 
 
 def _everything(rel: str) -> bool:

@@ -13,7 +13,6 @@ an engine and renders the answer:
 
 from __future__ import annotations
 
-import re
 import stat
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -21,7 +20,7 @@ from typing import Literal, Protocol
 from ..errors import PathError, ToolError
 from ..files import Root
 from ._found import Accept, Found, Pattern, Query
-from ._globs import GlobError, glob_regex, rebase_ignore_text
+from ._globs import GlobError, glob_matcher, rebase_ignore_text
 from ._pysearch import COUNT_LIMIT, PythonEngine
 from ._rg import RgEngine, find_rg
 from ._walk import IGNORE_NAMES, read_ignore_text
@@ -130,17 +129,17 @@ def path_matcher(pattern: str) -> Accept:
     if glob.endswith("/"):
         glob += "**"
     try:
-        rx = glob_regex(glob.removeprefix("/"), literal_separator=True)
+        # Without '/': '*' and '?' never match '/', so after any '.../' this is the name.
+        rx = glob_matcher(glob.removeprefix("/"), literal_separator=True,
+                          any_folder="/" not in glob)
     except GlobError as exc:
         raise ToolError(str(exc)) from exc
-    if "/" not in glob:
-        rx = f"(?:.*/)?(?:{rx})"  # '*' and '?' never match '/', so this is the name
-    return re.compile(rx).fullmatch
+    return rx.fullmatch
 
 
 def _check_glob(glob: str) -> None:
     try:
-        glob_regex(glob, literal_separator=False)
+        glob_matcher(glob, literal_separator=False)
     except GlobError as exc:
         raise ToolError(str(exc)) from exc
 

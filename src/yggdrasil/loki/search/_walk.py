@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import BinaryIO
 from ..errors import PathError
 from ..files import DIR_FLAGS, READ_FLAGS, Root
 from ._found import Query, Skips
-from ._globs import IgnoreFile, glob_regex
+from ._globs import IgnoreFile, glob_matcher
 
 IGNORE_NAMES = (".rgignore", ".ignore", ".gitignore")  # highest precedence first
 _IGNORE_CAP = 1 << 20  # bytes of an ignore file read
@@ -56,10 +55,8 @@ class Walker:
     def __init__(self, root: Root, query: Query, skips: Skips) -> None:
         self.root, self.query, self.skips = root, query, skips
         self.parents = IgnoreFile("\n".join(query.parent_rules)) if query.parent_rules else None
-        self.name_rx = (
-            re.compile(glob_regex(query.name_glob, literal_separator=False))
-            if query.name_glob else None
-        )
+        self.name_rx = (glob_matcher(query.name_glob, literal_separator=False)
+                        if query.name_glob else None)
 
     def files(self) -> Iterator[Visit]:
         parts = () if self.query.start == "." else tuple(self.query.start.split("/"))

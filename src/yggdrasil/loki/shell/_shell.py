@@ -17,7 +17,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+
+from annotated_types import Interval
 
 from ..errors import PathError, ToolError
 from ..files import Diff, Journal, Root, clip_list
@@ -36,6 +38,8 @@ _FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR{ne
                "elsewhere fails with 'Permission denied'. Work inside the root, or ask the "
                "user to add a writable folder]\n")
 _NO_NETWORK = ", and may not open TCP connections"
+# Seconds a command may run; the toolbox checks the limit before the call (bind_args).
+Timeout = Annotated[float, Interval(gt=0, le=3600)]
 
 
 def writable_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -70,15 +74,13 @@ class Shell:
 
     # -- the tools -----------------------------------------------------------------------
 
-    def run(self, command: str, timeout: float = 60) -> str:
+    def run(self, command: str, timeout: Timeout = 60) -> str:
         if not command.strip():
             raise ToolError("command is empty; give a shell command to run in the root")
-        timeout = _checked(timeout)
         with self._scratch() as scratch:
             return self._execute([self.shell, "-c", command], self._env(scratch), scratch, timeout)
 
-    def run_python(self, code: str, timeout: float = 60) -> str:
-        timeout = _checked(timeout)
+    def run_python(self, code: str, timeout: Timeout = 60) -> str:
         with self._scratch() as scratch:
             script = scratch / "snippet.py"
             script.write_text(code, encoding="utf-8")
@@ -192,11 +194,13 @@ class Shell:
                                           argv=argv, hidden=hidden)
         skip = [scratch, *(self.journal.private_dirs() if self.journal else [])]
         self.tracker.begin(skip)
-        done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
-                           reaped=reaped)
-        changes = self.tracker.end(skip)
-        if self.journal is not None:
-            self.journal.after_command(changes)
+        try:
+            done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
+                               reaped=reaped)
+        finally:  # interrupted too (Ctrl-C): what the command did so far is the run's
+            changes = self.tracker.end(skip)
+            if self.journal is not None:
+                self.journal.after_command(changes)
         text = done.observation()
         denied = abi and done.exit_code != 0 and _DENIED in done.stderr.text()
         note = _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK) if denied else ""
@@ -209,12 +213,6 @@ class Shell:
 def _home_relative(path: str) -> str:
     home = os.path.expanduser("~")
     return "~" + path[len(home):] if path.startswith(home + "/") else path
-
-
-def _checked(timeout: float) -> float:
-    if not 0 < timeout <= 3600:
-        raise ToolError("timeout is in seconds, more than 0 and at most 3600")
-    return timeout
 
 
 def _check_program(program: str, env: Mapping[str, str]) -> None:

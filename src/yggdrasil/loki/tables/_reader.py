@@ -1,62 +1,97 @@
-"""read_table and query_table: table files inside the root, read through yggdrasil.io.
+"""read_table and query_table: table files inside the root, parsed in a fenced worker.
 
 Every file is resolved and opened by :class:`Root` (no symlink followed, regular files
-only), and polars is handed ``/proc/self/fd/N`` of that open descriptor rather than the
-path: a symlink swapped in after the check cannot redirect the read. Where /proc is
-missing, the resolved path is passed instead.
+only) in the agent; the open descriptor, never the path, goes to the table worker
+(``sandbox.FencedWorker`` running ``_jobs``), where polars reads it as
+``/proc/self/fd/N``. The worker is fenced read-only to the root by Landlock and limited
+in memory and time, so a crafted file that crashes or exhausts the parser costs an
+``ERROR:`` observation naming the file and the limit, not the agent.
 """
 
 from __future__ import annotations
 
 import os
 from contextlib import ExitStack
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from annotated_types import Interval
 
 from ..errors import ToolError
 from ..files import Root
+from ..sandbox import FencedWorker, WorkerFailed, WorkerLimits
 
-
-def fd_path(fd: int, real: Path) -> str:
-    """A path that reopens exactly the file behind ``fd`` (Linux), else the checked path."""
-    proc = f"/proc/self/fd/{fd}"
-    return proc if os.path.exists(proc) else str(real)
+JOBS = "yggdrasil.loki.tables._jobs"
 
 
 @dataclass
 class TableReader:
+    """The table tools of one root; ``limits`` bound the worker, ``sandbox=False`` skips
+    its Landlock fence (the limits stay)."""
+
     root: Root
+    limits: WorkerLimits = field(default_factory=WorkerLimits)
+    sandbox: bool = True
+    worker: FencedWorker = field(init=False, repr=False)
 
-    def _open(self, path: str, stack: ExitStack) -> tuple[str, str]:
-        """(a path polars can read, the root-relative label); the fd lives as long as ``stack``."""
+    def __post_init__(self) -> None:
+        self.worker = FencedWorker(JOBS, [str(self.root.path)], name="table worker",
+                                   limits=self.limits, sandbox=self.sandbox)
+
+    def status(self) -> str:
+        return f"Tables (read_table, query_table, web_table) are parsed in a worker {self.worker.status()}."
+
+    def _open(self, path: str, stack: ExitStack) -> tuple[int, str]:
+        """(an fd of the file, the root-relative label); the fd lives as long as ``stack``."""
         real = self.root.resolve(path)
-        fd = stack.enter_context(self.root.open_file(real))
-        return fd_path(fd, real), self.root.rel(real)
+        return stack.enter_context(self.root.open_file(real)), self.root.rel(real)
 
-    def read_table(self, path: str, rows: int = 10, sheet: str = "") -> str:
-        from yggdrasil.io import TableError, preview_table
-
-        if not 0 <= rows <= 1000:
-            raise ToolError("rows must be between 0 and 1000")
+    def read_table(self, path: str, rows: Annotated[int, Interval(ge=0, le=1000)] = 10,
+                   sheet: str = "") -> str:
         with ExitStack() as stack:
-            source, rel = self._open(path, stack)
-            try:
-                return preview_table(source, rows, label=rel, sheet=sheet or None).render()
-            except TableError as exc:
-                raise ToolError(str(exc)) from exc
+            fd, rel = self._open(path, stack)
+            return self._run("preview", {"label": rel, "rows": rows, "sheet": sheet}, [fd],
+                             f"reading {rel}")
 
-    def query_table(self, sql: str, rows: int = 50) -> str:
-        from yggdrasil.io import TableError, find_table_refs, query_tables
+    def query_table(self, sql: str, rows: Annotated[int, Interval(ge=1, le=1000)] = 50) -> str:
+        from yggdrasil.io import TableError, find_table_refs
         from yggdrasil.io.query import MAX_FILES
 
-        if not 1 <= rows <= 1000:
-            raise ToolError("rows must be between 1 and 1000")
-        paths = list(dict.fromkeys(ref.path for ref in find_table_refs(sql)))
+        try:
+            paths = list(dict.fromkeys(ref.path for ref in find_table_refs(sql)))
+        except TableError as exc:
+            raise ToolError(str(exc)) from exc
         if len(paths) > MAX_FILES:  # refused before any of them is opened
             raise ToolError(f"the query names {len(paths)} files; at most {MAX_FILES} per query")
         with ExitStack() as stack:
-            sources = {path: self._open(path, stack) for path in paths}
-            try:
-                return query_tables(sql, sources, rows).render()
-            except TableError as exc:
-                raise ToolError(str(exc)) from exc
+            opened = [self._open(path, stack) for path in paths]
+            labels = [[path, rel] for path, (_, rel) in zip(paths, opened, strict=True)]
+            what = "the query over " + ", ".join(repr(rel) for _, rel in opened)
+            return self._run("query", {"sql": sql, "labels": labels, "rows": rows},
+                             [fd for fd, _ in opened], what)
+
+    def preview_bytes(self, data: bytes, label: str, suffix: str, fmt: str, rows: int) -> str:
+        """The read_table preview of downloaded bytes (web_table), parsed in the worker."""
+        fd = os.memfd_create("loki-download", os.MFD_CLOEXEC)
+        try:
+            with os.fdopen(os.dup(fd), "wb") as fh:
+                fh.write(data)
+            return self._run("preview", {"label": label, "rows": rows, "fmt": fmt,
+                                         "suffix": suffix}, [fd], f"reading {label}")
+        finally:
+            os.close(fd)
+
+    def _run(self, op: str, args: dict[str, Any], fds: list[int], what: str) -> str:
+        try:
+            reply = self.worker.call(op, args, fds)
+        except WorkerFailed as exc:
+            raise ToolError(f"{what} stopped: {exc}") from None
+        if "error" in reply:
+            raise ToolError(str(reply["error"]))
+        result = reply.get("ok")
+        if not isinstance(result, str):
+            raise ToolError(f"{what} stopped: the table worker sent a malformed reply")
+        return result
+
+    def close(self) -> None:
+        self.worker.close()

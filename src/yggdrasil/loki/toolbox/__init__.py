@@ -2,25 +2,34 @@
 
 Owns ``Tool`` (a function plus its name, description, params and the JSON Schema derived
 once from its signature), ``Toolbox`` (the tools of a run, ``call`` that turns every
-failure into an observation, ``changed``/``changes``/``revert`` from the journal) and the
-catalog of built-in tools, where each hand's functions get the words a model reads.
-Imports the hands (``files``, ``search``, ``shell``, ``tables``, ``web``) and ``errors``.
+failure into an observation, ``run`` that also says what it means and what it changed,
+thread safety and ``cancel``, ``changed``/``changes``/``revert`` from the journal), the
+schema derived from type hints with its limits and vendor flavors, and the catalog of
+built-in tools, where each hand's functions get the words a model reads.
+Imports the hands (``files``, ``search``, ``shell``, ``tables``, ``web``), ``sandbox``
+(the per-call cancel scope) and ``errors``.
 """
 
 from __future__ import annotations
 
 from ._box import Toolbox
+from ._calls import Observation
 from ._catalog import read_tools, web_tools, write_tools
 from ._catalog_edits import edit_tools
-from ._schema import bind_args, build_schema, parse_docstring
+from ._flavors import FLAVORS, Flavor
+from ._schema import bind_args, build_schema, limits_text, parse_docstring
 from ._tool import Tool
 
 __all__ = [
+    "FLAVORS",
+    "Flavor",
+    "Observation",
     "Tool",
     "Toolbox",
     "bind_args",
     "build_schema",
     "edit_tools",
+    "limits_text",
     "parse_docstring",
     "read_tools",
     "web_tools",

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ToolDefinitionError, ToolError
 from ..files import Journal, Reverted, clip_text
+from ..sandbox import cancel_scope
+from ._calls import Observation, RunningCalls
+from ._flavors import FLAVORS, Flavor, reshape
 from ._schema import bind_args
 from ._tool import Tool
 
@@ -25,12 +29,20 @@ class Toolbox:
     write/edit tools and by commands), in first-touch order; ``changes`` maps each of them
     to its status against the start of the run: ``created``, ``modified``, ``deleted`` or
     ``transient`` (created and gone again). ``revert()`` undoes the run where it can.
+
+    ``call``/``run`` may be used from several threads at once: calls to tools that may
+    change files (``mutates``) run one at a time, each with its change tracking, so every
+    change report is exact; read tools run alongside them and each other. ``cancel()``
+    stops what is running (a command's whole process tree) and what is waiting to run.
     """
 
     tools: dict[str, Tool] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
     status: str = field(default="", compare=False)
     journal: Journal | None = field(default=None, repr=False, compare=False)
+    _calls: RunningCalls = field(default_factory=RunningCalls, init=False, repr=False,
+                                 compare=False)
+    _touched: list[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def add(self, tool: Tool) -> Tool:
         """Register a tool; a second tool with the same name is a definition error."""
@@ -64,6 +76,8 @@ class Toolbox:
 
     def record(self, path: str) -> None:
         """Note a root-relative path as changed (first touch only)."""
+        if self._touched is not None and path not in self._touched:
+            self._touched.append(path)  # the running mutating call's own list
         if path not in self.changed:
             self.changed.append(path)
 
@@ -86,8 +100,10 @@ class Toolbox:
         """
         if self.journal is None:
             return Reverted()
-        before = set(self.journal.entries)
-        done = self.journal.revert(None if paths is None else self.journal.relative(paths))
+        only = None if paths is None else self.journal.relative(paths)
+        with self._calls.exclusive(threading.Event()):  # never under a running command
+            before = set(self.journal.entries)
+            done = self.journal.revert(only)
         gone = before - set(self.journal.entries)
         self.changed[:] = [p for p in self.changed if p not in gone]
         return done
@@ -99,27 +115,82 @@ class Toolbox:
             blocks.append(self.status)
         return "\n\n".join(blocks)
 
-    def schemas(self) -> list[dict[str, Any]]:
-        """Neutral tool schemas (name, description, input_schema) for native tool calling."""
-        return [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
-                for t in self.tools.values()]
+    def schemas(self, flavor: Flavor = "neutral") -> list[dict[str, Any]]:
+        """Tool schemas (name, description, input_schema) for native tool calling.
+
+        ``flavor`` reshapes each input schema for a vendor's rules: ``"neutral"`` (JSON
+        Schema with defaults and limits), ``"anthropic"`` (the same), ``"openai-strict"``
+        (every property required, optional ones nullable, no ``default``, closed objects;
+        each entry also says ``strict``: whether OpenAI's strict mode can take it) and
+        ``"gemini"`` (the OpenAPI subset of function declarations). Limits (``minimum``,
+        ``maximum``, ``enum``) are kept in every flavor: they are what ``call`` checks.
+        """
+        if flavor not in FLAVORS:
+            raise ValueError(f"flavor must be one of {FLAVORS}, not {flavor!r}")
+        return [{"name": t.name, "description": t.description,
+                 **reshape(t.input_schema, flavor)} for t in self.tools.values()]
 
     def to_dict(self) -> dict[str, Any]:
         return {"tools": [t.to_dict() for t in self.tools.values()],
                 "changed": list(self.changed), "status": self.status,
                 "changes": self.changes}
 
-    def call(self, name: str, args: dict[str, Any]) -> str:
-        """Run a tool by name; surface any error as a readable observation, never a raise."""
+    def call(self, name: str, args: dict[str, Any], *,
+             cancel: threading.Event | None = None) -> str:
+        """Run a tool by name; surface any error as a readable observation, never a raise.
+
+        ``cancel``: an event that, once set, stops the call (see ``run``).
+        """
+        return self.run(name, args, cancel=cancel).text
+
+    def run(self, name: str, args: dict[str, Any], *,
+            cancel: threading.Event | None = None) -> Observation:
+        """``call`` for programs: the observation with ``is_error``, ``refused``, ``changed``.
+
+        Setting ``cancel`` (or calling ``cancel()``) stops a running command with its whole
+        process tree (``exit=cancelled ...``) or, for a call still waiting its turn behind
+        another mutating call, answers ``ERROR: cancelled before it started``.
+        """
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             available = ", ".join(self.tools) or "none"
-            return f"ERROR: unknown tool {name!r}; available tools: {available}"
+            return Observation.of(f"ERROR: unknown tool {name!r}; available tools: {available}")
+        event = cancel if cancel is not None else threading.Event()
+        with self._calls.track(event):
+            if not tool.mutates:
+                return Observation.of(self._invoke(tool, args, event))
+            with self._calls.exclusive(event) as turn:
+                if not turn or event.is_set():
+                    return Observation.of(f"ERROR: {name} was cancelled before it started")
+                outer = self._touched  # not None: a tool of the user's calling a mutating tool
+                touched = self._touched = [] if outer is None else outer
+                start = len(touched)
+                try:
+                    text = self._invoke(tool, args, event)
+                    return Observation.of(text, tuple(touched[start:]))
+                finally:
+                    self._touched = outer
+
+    def cancel(self) -> int:
+        """Stop every call running or waiting to run; the number of calls reached.
+
+        A running command is killed with its whole process tree and its call answers
+        ``exit=cancelled``; other tools finish (they are bounded) and a call waiting for
+        its turn does not start. Returns at once: ``wait_idle()`` waits for them to end.
+        """
+        return self._calls.cancel_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no call is running (True), or ``timeout`` seconds passed (False)."""
+        return self._calls.wait_idle(timeout)
+
+    def _invoke(self, tool: Tool, args: Any, cancel: threading.Event) -> str:
         try:
-            result = tool.run(**bind_args(name, tool.input_schema, args))
+            with cancel_scope(cancel):
+                result = tool.run(**bind_args(tool.name, tool.input_schema, args))
         except ToolError as exc:
             return exc.observation()
         except Exception as exc:
-            log.debug("tool %s raised", name, exc_info=True)
-            return f"ERROR: {name} failed: {type(exc).__name__}: {exc}"
+            log.debug("tool %s raised", tool.name, exc_info=True)
+            return f"ERROR: {tool.name} failed: {type(exc).__name__}: {exc}"
         return clip_text(result if isinstance(result, str) else str(result))

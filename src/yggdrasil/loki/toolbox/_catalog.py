@@ -19,12 +19,13 @@ __all__ = ["read_tools", "web_tools", "write_tools"]
 _PATH = "relative to the root (absolute paths inside it work too)"
 
 
-def read_tools(root: Root, files: Files) -> list[Tool]:
+def read_tools(root: Root, files: Files, tables: TableReader | None = None) -> list[Tool]:
     search = Search(root)
-    tables = TableReader(root)
+    tables = tables or TableReader(root)
     return [
         Tool("list_dir", "List a folder: 'name/' for a folder, 'name  (<size>b)' for a file.",
-             {"path": f"folder, {_PATH}; default the root"}, files.list_dir),
+             {"path": f"folder, {_PATH}; default the root"}, files.list_dir,
+             title="List a folder"),
         Tool("read_file", "Read a text file, one '<n>\\t<text>' line per source line.",
              {"path": f"file, {_PATH}",
               "start": "first line to show, 1-based (default 1)",
@@ -36,7 +37,7 @@ def read_tools(root: Root, files: Files) -> list[Tool]:
                          "root-relative path ('*' stays in one folder, '**' crosses folders)",
               "path": f"folder to search, {_PATH}; default the root",
               "include_ignored": "also list ignored and hidden files (default false; .git never)"},
-             search.find),
+             search.find, title="Find files"),
         Tool("grep", "Search file contents for a regex; prints 'path:line: text'. Skips .git, "
              "hidden, ignored (.gitignore/.ignore) and binary files, and says how many.",
              {"pattern": "regular expression (ripgrep/Rust syntax; no look-around or "
@@ -46,7 +47,7 @@ def read_tools(root: Root, files: Files) -> list[Tool]:
               "ignore_case": "match case-insensitively (default false)",
               "include_ignored": "also search ignored and hidden files (default false; "
                                  "binary files and .git never)"},
-             search.grep),
+             search.grep, title="Search file contents"),
         Tool("read_table", "Show a table file's shape, column types and first rows "
              "(CSV/TSV, Parquet, Arrow/Feather, JSON/NDJSON, XLSX; detected by content).",
              {"path": f"table file, {_PATH}",
@@ -67,15 +68,15 @@ def write_tools(files: Files, shell: Shell) -> list[Tool]:
     return [
         Tool("write_file", "Create or overwrite a file with the given text; makes parent folders.",
              {"path": f"file, {_PATH}", "content": "the whole new content of the file"},
-             files.write_file, mutates=True),
+             files.write_file, mutates=True, idempotent=True),
         _edit_file(files),
         Tool("run_python", "Run Python source in the root (src/ is importable); "
              "prints exit code, stdout and stderr.",
              {"code": "Python source to run", "timeout": "seconds before it is killed (default 60)"},
-             shell.run_python, mutates=True),
+             shell.run_python, mutates=True, title="Run Python code"),
         Tool("run", "Run a shell command in the root; prints exit code, stdout and stderr.",
              {"command": "shell command line", "timeout": "seconds before it is killed (default 60)"},
-             shell.run, mutates=True),
+             shell.run, mutates=True, title="Run a shell command"),
     ]
 
 
@@ -97,22 +98,25 @@ def _edit_file(files: Files) -> Tool:
     return tool
 
 
-def web_tools(root: Root, files: Files, *, read_only: bool, private: bool) -> list[Tool]:
-    web = Web(root, files, read_only=read_only, policy=AddressPolicy(allow_private=private))
+def web_tools(root: Root, files: Files, *, read_only: bool, private: bool,
+              tables: TableReader | None = None) -> list[Tool]:
+    tables = tables or TableReader(root)  # web_table's previews run in its fenced worker
+    web = Web(root, files, read_only=read_only, policy=AddressPolicy(allow_private=private),
+              preview_table=tables.preview_bytes)
     save = {} if read_only else {
         "save": f"also write the downloaded file here, {_PATH} (default: do not save)"}
     return [
         Tool("web_fetch", "Fetch an http(s) URL: a page's main text, title and links; "
              "plain text and JSON as sent; other content by type and size.",
-             {"url": "http:// or https:// URL"}, web.web_fetch),
+             {"url": "http:// or https:// URL"}, web.web_fetch, open_world=True),
         Tool("web_table", "Preview a remote table (CSV/TSV, Parquet, JSON, XLSX) like "
              "read_table: shape, column types, first rows.",
              {"url": "http:// or https:// URL of the table file",
               "fmt": "table format when the URL does not show it: csv, tsv, parquet, "
               "json, ndjson, xlsx (default: from the extension or content type)",
               **save},
-             web.web_table, mutates=not read_only),
+             web.web_table, mutates=not read_only, open_world=True),
         Tool("web_image", "Inspect a remote image: content type, byte size, pixel size.",
              {"url": "http:// or https:// URL of the image", **save},
-             web.web_image, mutates=not read_only),
+             web.web_image, mutates=not read_only, open_world=True),
     ]

@@ -48,11 +48,12 @@ def edit_tools(files: Files, box: Toolbox) -> list[Tool]:
              {"patch": "the patch text: '*** Begin Patch' ... '*** End Patch', or a unified diff",
               "dry_run": "only check it and show the diff it would apply; change nothing "
                          "(default false)"},
-             files.apply_patch, mutates=True),
+             files.apply_patch, mutates=True, title="Apply a patch"),
         Tool("undo_edit", "Put a file back as it was before this run changed it (undoes every "
              "change this run made to it; a file this run created is removed).",
              {"path": "a file this run changed, relative to the root"},
-             partial(undo_edit, box), mutates=True),
+             partial(undo_edit, box), mutates=True, title="Undo a file's changes",
+             idempotent=True),
     ]
 
 

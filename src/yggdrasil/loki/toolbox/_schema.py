@@ -3,6 +3,11 @@
 The schema is built once, when a Tool is made; adapters (OpenAI, Anthropic, MCP) only
 reshape it. Binding checks a model's decoded arguments against the same signature and
 coerces the harmless slips models make ("10" for 10, "true" for True).
+
+Limits are declared once, on the run function's hints, with ``annotated_types``
+(``rows: Annotated[int, Interval(ge=0, le=1000)] = 10``): they become ``minimum``/
+``maximum``/``minLength``... in the schema, so a model sees them, and ``bind_args``
+enforces them from that same schema, so what is shown is what is checked.
 """
 
 from __future__ import annotations
@@ -11,7 +16,9 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
+
+import annotated_types as at
 
 from ..errors import ToolDefinitionError, ToolError
 
@@ -25,29 +32,64 @@ _JSON_TYPES: dict[Any, str] = {
 }
 
 
-def _unwrap_optional(hint: Any) -> Any:
-    if typing.get_origin(hint) in (Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return hint
+def _unwrap(hint: Any) -> tuple[Any, list[Any]]:
+    """The hint without ``Optional``/``Annotated`` wrappers, and the Annotated metadata."""
+    metadata: list[Any] = []
+    while True:
+        origin = typing.get_origin(hint)
+        if origin is Annotated:
+            metadata += hint.__metadata__
+            hint = typing.get_args(hint)[0]
+        elif origin in (Union, types.UnionType):
+            args = [a for a in typing.get_args(hint) if a is not type(None)]
+            if len(args) != 1:
+                return hint, metadata
+            hint = args[0]
+        else:
+            return hint, metadata
 
 
 def type_schema(hint: Any) -> dict[str, Any]:
     """The JSON Schema fragment for one Python type hint (``{}`` when unknown)."""
-    hint = _unwrap_optional(hint)
+    hint, metadata = _unwrap(hint)
     origin = typing.get_origin(hint)
     if origin is Literal:
         values = list(typing.get_args(hint))
-        return {"type": _JSON_TYPES.get(type(values[0]), "string"), "enum": values}
-    if origin in (list, tuple, set, frozenset):
+        schema: dict[str, Any] = {"type": _JSON_TYPES.get(type(values[0]), "string"),
+                                  "enum": values}
+    elif origin in (list, tuple, set, frozenset):
         args = typing.get_args(hint)
-        return {"type": "array", "items": type_schema(args[0])} if args else {"type": "array"}
-    if origin in (dict, Mapping):
-        return {"type": "object"}
-    if hint in _JSON_TYPES:
-        return {"type": _JSON_TYPES[hint]}
-    return {}
+        schema = {"type": "array", "items": type_schema(args[0])} if args else {"type": "array"}
+    elif origin in (dict, Mapping):
+        schema = {"type": "object"}
+    elif hint in _JSON_TYPES:
+        schema = {"type": _JSON_TYPES[hint]}
+    else:
+        schema = {}
+    schema.update(_limits(metadata, schema.get("type")))
+    return schema
+
+
+def _limits(metadata: list[Any], kind: str | None) -> dict[str, Any]:
+    """JSON Schema keywords for ``annotated_types`` constraints (others are ignored)."""
+    found: dict[str, Any] = {}
+    sized = "Items" if kind == "array" else "Length"
+    for item in metadata:
+        if isinstance(item, at.GroupedMetadata):  # Interval, Len: a group of the ones below
+            found.update(_limits(list(item), kind))
+        elif isinstance(item, at.Gt):
+            found["exclusiveMinimum"] = item.gt
+        elif isinstance(item, at.Ge):
+            found["minimum"] = item.ge
+        elif isinstance(item, at.Lt):
+            found["exclusiveMaximum"] = item.lt
+        elif isinstance(item, at.Le):
+            found["maximum"] = item.le
+        elif isinstance(item, at.MinLen):
+            found[f"min{sized}"] = item.min_length
+        elif isinstance(item, at.MaxLen):
+            found[f"max{sized}"] = item.max_length
+    return found
 
 
 def _parameters(run: Callable[..., Any]) -> dict[str, inspect.Parameter]:
@@ -60,7 +102,7 @@ def _parameters(run: Callable[..., Any]) -> dict[str, inspect.Parameter]:
 
 def _hints(run: Callable[..., Any]) -> dict[str, Any]:
     try:
-        return typing.get_type_hints(run)
+        return typing.get_type_hints(run, include_extras=True)  # keep Annotated limits
     except Exception:  # unresolvable forward references: fall back to untyped params
         return {}
 
@@ -125,7 +167,38 @@ def _coerce(key: str, value: Any, schema: Mapping[str, Any]) -> Any:
         raise ToolError(f"argument {key!r} must be {_article(kind or '')}, got {value!r}")
     if "enum" in schema and value not in schema["enum"]:
         raise ToolError(f"argument {key!r} must be one of {schema['enum']}, got {value!r}")
+    if _out_of_limits(value, schema):
+        about = f" ({schema['description']})" if schema.get("description") else ""
+        raise ToolError(f"argument {key!r} must be {limits_text(schema)}, got {value!r}{about}")
     return value
+
+
+def _out_of_limits(value: Any, schema: Mapping[str, Any]) -> bool:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (("minimum" in schema and value < schema["minimum"])
+                or ("maximum" in schema and value > schema["maximum"])
+                or ("exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"])
+                or ("exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]))
+    if isinstance(value, str | list):
+        unit = "Items" if isinstance(value, list) else "Length"
+        return (len(value) < schema.get(f"min{unit}", 0)
+                or len(value) > schema.get(f"max{unit}", len(value)))
+    return False
+
+
+def limits_text(schema: Mapping[str, Any]) -> str:
+    """The limits of a schema in words: ``between 0 and 1000``, ``more than 0 and at most 3600``."""
+    low = (f"at least {schema['minimum']}" if "minimum" in schema else
+           f"more than {schema['exclusiveMinimum']}" if "exclusiveMinimum" in schema else "")
+    high = (f"at most {schema['maximum']}" if "maximum" in schema else
+            f"less than {schema['exclusiveMaximum']}" if "exclusiveMaximum" in schema else "")
+    if "minimum" in schema and "maximum" in schema:
+        return f"between {schema['minimum']} and {schema['maximum']}"
+    sizes = [f"{word} {schema[f'{edge}{unit}']} {noun}"
+             for unit, noun in (("Length", "characters"), ("Items", "items"))
+             for edge, word in (("min", "at least"), ("max", "at most"))
+             if f"{edge}{unit}" in schema]
+    return " and ".join(part for part in (low, high, *sizes) if part)
 
 
 def _article(kind: str) -> str:

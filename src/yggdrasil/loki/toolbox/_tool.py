@@ -21,6 +21,11 @@ class Tool:
     ``run`` takes the decoded args as keyword arguments and returns the observation;
     ``params`` maps each argument name to a one-line description for the prompt. The
     JSON Schema (``input_schema``) is derived once from ``run``'s type hints and defaults.
+
+    Hints for clients that ask (MCP annotations, adapters): ``title`` (default: from the
+    name), ``idempotent`` (calling it again with the same arguments changes nothing
+    more; default: true for tools that do not mutate) and ``open_world`` (it reaches
+    outside the root, e.g. the web).
     """
 
     name: str
@@ -28,6 +33,9 @@ class Tool:
     params: dict[str, str]
     run: Callable[..., str]
     mutates: bool = False
+    title: str = ""
+    idempotent: bool | None = None
+    open_world: bool = False
     input_schema: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -36,6 +44,9 @@ class Tool:
         if not callable(self.run):
             raise ToolDefinitionError(f"tool {self.name!r}: run must be callable")
         self.input_schema = build_schema(self.name, self.params, self.run)
+        self.title = self.title or self.name.replace("_", " ").capitalize()
+        if self.idempotent is None:
+            self.idempotent = not self.mutates
 
     @classmethod
     def from_function(
@@ -72,4 +83,5 @@ class Tool:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "params": dict(self.params),
-                "mutates": self.mutates, "input_schema": self.input_schema}
+                "mutates": self.mutates, "title": self.title, "idempotent": self.idempotent,
+                "open_world": self.open_world, "input_schema": self.input_schema}

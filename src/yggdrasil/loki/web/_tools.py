@@ -59,6 +59,9 @@ class Web:
     policy: AddressPolicy = field(default_factory=AddressPolicy)
     limits: Limits = field(default_factory=Limits)
     resolve: Resolver = resolve_host
+    # (bytes, label, suffix, fmt, rows) -> the preview: the toolbox passes its fenced table
+    # worker (``TableReader.preview_bytes``); None parses in this process (library use).
+    preview_table: Callable[[bytes, str, str, str, int], str] | None = None
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -89,8 +92,8 @@ class Web:
                             f"pages (if it really is a table, pass {_FORMATS_HINT})")
         suffix = suffix or _table_suffix(got)
         try:
-            preview = _preview(got.body, suffix, url, fmt.lower().lstrip("."))
-        except TableError as exc:
+            preview = self._preview(got.body, suffix, url, fmt.lower().lstrip("."))
+        except (TableError, ToolError) as exc:
             raise ToolError(f"{exc} (nothing was saved)" if target else str(exc)) from exc
         lines = [preview]
         if got.redirects:
@@ -108,6 +111,11 @@ class Web:
         return "\n".join(lines)
 
     # -- parts ------------------------------------------------------------------------------
+
+    def _preview(self, body: bytes, suffix: str, label: str, fmt: str) -> str:
+        if self.preview_table is not None:
+            return self.preview_table(body, label, suffix, fmt, PREVIEW_ROWS)
+        return _preview(body, suffix, label, fmt)
 
     def _get(self, url: str, accept: str, max_bytes: int,
              keep_body: Callable[[str], bool] = lambda media_type: True) -> Download:
