@@ -127,7 +127,7 @@ def test_a_looser_rung_is_not_tried_when_a_stricter_one_matches(root: Path, box:
 def test_several_edits_in_one_call_apply_in_order(root: Path, box: Toolbox) -> None:
     (root / "m.py").write_text("a = 1\nb = 2\n\tc = 3\n")
     out = box.call("edit_file", {"path": "m.py", "edits": [
-        {"old": "a = 1", "new": "a = 10"},
+        {"old": "a = 1", "new": "a = 10", "replace_all": None},  # null, as strict schemas send
         {"old": "a = 10\nb = 2", "new": "a = 10\nb = 20"},  # sees the first edit's result
         {"old": "    c = 3", "new": "    c = 30"},
     ]})

@@ -235,7 +235,7 @@ def edit_list(old: str, new: str, replace_all: bool,
                             "replace_all")
         if not isinstance(item.get("old"), str) or not isinstance(item.get("new"), str):
             raise ToolError(f"{where} needs old and new, both strings")
-        every = item.get("replace_all", False)
+        every = item.get("replace_all") or False  # null (strict schemas) is the default
         if isinstance(every, str) and every.lower() in ("true", "false"):
             every = every.lower() == "true"
         if not isinstance(every, bool):

@@ -6,7 +6,7 @@ with the tools that read it.
 
 from __future__ import annotations
 
-from functools import partial
+from collections.abc import Callable
 
 from ..errors import ToolError
 from ..files import Files
@@ -52,9 +52,15 @@ def edit_tools(files: Files, box: Toolbox) -> list[Tool]:
         Tool("undo_edit", "Put a file back as it was before this run changed it (undoes every "
              "change this run made to it; a file this run created is removed).",
              {"path": "a file this run changed, relative to the root"},
-             partial(undo_edit, box), mutates=True, title="Undo a file's changes",
+             _undo_for(box), mutates=True, title="Undo a file's changes",
              idempotent=True),
     ]
+
+
+def _undo_for(box: Toolbox) -> Callable[[str], str]:
+    def undo(path: str) -> str:  # a plain function: its type hints make the schema
+        return undo_edit(box, path)
+    return undo
 
 
 def undo_edit(box: Toolbox, path: str) -> str:
