@@ -20,12 +20,14 @@ from typing import Any
 
 import pytest
 
+from procs import NS_PID, alive, running
+
 pytest.importorskip("mcp")
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 GUARD = 60.0  # seconds: a guard against a hang, not a timing
 # The shell and a background child write their pids, then the command says it started.
-LONG = ("(sleep 300 & echo $! > child.pid; wait) & echo $$ > shell.pid; "
+LONG = (f"(sleep 300 & echo $! {NS_PID} > child.pid; wait) & echo $$ {NS_PID} > shell.pid; "
         "while [ ! -s child.pid ]; do sleep 0.01; done; touch started; sleep 300")
 
 
@@ -106,14 +108,6 @@ def text(message: dict[str, Any]) -> str:
     return "".join(part["text"] for part in message["result"]["content"])
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(") ", 1)[1][0] not in "ZX"
-    except OSError:
-        return False
-
-
 def wait_for(path: Path, client: WireClient) -> None:
     deadline = time.monotonic() + GUARD
     while not path.exists():
@@ -123,7 +117,8 @@ def wait_for(path: Path, client: WireClient) -> None:
 
 
 def command_pids(root: Path) -> list[int]:
-    return [int((root / name).read_text()) for name in ("shell.pid", "child.pid")]
+    """The host pids of the command's shell and its background child."""
+    return [pid for name in ("shell.pid", "child.pid") for pid in running(root / name)]
 
 
 @pytest.fixture
@@ -144,7 +139,7 @@ def test_a_cancelled_request_stops_its_command_and_reads_answer_meanwhile(
         assert text(client.answer(3)) == "1\thello"
         assert not any(m.get("id") == 2 for m in client.seen)
         pids = command_pids(root)
-        assert all(alive(pid) for pid in pids)
+        assert len(pids) == 2 and all(alive(pid) for pid in pids)
         client.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                      "params": {"requestId": 2, "reason": "the user pressed stop"}})
         client.call(4, "run", command="echo after")  # waits for the cancelled run to end
@@ -168,7 +163,7 @@ def test_stopping_mid_command_leaves_nothing_running_and_no_undo_folder(
         wait_for(root / "started", client)
         pids = command_pids(root)
         kept = sorted(p.name.split("-")[1] for p in tmpdir_.iterdir())
-        assert kept == ["tmp", "undo"]  # a scratch folder and the undo copy of app.py
+        assert kept == ["pycache", "tmp", "undo"]  # bytecode cache, scratch, undo copy of app.py
         if how == "stdin EOF":
             client.proc.stdin.close()  # type: ignore[union-attr]
         else:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,20 +16,32 @@ from pathlib import Path
 import pytest
 
 from yggdrasil.loki.errors import PathError
+from yggdrasil.loki.sandbox import isolation_status
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox, sandbox_status
 
 STATUS = sandbox_status()
+ISOLATED = isolation_status().namespaces
 landlock = pytest.mark.skipif(not STATUS.available, reason=f"no Landlock here: {STATUS}")
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
+@pytest.fixture
+def far() -> Iterator[Path]:
+    """A folder outside the root and outside /tmp (a command's /tmp is private and empty):
+    what a command may read but not write."""
+    folder = Path(tempfile.mkdtemp(prefix="loki-test-", dir="/var/tmp"))
+    (folder / "secret.txt").write_text("TOP SECRET\n")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @landlock
-def test_writes_outside_the_root_are_refused(root: Path, box: Toolbox) -> None:
-    outside = root.parent / "outside"
-    out = box.call("run", {"command": "echo inside > in.txt && cat in.txt; "
-                                      "echo x > ../outside/new.txt; "
-                                      "echo y >> ../outside/secret.txt; "
-                                      "rm ../outside/secret.txt; mkdir ../outside/d"})
+def test_writes_outside_the_root_are_refused(root: Path, box: Toolbox, far: Path) -> None:
+    outside = far
+    out = box.call("run", {"command": f"echo inside > in.txt && cat in.txt; "
+                                      f"echo x > {far}/new.txt; "
+                                      f"echo y >> {far}/secret.txt; "
+                                      f"rm {far}/secret.txt; mkdir {far}/d"})
     assert "stdout:\ninside\n" in out
     stderr = out.split("\nstderr:\n", 1)[1].split("changed:\n")[0]
     assert stderr.count("Permission denied") == 4, out
@@ -40,29 +54,30 @@ def test_writes_outside_the_root_are_refused(root: Path, box: Toolbox) -> None:
 
 
 @landlock
-def test_run_python_is_fenced_and_reads_still_work(root: Path, box: Toolbox) -> None:
-    code = textwrap.dedent("""
+def test_run_python_is_fenced_and_reads_still_work(root: Path, box: Toolbox, far: Path) -> None:
+    code = textwrap.dedent(f"""
         import pathlib
-        print(pathlib.Path('../outside/secret.txt').read_text().strip())
+        print(pathlib.Path('{far}/secret.txt').read_text().strip())
         pathlib.Path('mine.txt').write_text('ok')
         try:
-            pathlib.Path('../outside/x.txt').write_text('no')
+            pathlib.Path('{far}/x.txt').write_text('no')
         except PermissionError as exc:
             print('refused:', exc.strerror)
     """)
     out = box.call("run_python", {"code": code})
     assert out.startswith("exit=0\nstdout:\nTOP SECRET\nrefused: Permission denied\n")
     assert (root / "mine.txt").read_text() == "ok"
-    assert not (root.parent / "outside" / "x.txt").exists()
+    assert not (far / "x.txt").exists()
 
 
 @landlock
-def test_hidden_paths_cannot_be_read(root: Path) -> None:
-    outside = root.parent / "outside"
-    (outside / "public.txt").write_text("fine\n")
-    box = filesystem_toolbox(root, hidden=[outside / "secret.txt", root.parent / "root-secrets"])
-    out = box.call("run", {"command": "cat ../outside/public.txt; cat ../outside/secret.txt; "
-                                      "cat ../root-secrets/key.txt; ls ../root-secrets; "
+def test_hidden_paths_cannot_be_read(root: Path, far: Path) -> None:
+    (far / "public.txt").write_text("fine\n")
+    (far / "root-secrets").mkdir()
+    (far / "root-secrets" / "key.txt").write_text("PREFIX SECRET\n")
+    box = filesystem_toolbox(root, hidden=[far / "secret.txt", far / "root-secrets"])
+    out = box.call("run", {"command": f"cat {far}/public.txt; cat {far}/secret.txt; "
+                                      f"cat {far}/root-secrets/key.txt; ls {far}/root-secrets; "
                                       "echo in > mine.txt && cat mine.txt"})
     assert "stdout:\nfine\nkey.txt\nin\n" in out  # names stay listable, contents do not
     assert "SECRET" not in out and out.count("Permission denied") == 2, out
@@ -75,10 +90,13 @@ def test_credential_stores_are_hidden_by_default(root: Path, tmp_path: Path,
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
-    (home / ".bashrc").write_text("# rc")
+    (home / ".bashrc").write_text("# rc with an exported token")
+    (home / ".profile").write_text("# profile")
     monkeypatch.setenv("HOME", str(home))
-    out = filesystem_toolbox(root).call("run", {"command": "cat ~/.bashrc; cat ~/.ssh/id_ed25519"})
-    assert "# rc" in out and "PRIVATE KEY" not in out and "Permission denied" in out
+    out = filesystem_toolbox(root).call(
+        "run", {"command": "cat ~/.profile; cat ~/.bashrc; cat ~/.ssh/id_ed25519"})
+    assert "# profile" in out and "PRIVATE KEY" not in out and "token" not in out
+    assert out.split("\nstderr:\n")[1].count(": Permission denied") == 2, out
     out = filesystem_toolbox(root, hidden=()).call("run", {"command": "cat ~/.ssh/id_ed25519"})
     assert "PRIVATE KEY" in out
 
@@ -101,12 +119,14 @@ def test_devices_and_scratch_stay_writable(box: Toolbox) -> None:
 
 
 @landlock
-def test_extra_writable_folders(root: Path) -> None:
-    box = filesystem_toolbox(root, writable=[root.parent / "outside"])
-    out = box.call("run", {"command": "echo more > ../outside/more.txt && echo no > ../x.txt"})
-    assert (root.parent / "outside" / "more.txt").read_text() == "more\n"
+def test_extra_writable_folders(root: Path, far: Path) -> None:
+    box = filesystem_toolbox(root, writable=[far, root.parent / "outside"])
+    out = box.call("run", {"command": f"echo more > {far}/more.txt && "
+                                      "echo also > ../outside/also.txt && echo no > ../x.txt"})
+    assert (far / "more.txt").read_text() == "more\n"
+    assert (root.parent / "outside" / "also.txt").read_text() == "also\n"  # bound back
     assert "x.txt: Permission denied" in out and not (root.parent / "x.txt").exists()
-    assert str(root.parent / "outside") in box.status
+    assert str(far) in box.status
 
 
 def test_writable_folders_must_exist(root: Path) -> None:
@@ -117,7 +137,7 @@ def test_writable_folders_must_exist(root: Path) -> None:
 
 
 @landlock
-def test_the_root_cannot_swap_in_its_own_launcher(root: Path, box: Toolbox) -> None:
+def test_the_root_cannot_swap_in_its_own_launcher(root: Path, box: Toolbox, far: Path) -> None:
     """run_python puts root/src on PYTHONPATH; a yggdrasil package there must not unfence it."""
     fake = root / "src" / "yggdrasil" / "loki" / "sandbox"
     fake.mkdir(parents=True)
@@ -126,8 +146,8 @@ def test_the_root_cannot_swap_in_its_own_launcher(root: Path, box: Toolbox) -> N
     (fake / "__init__.py").write_text("")
     (fake / "_landlock.py").write_text(  # an impostor: runs the command without any fence
         "import os, sys\nargv = sys.argv[sys.argv.index('--') + 1 :]\nos.execvp(argv[0], argv)\n")
-    out = box.call("run_python", {"code": "open('../outside/pwned', 'w')"})
-    assert "PermissionError" in out and not (root.parent / "outside" / "pwned").exists()
+    out = box.call("run_python", {"code": f"open('{far}/pwned', 'w')"})
+    assert "PermissionError" in out and not (far / "pwned").exists()
 
 
 @landlock
@@ -135,7 +155,9 @@ def test_commands_cannot_signal_the_agent(box: Toolbox) -> None:
     if STATUS.abi < 6:
         pytest.skip("signal scoping needs Landlock ABI 6")
     out = box.call("run", {"command": f"kill -0 {os.getpid()} && echo reached"})
-    assert "reached" not in out and "Operation not permitted" in out
+    # In a PID namespace of its own the agent is not even there to be named.
+    assert "reached" not in out
+    assert ("No such process" if ISOLATED else "Operation not permitted") in out
 
 
 @landlock
@@ -212,13 +234,13 @@ assert libc.prctl(38, 1, 0, 0, 0) == 0  # no_new_privs
 assert libc.prctl(22, 2, ctypes.byref(prog)) == 0, os.strerror(ctypes.get_errno())
 
 from yggdrasil.loki.tools import filesystem_toolbox, sandbox_status
-root = sys.argv[1]
+root, far = sys.argv[1], sys.argv[2]
 auto = filesystem_toolbox(root)
 required = filesystem_toolbox(root, sandbox="require")
 print(json.dumps({
     "status": str(sandbox_status()),
     "auto_status": auto.status,
-    "auto_run": auto.call("run", {"command": "echo out > ../outside/auto.txt; echo ran"}),
+    "auto_run": auto.call("run", {"command": f"echo out > {far}/auto.txt; echo ran"}),
     "require_status": required.status,
     "require_run": required.call("run", {"command": "echo should-not-run"}),
     "require_py": required.call("run_python", {"code": "print(1)"}),
@@ -226,19 +248,20 @@ print(json.dumps({
 """
 
 
-def test_without_landlock_commands_say_so_and_require_refuses(root: Path) -> None:
+def test_without_landlock_commands_say_so_and_require_refuses(root: Path, far: Path) -> None:
     import platform
 
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
         pytest.skip("the seccomp stand-in for an old kernel is written for x86_64/aarch64")
-    done = subprocess.run([sys.executable, "-c", _NO_LANDLOCK, str(root)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", _NO_LANDLOCK, str(root), str(far)],
+                          capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=60)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert "does not implement Landlock" in seen["status"]
     assert seen["auto_status"].startswith("Commands (run, run_python) are NOT sandboxed")
     assert seen["auto_run"].startswith("exit=0\nstdout:\nran\n")
-    assert (root.parent / "outside" / "auto.txt").exists()  # auto ran it, unfenced
+    assert (far / "auto.txt").exists()  # auto ran it, unfenced
     assert seen["require_status"].startswith("Commands (run, run_python) are refused")
     for key in ("require_run", "require_py"):
         assert seen[key].startswith('ERROR: sandbox="require" but Landlock unavailable')
@@ -268,8 +291,12 @@ else:
 @landlock
 def test_commands_have_no_capabilities_and_cannot_reach_the_agent(box: Toolbox) -> None:
     out = box.call("run_python", {"code": _PROBE_AGENT.format(pid=os.getpid())})
-    assert out.startswith("exit=0\nstdout:\n0000000000000000\nenviron: Permission denied\n"
-                          "ptrace: Operation not permitted\n"), out
+    if ISOLATED:  # in a PID namespace of its own, the agent's pid names nothing
+        assert out.startswith("exit=0\nstdout:\n0000000000000000\nenviron: No such file or "
+                              "directory\nptrace: No such process\n"), out
+    else:
+        assert out.startswith("exit=0\nstdout:\n0000000000000000\nenviron: Permission denied\n"
+                              "ptrace: Operation not permitted\n"), out
 
 
 def _tiny_wheel(folder: Path) -> Path:
@@ -298,12 +325,12 @@ def test_a_capless_root_command_still_does_ordinary_work(root: Path, box: Toolbo
 
 
 _SECRET_AGENT = r"""
-import json, sys
+import json, os, sys
 from yggdrasil.loki.tools import filesystem_toolbox
 root, mode = sys.argv[1], sys.argv[2]
 box = filesystem_toolbox(root, sandbox=mode)
 print(json.dumps({"status": box.status, "run": box.call(
-    "run", {"command": "agent=$(cut -d' ' -f4 /proc/$PPID/stat); "  # $PPID: the launcher
+    "run", {"command": f"agent={os.getpid()}; "
                        "tr '\\0' '\\n' </proc/$agent/environ | grep MY_API_TOKEN; "
                        "echo env=${MY_API_TOKEN:-withheld}"})}))
 """
@@ -323,7 +350,8 @@ def test_the_agent_environment_under_proc(root: Path, mode: str) -> None:
         assert "MY_API_TOKEN=tok-123-secret" in seen["run"]
         assert "can read the agent's environment" in seen["status"]
     else:
-        assert "tok-123-secret" not in seen["run"] and "Permission denied" in seen["run"]
+        refused = "No such file or directory" if ISOLATED else "Permission denied"
+        assert "tok-123-secret" not in seen["run"] and refused in seen["run"]
         assert "can read the agent's environment" not in seen["status"]
 
 

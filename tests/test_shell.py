@@ -5,31 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from procs import NS_PID, settles_dead
 from yggdrasil.loki.shell import Shell
 from yggdrasil.loki.tools import Tool, Toolbox, filesystem_toolbox
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie waiting for its reaper counts as dead)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
-def _settles_dead(pid: int) -> bool:
-    """SIGKILL is delivered asynchronously; give the kernel a moment to finish the kill."""
-    for _ in range(100):
-        if not _alive(pid):
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_run_reports_exit_and_streams(root: Path, box: Toolbox) -> None:
@@ -49,34 +31,34 @@ def test_stdin_is_at_eof(box: Toolbox) -> None:
 
 
 def test_timeout_kills_grandchildren(root: Path, box: Toolbox) -> None:
-    out = box.call("run", {"command": "sleep 300 & echo $! > grandchild.pid; echo started; wait",
+    out = box.call("run", {"command": f"sleep 300 & echo $! {NS_PID} > grandchild.pid; echo started; wait",
                            "timeout": 1})
     assert out.startswith("exit=timeout (killed after 1s") and "started" in out
-    assert _settles_dead(int((root / "grandchild.pid").read_text()))
+    assert settles_dead(root / "grandchild.pid")
 
 
 def test_timeout_kills_a_child_that_left_the_process_group(root: Path, box: Toolbox) -> None:
     code = ("import os, subprocess, time\n"
             "p = subprocess.Popen(['sleep', '300'], process_group=0)\n"
-            "open('moved.pid', 'w').write(str(p.pid))\n"
+            "open('moved.pid', 'w').write(f\"{p.pid} {os.readlink('/proc/self/ns/pid')}\")\n"
             "assert os.getpgid(p.pid) != os.getpgid(0)\n"
             "print('moved', flush=True)\n"
             "time.sleep(300)\n")
     out = box.call("run_python", {"code": code, "timeout": 2})
     assert out.startswith("exit=timeout") and "moved" in out
-    assert _settles_dead(int((root / "moved.pid").read_text()))
+    assert settles_dead(root / "moved.pid")
 
 
 def test_a_daemon_that_left_the_session_is_killed_too(root: Path, box: Toolbox) -> None:
-    out = box.call("run", {"command": "setsid sleep 300 & echo $! > daemon.pid; sleep 0.2"})
+    out = box.call("run", {"command": f"setsid sleep 300 & echo $! {NS_PID} > daemon.pid; sleep 0.2"})
     assert out.startswith("exit=0")
-    assert _settles_dead(int((root / "daemon.pid").read_text()))
+    assert settles_dead(root / "daemon.pid")
 
 
 def test_leftovers_die_after_a_normal_exit(root: Path, box: Toolbox) -> None:
-    out = box.call("run", {"command": "nohup sleep 300 >/dev/null 2>&1 & echo $! > bg.pid"})
+    out = box.call("run", {"command": f"nohup sleep 300 >/dev/null 2>&1 & echo $! {NS_PID} > bg.pid"})
     assert out.startswith("exit=0")
-    assert _settles_dead(int((root / "bg.pid").read_text()))
+    assert settles_dead(root / "bg.pid")
 
 
 def _peak_rss_kb() -> int:
@@ -171,16 +153,17 @@ def test_scratch_tmpdir_is_private_and_removed(root: Path, box: Toolbox) -> None
 
 def test_an_escapee_holding_the_output_is_killed(root: Path, box: Toolbox) -> None:
     """setsid + an empty environment leaves no trace but the output pipe it still holds."""
-    cmd = ("setsid env -i sleep 300 & pid=$!; echo $pid > esc.pid; "
+    cmd = (f"setsid env -i sleep 300 & pid=$!; echo $pid {NS_PID} > esc.pid; "
            "while [ -n \"$(tr -d '\\0' < /proc/$pid/environ)\" ]; do sleep 0.01; done; echo hi")
     out = box.call("run", {"command": cmd, "timeout": 20})
     assert out.startswith("exit=0\nstdout:\nhi\n")
-    assert _settles_dead(int((root / "esc.pid").read_text()))
+    assert settles_dead(root / "esc.pid")
 
 
 # A daemon that leaves the session, clears its environment (no LOKI_RUN_ID) and lets go
 # of the output pipes: only the launcher, its subreaper, can still find it.
-_ESCAPEE = ("setsid env -i /bin/sh -c 'echo $$ > esc.pid; exec sleep 300' "
+_ESCAPEE = ("setsid env -i /bin/sh -c 'echo $$ $(readlink /proc/self/ns/pid) > esc.pid; "
+            "exec sleep 300' "
             "</dev/null >/dev/null 2>&1 & while [ ! -s esc.pid ]; do sleep 0.01; done; ")
 
 
@@ -189,7 +172,7 @@ def test_a_daemon_without_marker_or_pipes_dies_with_the_command(root: Path, sand
     box = filesystem_toolbox(root, sandbox=sandbox)  # type: ignore[arg-type]
     out = box.call("run", {"command": _ESCAPEE + "echo started; exit 3", "timeout": 20})
     assert out.startswith("exit=3\nstdout:\nstarted\n")
-    assert _settles_dead(int((root / "esc.pid").read_text()))
+    assert settles_dead(root / "esc.pid")
 
 
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
@@ -197,7 +180,7 @@ def test_a_daemon_without_marker_or_pipes_dies_on_timeout(root: Path, sandbox: s
     box = filesystem_toolbox(root, sandbox=sandbox)  # type: ignore[arg-type]
     out = box.call("run", {"command": _ESCAPEE + "echo started; sleep 300", "timeout": 1})
     assert out.startswith("exit=timeout (killed after 1s") and "started" in out
-    assert _settles_dead(int((root / "esc.pid").read_text()))
+    assert settles_dead(root / "esc.pid")
 
 
 @pytest.mark.parametrize("sandbox", ["auto", "off"])

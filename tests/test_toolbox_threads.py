@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from procs import NS_PID, running, settles_dead
 from yggdrasil.loki.tools import Observation, Toolbox, filesystem_toolbox
 
 
@@ -19,18 +19,6 @@ def _wait_for(path: Path, thread: threading.Thread) -> None:
         if not thread.is_alive():
             raise AssertionError(f"the call ended before {path.name} appeared")
         thread.join(0.01)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ")[1][0] not in "ZX"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("attempt", range(3))
@@ -94,7 +82,7 @@ def test_run_gives_a_structured_observation(root: Path, not_temp: None) -> None:
 def test_a_read_tool_answers_while_a_command_runs_and_cancel_stops_the_tree(root: Path) -> None:
     (root / "notes.txt").write_text("hello\n")
     box = filesystem_toolbox(root)
-    script = ("(sleep 300 & echo $! > child.pid; wait) & echo $$ > shell.pid; "
+    script = (f"(sleep 300 & echo $! {NS_PID} > child.pid; wait) & echo $$ {NS_PID} > shell.pid; "
               "while [ ! -s child.pid ]; do sleep 0.01; done; touch started; sleep 300")
     results: list[str] = []
     runner = threading.Thread(target=lambda: results.append(box.call("run", {"command": script})))
@@ -102,13 +90,14 @@ def test_a_read_tool_answers_while_a_command_runs_and_cancel_stops_the_tree(root
     _wait_for(root / "started", runner)
     assert box.call("read_file", {"path": "notes.txt"}) == "1\thello"
     assert runner.is_alive()  # the read did not wait behind the command
-    pids = [int((root / name).read_text()) for name in ("shell.pid", "child.pid")]
+    pidfiles = [root / "shell.pid", root / "child.pid"]
+    assert all(running(pidfile) for pidfile in pidfiles)
     assert box.cancel() == 1
     runner.join(60)
     assert not runner.is_alive()
     assert results[0].startswith("exit=cancelled (stopped on request with its whole process tree")
     assert "created started" in results[0]  # change tracking still ran
-    assert not any(_pid_alive(pid) for pid in pids)
+    assert all(settles_dead(pidfile) for pidfile in pidfiles)
     assert box.wait_idle(5)
     assert box.call("run", {"command": "echo after"}).startswith("exit=0\nstdout:\nafter")
 

@@ -1,9 +1,9 @@
 """yggdrasil.loki: the agent's toolbox and its reason -> act -> observe loop.
 
-Importing this package does no work: names are loaded on first use.
+Importing this package does no work: names are loaded on first use. It imports only
+what the interpreter has loaded at startup (no ``from __future__``): ``python -m
+yggdrasil.loki`` runs it before ``__main__`` can take the working folder off ``sys.path``.
 """
-
-from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any

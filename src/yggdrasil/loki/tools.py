@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .files import Files, Journal, OnSyntaxError, Root, SyntaxGate
+from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
 from .shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
 from .tables import TableReader
@@ -35,6 +36,7 @@ def filesystem_toolbox(
     writable: Sequence[str | Path] = (),
     env: Mapping[str, str] | None = None,
     hidden: Sequence[str | Path] | None = None,
+    git_writable: bool = False,
     on_syntax_error: OnSyntaxError = "warn",
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
@@ -48,10 +50,14 @@ def filesystem_toolbox(
     ``allow_private_hosts`` lets the web tools reach private, loopback and link-local
     addresses (an intranet, a local test server); cloud metadata addresses stay refused.
 
-    Commands (run, run_python) are fenced by Landlock where the kernel has it:
-    ``sandbox="auto"`` fences when it can and runs unfenced otherwise, ``"require"``
-    refuses commands (ERROR observation) where it cannot, ``"off"`` never fences.
-    ``network=False`` blocks TCP connect/bind (Landlock ABI 4+). ``writable`` adds folders
+    Commands (run, run_python) are fenced by Landlock where the kernel has it, and each
+    runs in namespaces of its own where user namespaces work (nothing it starts outlives
+    it; private /tmp, /dev/shm and /run/user/<uid>; no setuid/setgid bits):
+    ``sandbox="auto"`` fences with what this machine offers, ``"require"`` refuses
+    commands (ERROR observation) unless every layer is there, ``"off"`` never fences.
+    ``network=False`` gives commands a network namespace with loopback only, and blocks
+    TCP connect/bind with Landlock (ABI 4+) as well. ``git_writable=False`` (the default)
+    keeps ``.git/config`` and ``.git/hooks`` read-only for commands. ``writable`` adds folders
     commands may write besides the root and their scratch TMPDIR; ``hidden`` lists paths a
     fenced command cannot read (None: well-known credential stores such as ~/.ssh and
     ~/.aws; ``()`` hides nothing). Commands get the environment without secret-looking
@@ -64,6 +70,7 @@ def filesystem_toolbox(
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
     where = Root.at(root)
+    guard_imports(where.path)  # what commands write in the root never runs in this process
     box = Toolbox()
     journal = Journal(where, box.record)
     box.journal = journal
@@ -75,7 +82,8 @@ def filesystem_toolbox(
     if not read_only:
         shell = Shell(where, journal, sandbox=sandbox, network=network,
                       writable=writable_paths(writable), env=env,
-                      hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden))
+                      hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden),
+                      git_writable=git_writable)
         tools += write_tools(files, shell) + edit_tools(files, box)
         box.status = shell.status()
     if allow_web:

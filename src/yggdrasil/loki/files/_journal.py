@@ -13,6 +13,15 @@ disk, so a big file costs no memory). That is enough to undo:
   cannot a folder that is not tracked inside (``.git/``, ``node_modules/``, a virtualenv)
   that a command moved, deleted or replaced (its entry ends with ``/``).
 
+Files that run code later (git config and hooks, ``*.pth``, ``sitecustomize.py``; the
+shell names them) are copied before each command when they changed since the last copy
+(:meth:`Journal.keep_originals`), so a command's change to one can be undone too. Bytecode
+in ``__pycache__`` is a cache: revert removes what the run wrote there.
+
+Before removing a file the run created, revert checks that it is still the one the run
+last saw (same inode, size, mtime and ctime): a file another program re-created or
+changed since is kept and listed, never removed.
+
 Statuses, relative to the start of the run: ``created``, ``modified``, ``deleted``, and
 ``transient`` (created during the run and gone again).
 """
@@ -39,6 +48,13 @@ DIFF_LIMIT = 1 << 20  # bytes: larger files get no line counts
 Record = Callable[[str], None]  # hears each root-relative path the run changed
 
 
+Identity = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
+
+
+def identity(st: os.stat_result) -> Identity:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 @dataclass
 class Diff:
     """What a command changed in the root (found by ``shell``), as the journal hears it."""
@@ -49,6 +65,7 @@ class Diff:
     created_dirs: list[str] = field(default_factory=list)
     lost_dirs: list[str] = field(default_factory=list)  # skipped folders gone or replaced
     tracked: bool = True
+    seen: dict[str, Identity] = field(default_factory=dict)  # created/modified files, as found
 
     def __bool__(self) -> bool:
         return bool(self.created or self.modified or self.deleted or self.lost_dirs)
@@ -61,12 +78,22 @@ class Diff:
                 for path in paths]
 
 
+def is_bytecode(rel: str) -> bool:
+    """A file in a ``__pycache__`` folder: removing it loses nothing (Python rebuilds it)."""
+    return "__pycache__" in rel.split("/")[:-1]
+
+
 @dataclass
 class Entry:
     existed: bool  # when the run first touched it
     exists: bool  # now, as far as the toolbox has seen
     backup: Path | None = None
     mode: int = 0
+    seen: Identity | None = None  # of a file the run created, when the run last saw it
+
+    @property
+    def undoable(self) -> bool:
+        return not self.existed or self.backup is not None
 
     @property
     def status(self) -> str:
@@ -95,6 +122,8 @@ class Journal:
         self.record = record
         self.entries: dict[str, Entry] = {}
         self.created_dirs: list[str] = []
+        self._created_dirs: set[str] = set()  # the same, for membership tests
+        self.originals: dict[str, tuple[Identity, Path, int]] = {}  # see keep_originals
         self._store: Path | None = None
         self._copies = 0  # names the copies; never reused, even after a revert
 
@@ -150,36 +179,87 @@ class Journal:
             self._note_missing_parents(real)
             self.entries[rel] = Entry(existed=False, exists=False)
             return
+        self.entries[rel] = Entry(existed=True, exists=True, backup=self._copy(real),
+                                  mode=stat.S_IMODE(st.st_mode))
+
+    def _copy(self, real: Path) -> Path:
         self._copies += 1
         backup = self.store / f"{self._copies:06d}"
         with self.root.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as src, \
                 open(backup, "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)
-        self.entries[rel] = Entry(existed=True, exists=True, backup=backup,
-                                  mode=stat.S_IMODE(st.st_mode))
+        return backup
+
+    def keep_originals(self, rels: Iterable[str]) -> None:
+        """Before a command: copy each of these files (they run code later) that the run
+        has not touched yet, unless the copy kept already is of the same version."""
+        for rel in rels:
+            if rel in self.entries:
+                continue
+            real = self.root.path / PurePosixPath(rel)
+            st = self._stat(real)
+            kept = self.originals.get(rel)
+            if st is None or not stat.S_ISREG(st.st_mode) or (
+                    kept is not None and kept[0] == identity(st)):
+                continue
+            with suppress(LokiError, OSError):  # unreadable: it simply cannot be restored
+                backup = self._copy(real)
+                if kept is not None:
+                    kept[1].unlink(missing_ok=True)
+                self.originals[rel] = (identity(st), backup, stat.S_IMODE(st.st_mode))
+
+    def _stat(self, real: Path) -> os.stat_result | None:
+        try:
+            return self.root.stat(real)
+        except (LokiError, OSError):
+            return None
 
     def after_write(self, rel: str) -> None:
         entry = self.entries.setdefault(rel, Entry(existed=True, exists=True))
         entry.exists = True
+        self._saw(rel, entry)
         self.record(rel)
 
     def after_remove(self, rel: str) -> None:
         """A tool (apply_patch) deleted ``rel``; its original was copied by before_write."""
         entry = self.entries.setdefault(rel, Entry(existed=True, exists=False))
         entry.exists = False
+        self._saw(rel, entry)
         self.record(rel)
 
     def after_command(self, diff: Diff) -> None:
         for rel in diff.created_dirs:
-            if rel not in self.created_dirs:
+            if rel not in self._created_dirs:
+                self._created_dirs.add(rel)
                 self.created_dirs.append(rel)
         lost = [d + "/" for d in diff.lost_dirs]  # skipped folders: their contents never copied
         for paths, existed, exists in ((diff.created, False, True), (diff.modified, True, True),
                                        (diff.deleted, True, False), (lost, True, False)):
             for rel in paths:
-                entry = self.entries.setdefault(rel, Entry(existed=existed, exists=exists))
+                entry = self.entries.get(rel)
+                if entry is None:
+                    entry = self.entries[rel] = self._first_seen(rel, existed, exists)
                 entry.exists = exists
+                self._saw(rel, entry, diff.seen.get(rel))
                 self.record(rel)
+
+    def _first_seen(self, rel: str, existed: bool, exists: bool) -> Entry:
+        kept = self.originals.pop(rel, None) if existed else None
+        if kept is None:
+            return Entry(existed=existed, exists=exists)
+        return Entry(existed=True, exists=exists, backup=kept[1], mode=kept[2])
+
+    def _saw(self, rel: str, entry: Entry, known: Identity | None = None) -> None:
+        """Remember which file the run left at ``rel`` (created ones: revert checks it)."""
+        if entry.existed:
+            return
+        if not entry.exists:
+            entry.seen = None
+        elif known is not None:
+            entry.seen = known
+        else:
+            st = self._stat(self.root.path / PurePosixPath(rel))
+            entry.seen = identity(st) if st is not None else None
 
     def _note_missing_parents(self, real: Path) -> None:
         missing: list[str] = []
@@ -187,7 +267,10 @@ class Journal:
         while parent != self.root.path and self.root.stat(parent) is None:
             missing.append(self.root.rel(parent))
             parent = parent.parent
-        self.created_dirs += [d for d in reversed(missing) if d not in self.created_dirs]
+        for d in reversed(missing):
+            if d not in self._created_dirs:
+                self._created_dirs.add(d)
+                self.created_dirs.append(d)
 
     # -- undo --------------------------------------------------------------------------
 
@@ -200,7 +283,7 @@ class Journal:
         the only copy of that data (``mv``, ``cp x x.bak; sed -i ... x``), so it stays.
         """
         done = Reverted()
-        lost = sum(1 for e in self.entries.values() if e.existed and e.backup is None)
+        lost = sum(1 for r, e in self.entries.items() if not e.undoable and not is_bytecode(r))
         for rel, entry in list(self.entries.items()):
             if paths is not None and rel not in paths:
                 continue
@@ -226,16 +309,19 @@ class Journal:
                 removed = self._remove(rel, folder=True)
             if removed:
                 done.removed.append(f"{rel}/")
-                self.created_dirs.remove(rel)
+                self._created_dirs.discard(rel)
+        self.created_dirs[:] = [d for d in self.created_dirs if d in self._created_dirs]
         return done
 
     def _revert_one(self, rel: str, entry: Entry, done: Reverted) -> None:
         if not entry.existed:
-            if self._remove(rel, folder=False):
-                done.removed.append(rel)
+            self._remove_created(rel, entry, done)
         elif entry.backup is not None:
             self._restore(rel, entry.backup, entry.mode)
             done.restored.append(rel)
+        elif is_bytecode(rel):  # a cache: without it Python compiles the source again
+            if entry.exists and self._remove(rel, folder=False):
+                done.removed.append(rel)
         elif rel.endswith("/"):
             done.not_reverted[rel] = ("a folder whose contents are not tracked (.git, "
                                       "node_modules, a virtualenv...) was moved, deleted or "
@@ -244,6 +330,20 @@ class Journal:
             verb = "changed" if entry.exists else "deleted"
             done.not_reverted[rel] = (f"{verb} by a command (run/run_python); no copy of the "
                                       "original was kept")
+
+    def _remove_created(self, rel: str, entry: Entry, done: Reverted) -> None:
+        """Remove a file the run created, if it is still the one the run left there."""
+        st = self._stat(self.root.path / PurePosixPath(rel))
+        if st is None:
+            return
+        if not entry.exists:
+            done.not_reverted[rel] = ("the run created and then deleted it; the file there "
+                                      "now was made by someone else since, so it is kept")
+        elif entry.seen is not None and identity(st) != entry.seen:
+            done.not_reverted[rel] = ("created by the run, but changed or replaced since "
+                                      "(another inode, size or time); kept")
+        elif self._remove(rel, folder=False):
+            done.removed.append(rel)
 
     def _restore(self, rel: str, backup: Path, mode: int) -> None:
         real = self.root.path / rel

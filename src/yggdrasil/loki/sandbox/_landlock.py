@@ -294,27 +294,39 @@ def drop_capabilities() -> None:
 
 
 def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
-                  argv: list[str], hidden: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The argv that runs ``argv`` under the fence (see the module docstring)."""
+                  argv: list[str], hidden: list[str] | tuple[str, ...] = (),
+                  namespaces: bool = False, mounts: Sequence[tuple[str, str]] = (),
+                  no_setid: bool = False) -> list[str]:
+    """The argv that runs ``argv`` under the fence (see the module docstring).
+
+    ``namespaces``: run it in namespaces of its own (``_namespace``), applying ``mounts``
+    (``(kind, path)`` pairs) there; ``no_setid``: the seccomp filter of ``_seccomp``.
+    """
     rules = ["--abi", str(abi), *([] if network else ["--no-network"])]
+    rules += [*(["--ns"] if namespaces else []), *(["--no-setid"] if no_setid else [])]
     for flag, paths in (("--write", writable), ("--hide", hidden)):
         for path in paths:
             rules += [flag, path]
+    for kind, path in mounts:
+        rules += ["--mount", f"{kind}:{path}"]
     return [python, "-I", "-S", os.path.abspath(__file__), *rules, "--", *argv]
 
 
-_USAGE = ("usage: _landlock.py --abi N [--no-network] [--write PATH]... [--hide PATH]... "
-          "-- argv...  |  --status")
+_USAGE = ("usage: _landlock.py --abi N [--no-network] [--ns] [--no-setid] [--write PATH]... "
+          "[--hide PATH]... [--mount KIND:PATH]... -- argv...  |  --status  |  --probe")
+_SWITCHES = ("--no-network", "--ns", "--no-setid")
 
 
-def _parse(args: list[str]) -> tuple[dict[str, list[str]], bool, list[str]]:
-    """(--abi/--write/--hide values, network, argv)."""
-    values: dict[str, list[str]] = {"--abi": [], "--write": [], "--hide": []}
-    network, i = True, 0
+def _parse(args: list[str]) -> tuple[dict[str, list[str]], set[str], list[str]]:
+    """(--abi/--write/--hide/--mount values, switches given, argv)."""
+    values: dict[str, list[str]] = {"--abi": [], "--write": [], "--hide": [], "--mount": []}
+    switches: set[str] = set()
+    i = 0
     while i < len(args) and args[i] != "--":
         flag = args[i]
-        if flag == "--no-network":
-            network, i = False, i + 1
+        if flag in _SWITCHES:
+            switches.add(flag)
+            i += 1
         elif flag in values and i + 1 < len(args):
             values[flag].append(args[i + 1])
             i += 2
@@ -323,43 +335,64 @@ def _parse(args: list[str]) -> tuple[dict[str, list[str]], bool, list[str]]:
     argv = args[i + 1 :]
     if len(values["--abi"]) != 1 or not values["--abi"][0].isdigit() or not argv:
         raise ValueError("need --abi N and a command after --")
-    return values, network, argv
+    return values, switches, argv
 
 
 def _launch(args: list[str]) -> int:
     try:
-        values, network, argv = _parse(args)
+        values, switches, argv = _parse(args)
+        plan = [_sibling("_namespace").parse_mount(m) for m in values["--mount"]]
     except ValueError as exc:
         print(f"loki sandbox: {exc}\n{_USAGE}", file=sys.stderr)
         return 2
-    abi = int(values["--abi"][0])
+    abi, network = int(values["--abi"][0]), "--no-network" not in switches
+    isolated, no_setid = "--ns" in switches, "--no-setid" in switches
+    if no_setid:
+        _sibling("_seccomp")  # loaded now: a mount may hide this folder (a checkout in /tmp)
 
     def start() -> int:
-        if abi:  # --abi 0: no fence, only the reaper
-            try:
+        try:  # --abi 0 without --ns: no fence, only the reaper
+            if abi:
                 restrict_self(values["--write"], network=network, abi=abi,
                               hidden=values["--hide"])
-                drop_capabilities()  # after the rules: opening their paths may need root's rights
-            except OSError as exc:
-                print(f"loki sandbox: refusing to run unfenced: {exc}", file=sys.stderr)
-                return 126
+            if no_setid:
+                _sibling("_seccomp").forbid_setid_bits()
+            if abi or isolated:  # after the rules: opening their paths may need root's rights
+                drop_capabilities()
+        except OSError as exc:
+            print(f"loki sandbox: refusing to run unfenced: {exc}", file=sys.stderr)
+            return 126
         try:
             os.execvp(argv[0], argv)
         except OSError as exc:
             print(f"loki sandbox: cannot start {argv[0]!r}: {exc.strerror}", file=sys.stderr)
         return 127
 
-    return _reaper().run_reaped(start)
+    reaper = _sibling("_reaper")
+    if not isolated:
+        return int(reaper.run_reaped(start))
+    try:
+        status = _sibling("_namespace").run_isolated(plan, network=network, start=start)
+    except OSError as exc:
+        print(f"loki sandbox: refusing to run: cannot isolate the command: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 126
+    return int(reaper.pass_on(status))
 
 
-def _reaper() -> ModuleType:
-    """_reaper.py, loaded by path: under ``-I`` this folder is not on sys.path."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_reaper.py")
-    spec = importlib.util.spec_from_file_location("_loki_reaper", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+_loaded: dict[str, ModuleType] = {}
+
+
+def _sibling(name: str) -> ModuleType:
+    """A module of this folder, loaded by path: under ``-I`` this folder is not on sys.path."""
+    if name not in _loaded:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+        spec = importlib.util.spec_from_file_location(f"_loki_{name}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _loaded[name] = module
+    return _loaded[name]
 
 
 def main(args: list[str]) -> int:

@@ -44,7 +44,7 @@ def run_reaped(start: Callable[[], int]) -> int:
             os._exit(code)
     status = _wait_for(child, starter)
     kill_children()
-    return _pass_on(status)
+    return pass_on(status)
 
 
 def _wait_for(child: int, starter: int) -> int | None:
@@ -100,7 +100,7 @@ def kill_children() -> None:
             signal.sigtimedwait({signal.SIGCHLD}, 0.01)
 
 
-def _pass_on(status: int | None) -> int:
+def pass_on(status: int | None) -> int:
     if status is None:
         return 128 + signal.SIGTERM
     code = os.waitstatus_to_exitcode(status)

@@ -1,15 +1,20 @@
 """What a command changed in the root: a stat-only snapshot before and after, compared.
 
-No file is opened: a file counts as modified when its (size, mtime_ns, inode, mode)
-differs, so an atomic rename-over, a chmod and an in-place write all show. Like git's
-racy-clean window, a rewrite to the same size within one filesystem timestamp tick of the
-previous write can go unseen.
+No file is opened: a file counts as modified when its (size, mtime_ns, inode, mode,
+ctime_ns) differs, so an atomic rename-over, a chmod and an in-place write all show, and
+so does a same-size rewrite whose mtime was put back (``touch -r``, ``cp -p``): only the
+kernel sets ctime.
 
 Folders that are tool state rather than project files are not walked: VCS metadata,
 dependency trees, virtualenvs (any folder holding a ``pyvenv.cfg``) and caches. The
 search tools skip these too (and more: every hidden entry); this list is kept here on
 purpose, since a change to ``.env`` or ``.gitignore`` must be reported even though search
-hides it.
+hides it. Inside them, the few files that run code later are still looked at on every
+snapshot (:func:`sentinels`): a repository's ``config``, ``config.worktree``,
+``commondir`` and ``hooks/*`` (``.git``), ``hgrc`` (``.hg``), and a virtualenv's
+``site-packages/*.pth``, ``sitecustomize.py`` and ``usercustomize.py``. ``__pycache__``
+is walked like any folder: bytecode there runs on the next import, and commands write
+theirs elsewhere (``PYTHONPYCACHEPREFIX``), so what appears there is reported.
 
 Those folders are still watched from outside: a skipped folder that vanished, moved away
 or was replaced by another one (a new inode) counts as a deletion nobody can undo
@@ -18,6 +23,7 @@ or was replaced by another one (a new inode) counts as a deletion nobody can und
 
 from __future__ import annotations
 
+import glob
 import os
 import stat
 from collections.abc import Callable, Iterable
@@ -27,13 +33,18 @@ from pathlib import Path
 from ..files import Diff
 
 SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".jj", "node_modules", ".venv", "venv", "__pycache__",
+    ".git", ".hg", ".svn", ".jj", "node_modules", ".venv", "venv",
     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".ipynb_checkpoints",
     ".cache", ".gradle", ".next", ".parcel-cache", ".turbo",
 })
 MAX_FILES = 250_000  # a bigger tree is not tracked (its walk would cost seconds per command)
 
-Signature = tuple[int, int, int, int]  # size, mtime_ns, inode, mode
+Signature = tuple[int, int, int, int, int]  # size, mtime_ns, inode, mode, ctime_ns
+# Files that run code when something later starts (an interpreter, git): their originals
+# are kept before each command so that revert() can put them back.
+STARTUP_NAMES = frozenset({"sitecustomize.py", "usercustomize.py", ".git"})
+_GIT_FILES = ("config", "config.worktree", "commondir")
+_SITE_CODE = ("*.pth", "sitecustomize.py", "usercustomize.py")
 
 
 @dataclass
@@ -42,6 +53,7 @@ class Snapshot:
     dirs: set[str] = field(default_factory=set)
     skipped: dict[str, int] = field(default_factory=dict)  # skipped folder -> its inode
     linked: set[str] = field(default_factory=set)  # files with more than one hard link
+    sentinel: set[str] = field(default_factory=set)  # files found by sentinels()
     complete: bool = True  # False when the walk stopped at MAX_FILES
 
 
@@ -91,7 +103,61 @@ def snapshot(root: Path, *, skip: Iterable[Path] = (), limit: int = MAX_FILES,
         if len(snap.files) > limit:
             snap.complete = False
             break
+    if not below:  # a partial walk (TreeWatch's rewalk) leaves them to the caller
+        found = sentinels(os.fspath(root), snap.skipped)
+        snap.files.update(found)
+        snap.sentinel = set(found)
     return snap
+
+
+def runs_code(rel: str) -> bool:
+    """A tracked file that runs code later: ``*.pth``, ``sitecustomize.py``, a ``.git`` file."""
+    name = rel.rsplit("/", 1)[-1]
+    return name in STARTUP_NAMES or name.endswith(".pth")
+
+
+def sentinels(root: str, skipped: Iterable[str]) -> dict[str, Signature]:
+    """The files that run code later inside the skipped folders, with their signatures."""
+    found: dict[str, Signature] = {}
+    for rel in skipped:
+        folder = os.path.join(root, rel)
+        for path in _sentinel_paths(folder, rel.rsplit("/", 1)[-1]):
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                found[rel + path[len(folder):]] = signature(st)
+    return found
+
+
+def _sentinel_paths(folder: str, name: str) -> list[str]:
+    if name == ".git":
+        hooks = os.path.join(folder, "hooks")
+        try:
+            hooked = [os.path.join(hooks, n) for n in os.listdir(hooks)]
+        except OSError:
+            hooked = []
+        return [*(os.path.join(folder, n) for n in _GIT_FILES), *hooked]
+    if name == ".hg":
+        return [os.path.join(folder, "hgrc")]
+    if not os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        return []
+    escaped = glob.escape(folder)
+    return [p for pattern in _SITE_CODE
+            for p in glob.glob(f"{escaped}/lib*/python*/site-packages/{pattern}")]
+
+
+def is_cache(rel: str) -> bool:
+    """Bytecode in a ``__pycache__`` folder: deleting it loses nothing."""
+    return "__pycache__" in rel.split("/")[:-1]
+
+
+def without_cache_deletions(found: Diff) -> Diff:
+    """Deleting bytecode is not a change worth reporting (nor one that loses data)."""
+    if any(map(is_cache, found.deleted)):
+        found.deleted = [p for p in found.deleted if not is_cache(p)]
+    return found
 
 
 def _note_skipped(snap: Snapshot, rel: str, path: str) -> None:
@@ -129,8 +195,13 @@ def linked_inodes(folders: Iterable[str]) -> set[int]:
     return found
 
 
+def identity_of(sig: Signature) -> tuple[int, int, int, int]:
+    """The journal's (inode, size, mtime_ns, ctime_ns) of a file with this signature."""
+    return (sig[2], sig[0], sig[1], sig[4])
+
+
 def signature(st: os.stat_result) -> Signature:
-    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode, st.st_ctime_ns)
 
 
 def diff(before: Snapshot, after: Snapshot) -> Diff:
@@ -145,6 +216,9 @@ def diff(before: Snapshot, after: Snapshot) -> Diff:
             found.created.append(path)
         elif was != sig:
             found.modified.append(path)
+        else:
+            continue
+        found.seen[path] = identity_of(sig)
     if len(old) + len(found.created) != len(new):
         found.deleted = [p for p in old if p not in new]
     for paths in (found.created, found.modified, found.deleted):

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import tempfile
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,14 +24,28 @@ from annotated_types import Interval
 
 from ..errors import PathError, ToolError
 from ..files import Diff, Journal, Root, clip_list
-from ..sandbox import landlock_status, launcher_argv, run_process, scrubbed
+from ..sandbox import (
+    isolation_status,
+    landlock_status,
+    launcher_argv,
+    run_process,
+    scrubbed,
+)
+from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
 from ._watch import ChangeTracker
 
 SandboxMode = Literal["auto", "require", "off"]
 SANDBOX_MODES = ("auto", "require", "off")
 # Credential stores a fenced command cannot read (unless ``hidden`` says otherwise).
 DEFAULT_HIDDEN = ("~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube",
-                  "~/.docker", "~/.config/gh", "~/.netrc", "~/.git-credentials", "~/.pypirc")
+                  "~/.docker", "~/.config/gh", "~/.netrc", "~/.git-credentials", "~/.pypirc",
+                  "~/.bash_history", "~/.zsh_history", "~/.python_history", "~/.bashrc",
+                  "~/.npmrc", "~/.yarnrc", "~/.pgpass", "~/.my.cnf", "~/.config/git/credentials",
+                  "~/.cache/huggingface/token", "~/.huggingface/token", "~/.cargo/credentials",
+                  "~/.cargo/credentials.toml", "~/.config/containers/auth.json",
+                  "~/.vault-token", "~/.terraform.d/credentials.tfrc.json",
+                  "~/.config/rclone/rclone.conf", "~/.local/share/keyrings",
+                  "~/.password-store")
 MAX_CHANGE_LINES = 200
 SANDBOX_VAR = "LOKI_SANDBOX"  # tells the command (and a user checking) what fences it
 _DENIED = "ermission denied"  # EACCES as shells, Python and libc word it
@@ -40,6 +55,7 @@ _FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR{ne
 _NO_NETWORK = ", and may not open TCP connections"
 # Seconds a command may run; the toolbox checks the limit before the call (bind_args).
 Timeout = Annotated[float, Interval(gt=0, le=3600)]
+PYCACHE_VAR = "PYTHONPYCACHEPREFIX"  # bytecode of commands goes to a cache outside the root
 
 
 def writable_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -65,12 +81,14 @@ class Shell:
     env: Mapping[str, str] | None = None  # passed through as given, even secret-looking names
     hidden: Sequence[str | os.PathLike[str]] = DEFAULT_HIDDEN  # unreadable when fenced
     shell: str = field(default_factory=lambda: shutil.which("bash") or "/bin/sh")
+    git_writable: bool = False  # commands may change .git/config and .git/hooks
     tracker: ChangeTracker = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.tracker = ChangeTracker(self.root.path)
         if self.sandbox not in SANDBOX_MODES:
             raise ValueError(f"sandbox must be one of {SANDBOX_MODES}, not {self.sandbox!r}")
+        self._pycache: Path | None = None
 
     # -- the tools -----------------------------------------------------------------------
 
@@ -93,50 +111,84 @@ class Shell:
 
     # -- the fence and the environment ---------------------------------------------------
 
-    def fence(self) -> tuple[int, str]:
-        """(Landlock ABI to apply, 0 for none; why commands are refused, or '')."""
-        found = landlock_status()
+    def fence(self) -> Fence:
+        """The layers commands get on this machine, or why they are refused."""
         if self.sandbox == "off":
-            return 0, ""
+            return Fence()
+        found, iso = landlock_status(), isolation_status()
         if self.sandbox == "require":
+            missing = []
             if not found.available:
-                return 0, (f'sandbox="require" but {found}; commands are refused '
-                           "(the file tools still work)")
-            if not self.network and not found.network_control:
-                return 0, (f'sandbox="require" with network=False but Landlock ABI {found.abi} '
-                           "cannot block the network (needs ABI 4, Linux 6.7+)")
-        return found.abi, ""
+                missing.append(str(found))
+            elif not self.network and not found.network_control and not iso.namespaces:
+                missing.append(f"Landlock ABI {found.abi} cannot block the network (needs "
+                               "ABI 4, Linux 6.7+) and there are no network namespaces")
+            if not iso.namespaces:
+                missing.append(f"namespaces unavailable: {iso.namespace_reason}")
+            if not iso.setid_filter:
+                missing.append(f"setuid/setgid filter unavailable: {iso.setid_reason}")
+            if missing:
+                return Fence(refusal=f'sandbox="require" but {"; ".join(missing)}; commands '
+                             "are refused (the file tools still work)")
+        return Fence(found.abi, iso.namespaces, iso.setid_filter)
 
     def status(self) -> str:
         """One line for the toolbox status: whether and how commands are fenced."""
-        abi, refusal = self.fence()
-        if refusal:
-            return f"Commands (run, run_python) are refused: {refusal}."
+        fence = self.fence()
+        if fence.refusal:
+            return f"Commands (run, run_python) are refused: {fence.refusal}."
         _, withheld = scrubbed(os.environ, self.env)
         env = (f"{len(withheld)} secret-looking environment "
                f"variable{'' if len(withheld) == 1 else 's'} withheld")
-        if not abi:
-            why = ('sandbox="off"' if self.sandbox == "off"
-                   else str(landlock_status()))
-            net = "network allowed" if self.network else "network NOT blocked (no sandbox)"
+        return f"{self._landlock_status(fence)}; {self._isolation_status(fence)}; {env}."
+
+    def _landlock_status(self, fence: Fence) -> str:
+        if not fence.abi:
+            why = 'sandbox="off"' if self.sandbox == "off" else str(landlock_status())
+            proc = ("" if fence.namespaces else " and can read the agent's environment "
+                    "through /proc (so withheld secrets too)")
             return (f"Commands (run, run_python) are NOT sandboxed ({why}): they can write "
-                    f"anywhere this user can and can read the agent's environment through "
-                    f"/proc (so withheld secrets too); {net}; {env}.")
+                    f"anywhere this user can{proc}")
         where = "the root and a per-call scratch TMPDIR"
         if self.writable:
             where += " and " + ", ".join(map(str, self.writable))
-        where += " (and /dev/shm, which is not tracked)"
+        where += (" (and a private /dev/shm, which is not tracked)" if fence.namespaces
+                  else " (and /dev/shm, which is not tracked)")
         hidden, exposed = self._hidden_and_exposed()
         if hidden:
             where += "; they cannot read " + ", ".join(_home_relative(p) for p in hidden)
         for path, inside in exposed:  # a write rule there grants read; Landlock only adds
             where += f"; {_home_relative(path)} is inside {inside}: NOT hidden"
+        return (f"Commands (run, run_python) are sandboxed by Landlock (ABI {fence.abi}): they "
+                f"can write only inside {where}")
+
+    def _isolation_status(self, fence: Fence) -> str:
         if self.network:
             net = "network allowed"
+        elif fence.namespaces:
+            net = ("no network (a network namespace of their own, loopback only"
+                   + ("; TCP connect/bind blocked too)" if fence.abi >= 4 else ")"))
         else:
-            net = "TCP connect/bind blocked" if abi >= 4 else "network NOT blocked (needs ABI 4)"
-        return (f"Commands (run, run_python) are sandboxed by Landlock (ABI {abi}): they can "
-                f"write only inside {where}; {net}; {env}.")
+            net = ("TCP connect/bind blocked (UDP and other protocols are NOT blocked: "
+                   "no network namespace)" if fence.abi >= 4
+                   else "network NOT blocked (needs Landlock ABI 4 or network namespaces)")
+        if self.sandbox == "off":
+            return net
+        if fence.namespaces:
+            tmp = ", ".join(private_tmpfs())
+            git = ("" if self.git_writable else
+                   "; .git/config and .git/hooks are read-only (git_writable=False)")
+            iso = (f"each runs in namespaces of its own: nothing it starts outlives it, its "
+                   f"{tmp} are private and empty (the user's agent, tmux and D-Bus sockets "
+                   f"are out of reach){git}")
+        else:
+            iso = (f"NOT isolated ({isolation_status().namespace_reason}): /tmp, /dev/shm and "
+                   "/run/user are shared with the user's programs (their sockets are "
+                   "reachable), a process that escapes the reaper can outlive the command, "
+                   ".git is writable")
+        setid = ("setuid/setgid bits cannot be set" if fence.no_setid else
+                 f"setuid/setgid bits are NOT blocked ({isolation_status().setid_reason})")
+        return f"{net}; {iso}; {setid}"
 
     def hidden_paths(self) -> list[str]:
         """The hidden paths that exist now, resolved (relative ones from the root)."""
@@ -165,9 +217,18 @@ class Shell:
     def _env(self, scratch: Path) -> dict[str, str]:
         env, _ = scrubbed(os.environ, self.env)
         env.update(TMPDIR=str(scratch), TMP=str(scratch), TEMP=str(scratch))
-        abi, _ = self.fence()
-        env[SANDBOX_VAR] = f"landlock-abi-{abi}" if abi else "none"
+        env[SANDBOX_VAR] = self.fence().label()
+        if self.sandbox != "off":  # bytecode for the root's modules never lands in the root
+            env[PYCACHE_VAR] = str(self.pycache)
         return env
+
+    @property
+    def pycache(self) -> Path:
+        """Where commands' Python keeps bytecode: private to this shell, outside the root."""
+        if self._pycache is None:
+            self._pycache = Path(tempfile.mkdtemp(prefix="loki-pycache-"))
+            weakref.finalize(self, shutil.rmtree, self._pycache, ignore_errors=True)
+        return self._pycache
 
     @contextmanager
     def _scratch(self) -> Iterator[Path]:
@@ -179,21 +240,36 @@ class Shell:
 
     # -- one command -------------------------------------------------------------------
 
+    def _launcher(self, argv: list[str], env: dict[str, str], scratch: Path,
+                  fence: Fence) -> list[str]:
+        """``argv`` wrapped in the launcher with this command's fence and mount plan."""
+        writable = [str(self.root.path), str(scratch), *map(str, self.writable)]
+        if self.sandbox != "off":
+            writable.append(str(self.pycache))
+        mounts: list[tuple[str, str]] = []
+        if fence.namespaces:
+            git = [] if self.git_writable else self.tracker.git_dirs()
+            mounts = mount_plan(writable, needed_paths(env, self.shell), git)
+        python = sys.executable or shutil.which("python3") or "python3"
+        return launcher_argv(python, writable if fence.abi else [], network=self.network,
+                             abi=fence.abi, argv=argv,
+                             hidden=self.hidden_paths() if fence.abi else [],
+                             namespaces=fence.namespaces, mounts=mounts,
+                             no_setid=fence.no_setid)
+
     def _execute(self, argv: list[str], env: dict[str, str], scratch: Path,
                  timeout: float) -> str:
-        abi, refusal = self.fence()
-        if refusal:
-            raise ToolError(refusal)
+        fence = self.fence()
+        if fence.refusal:
+            raise ToolError(fence.refusal)
         _check_program(argv[0], env)
-        reaped = bool(abi) or sys.platform == "linux"  # the reaper needs a Linux subreaper
-        if reaped:
-            allowed = [str(self.root.path), str(scratch), *map(str, self.writable)] if abi else []
-            hidden = self.hidden_paths() if abi else []
-            python = sys.executable or shutil.which("python3") or "python3"
-            argv = launcher_argv(python, allowed, network=self.network, abi=abi,
-                                          argv=argv, hidden=hidden)
         skip = [scratch, *(self.journal.private_dirs() if self.journal else [])]
         self.tracker.begin(skip)
+        if self.journal is not None:
+            self.journal.keep_originals(self.tracker.code_files())
+        reaped = fence.any or sys.platform == "linux"  # the reaper needs a Linux subreaper
+        if reaped:
+            argv = self._launcher(argv, env, scratch, fence)
         try:
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
                                reaped=reaped)
@@ -202,7 +278,7 @@ class Shell:
             if self.journal is not None:
                 self.journal.after_command(changes)
         text = done.observation()
-        denied = abi and done.exit_code != 0 and _DENIED in done.stderr.text()
+        denied = fence.abi and done.exit_code != 0 and _DENIED in done.stderr.text()
         note = _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK) if denied else ""
         for extra in (_changed_section(changes), note):
             if extra:

@@ -29,11 +29,15 @@ from ._changes import (
     Signature,
     Snapshot,
     diff,
+    identity_of,
     linked_inodes,
     lost,
+    runs_code,
+    sentinels,
     signature,
     skipped_inode,
     snapshot,
+    without_cache_deletions,
 )
 
 _MODIFY, _ATTRIB, _CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -100,6 +104,8 @@ class TreeWatch:
         self.skipped: dict[str, int] = {}  # folders not walked (.git, venvs) -> inode
         self.linked: set[str] = set()  # files with other hard links: re-stat after each command
         self._new_links: set[str] = set()
+        self.sentinel: set[str] = set()  # files inside skipped folders that run code later
+        self.code: set[str] = set()  # every tracked file that runs code later
         self.wd_of: dict[str, int] = {}
         self.dir_of: dict[int, str] = {}
         self.complete = False
@@ -113,7 +119,8 @@ class TreeWatch:
         list(self.notify.events())  # drop what was queued for the old view
         snap = snapshot(Path(self.root), skip=skip, on_dir=self._watch)
         self.files, self.dirs, self.complete = snap.files, snap.dirs | {""}, snap.complete
-        self.skipped, self.linked = snap.skipped, snap.linked
+        self.skipped, self.linked, self.sentinel = snap.skipped, snap.linked, snap.sentinel
+        self.code = {r for r in self.files if runs_code(r)} | self.sentinel
         self._unwatch_untracked()
 
     def update(self, skip: Iterable[Path]) -> Diff:
@@ -161,10 +168,15 @@ class TreeWatch:
                 fresh.update(self._rewalk(d, skip))
         found = Diff(lost_dirs=gone)
         self._new_links.clear()
-        self._fold(candidates | fresh.keys(), fresh, skip, found)
+        self._fold((candidates | fresh.keys()) - self.sentinel, fresh, skip, found)
+        # Files that run code inside skipped folders get no events: look at them each time.
+        now = sentinels(self.root, self.skipped)
+        self._fold(self.sentinel | now.keys(), now, skip, found, sentinel=True)
+        self.sentinel = set(now)
         # A file that just got a second name: its other names changed too (link count).
         inodes = {self.files[r][2] for r in self._new_links if r in self.files}
-        twins = {r for r, sig in self.files.items() if sig[2] in inodes} - candidates - fresh.keys()
+        twins = ({r for r, sig in self.files.items() if sig[2] in inodes} - candidates
+                 - fresh.keys() - self.sentinel)
         self._fold(twins, {}, skip, found)
         for paths in (found.created, found.modified, found.deleted):
             paths.sort()
@@ -172,7 +184,7 @@ class TreeWatch:
         return found
 
     def _fold(self, rels: set[str], fresh: dict[str, Signature], skip: set[str],
-              found: Diff) -> None:
+              found: Diff, *, sentinel: bool = False) -> None:
         for rel in sorted(rels):
             new = fresh[rel] if rel in fresh else self._stat(rel, skip)
             was = self.files.get(rel)
@@ -182,11 +194,16 @@ class TreeWatch:
                 found.deleted.append(rel)
             elif was != new:
                 found.modified.append(rel)
+            if new is not None and was != new:
+                found.seen[rel] = identity_of(new)
             if new is None:
                 self.files.pop(rel, None)
                 self.linked.discard(rel)
+                self.code.discard(rel)
             else:
                 self.files[rel] = new
+                if sentinel or runs_code(rel):
+                    self.code.add(rel)
 
     def _linked_from(self, folders: set[str]) -> set[str]:
         """Tracked files sharing an inode with a multiply-linked file in ``folders``."""
@@ -284,7 +301,7 @@ class ChangeTracker:
             try:
                 watch = self._refresh(skip)
                 self.before = Snapshot(dict(watch.files), set(watch.dirs),  # for a fallback
-                                       dict(watch.skipped))
+                                       dict(watch.skipped), sentinel=set(watch.sentinel))
                 return
             except OSError:  # no inotify, a watch/instance limit, or too big: scan instead
                 self._give_up_watching()
@@ -297,10 +314,32 @@ class ChangeTracker:
             return Diff(tracked=False)
         if self.watch is not None:
             try:
-                return self.watch.update(skip)
+                return without_cache_deletions(self.watch.update(skip))
             except (_Stale, OSError):
                 self.watch.complete = False  # the next begin() rebuilds the view
-        return diff(before, snapshot(self.root, skip=skip))
+        return without_cache_deletions(diff(before, snapshot(self.root, skip=skip)))
+
+    def _view(self) -> tuple[dict[str, Signature], dict[str, int], set[str]]:
+        """(files, skipped folders, sentinel files) as of the last begin()."""
+        if self.watch is not None and self.watch.complete:
+            return self.watch.files, self.watch.skipped, self.watch.sentinel
+        if self.before is not None:
+            return self.before.files, self.before.skipped, self.before.sentinel
+        return {}, {}, set()
+
+    def git_dirs(self) -> list[str]:
+        """The root's ``.git`` folders and files (any depth), as absolute paths."""
+        files, skipped, _ = self._view()
+        rels = [r for r in skipped if r.rsplit("/", 1)[-1] == ".git"]
+        rels += [r for r in files if r == ".git"]  # a worktree's `gitdir:` pointer
+        return [os.path.join(self.root, r) for r in rels]
+
+    def code_files(self) -> list[str]:
+        """Tracked files that run code later (see ``runs_code`` and ``sentinels``)."""
+        if self.watch is not None and self.watch.complete:
+            return sorted(self.watch.code)
+        files, _, sentinel = self._view()
+        return sorted(sentinel | {r for r in files if runs_code(r)})
 
     def _refresh(self, skip: list[Path]) -> TreeWatch:
         """The watched view, brought up to date (rebuilt when it cannot be trusted)."""

@@ -21,6 +21,27 @@ __all__ = ["Toolbox"]
 log = logging.getLogger("yggdrasil.loki.tools")
 
 
+class _ChangedList(list[str]):
+    """``Toolbox.changed``: a plain list to everyone, which notes when it is edited from
+    outside ``record`` (then ``record`` re-indexes it once instead of trusting its index)."""
+
+    edited = True
+
+
+def _marking(name: str) -> Callable[..., Any]:
+    """list.<name>, marking the list as edited first."""
+    def method(self: _ChangedList, *args: Any, **kwargs: Any) -> Any:
+        self.edited = True
+        return getattr(list, name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend",
+              "insert", "pop", "remove", "clear", "sort", "reverse"):
+    setattr(_ChangedList, _name, _marking(_name))
+
+
 @dataclass
 class Toolbox:
     """A named set of tools plus the run state the loop reports on.
@@ -37,12 +58,13 @@ class Toolbox:
     """
 
     tools: dict[str, Tool] = field(default_factory=dict)
-    changed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=_ChangedList)
     status: str = field(default="", compare=False)
     journal: Journal | None = field(default=None, repr=False, compare=False)
     _calls: RunningCalls = field(default_factory=RunningCalls, init=False, repr=False,
                                  compare=False)
-    _touched: list[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _touched: dict[str, None] | None = field(default=None, init=False, repr=False, compare=False)
+    _index: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def add(self, tool: Tool) -> Tool:
         """Register a tool; a second tool with the same name is a definition error."""
@@ -75,11 +97,22 @@ class Toolbox:
         return len(self.tools)
 
     def record(self, path: str) -> None:
-        """Note a root-relative path as changed (first touch only)."""
-        if self._touched is not None and path not in self._touched:
-            self._touched.append(path)  # the running mutating call's own list
-        if path not in self.changed:
-            self.changed.append(path)
+        """Note a root-relative path as changed (first touch only).
+
+        Checked against an index (a command may create 100,000 files), not by searching
+        the list; ``changed`` stays the documented list: after an edit from outside (or a
+        list assigned to it, which is taken over) the index is rebuilt once."""
+        changed = self.changed
+        if not isinstance(changed, _ChangedList):
+            changed = self.changed = _ChangedList(changed)
+        if changed.edited:
+            self._index = {p: i for i, p in reversed(list(enumerate(changed)))}
+            changed.edited = False
+        if path not in self._index:
+            self._index[path] = len(changed)
+            list.append(changed, path)
+        if self._touched is not None:
+            self._touched.setdefault(path)  # the running mutating call's own paths, in order
 
     @property
     def changes(self) -> dict[str, str]:
@@ -163,11 +196,11 @@ class Toolbox:
                 if not turn or event.is_set():
                     return Observation.of(f"ERROR: {name} was cancelled before it started")
                 outer = self._touched  # not None: a tool of the user's calling a mutating tool
-                touched = self._touched = [] if outer is None else outer
+                touched = self._touched = {} if outer is None else outer
                 start = len(touched)
                 try:
                     text = self._invoke(tool, args, event)
-                    return Observation.of(text, tuple(touched[start:]))
+                    return Observation.of(text, tuple(list(touched)[start:]))
                 finally:
                     self._touched = outer
 

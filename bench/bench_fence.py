@@ -1,0 +1,120 @@
+"""What the per-command namespaces and the setid filter cost, side by side with today's fence.
+
+Times, as medians over many rounds on a small root (so that change tracking costs
+nothing), ``true`` run:
+
+- directly (``bash -c true``), and through the launcher with Landlock only (the fence
+  before namespaces), + the seccomp setid filter, + namespaces with the toolbox's mount
+  plan, + a network namespace (``network=False``);
+- through the toolbox, ``run("true")``, with namespaces turned off and on.
+
+Ratios are against the launcher with Landlock only: the cost added per command.
+
+Usage: PYTHONPATH=src python bench/bench_fence.py [--rounds 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from yggdrasil.loki.sandbox import _isolation, isolation_status, landlock_status, launcher_argv
+from yggdrasil.loki.tools import filesystem_toolbox
+
+
+def launched(root: Path, **layers: object) -> Callable[[], object]:
+    abi = landlock_status().abi
+    mounts = [("tmpfs", "/tmp"), ("tmpfs", "/dev/shm"), ("bind", str(root))] if layers.get(
+        "namespaces") else []
+    argv = launcher_argv(sys.executable, [str(root)], network=bool(layers.get("network", True)),
+                         abi=abi, argv=["true"], namespaces=bool(layers.get("namespaces")),
+                         mounts=mounts, no_setid=bool(layers.get("no_setid")))
+    return partial(subprocess.run, argv, cwd=root, check=True, capture_output=True)
+
+
+def interleaved_ms(cases: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Median per case, the cases taking turns each round (load hits them all alike)."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for fn in cases.values():
+        fn()  # warm caches
+    for _ in range(rounds):
+        for name, fn in cases.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - start) * 1000)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def _box_run(root: Path, status: _isolation.IsolationStatus) -> Callable[[], object]:
+    """run('true') through a toolbox built (and run) under the given isolation status."""
+    real = _isolation._cached
+    _isolation._cached = status
+    box = filesystem_toolbox(root)
+    _isolation._cached = real
+
+    def call() -> object:
+        _isolation._cached = status
+        try:
+            return box.call("run", {"command": "true"})
+        finally:
+            _isolation._cached = real
+    return call
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--many", type=int, default=0,
+                        help="also time a command creating this many files, vs bash directly")
+    args = parser.parse_args()
+    iso = isolation_status()
+    print(f"{landlock_status()}; {iso}")
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as small:
+        root = Path(small)
+        off = _isolation.IsolationStatus(False, "bench", iso.setid_filter, iso.setid_reason)
+        cases: dict[str, Callable[[], object]] = {
+            "bash -c true (no launcher)": partial(subprocess.run, ["bash", "-c", "true"],
+                                                  check=True),
+            "launcher: Landlock only (before)": launched(root),
+            "launcher: + setid filter": launched(root, no_setid=True),
+            "launcher: + namespaces, mounts": launched(root, no_setid=True, namespaces=True),
+            "launcher: + network namespace": launched(root, no_setid=True, namespaces=True,
+                                                      network=False),
+            "run('true'), namespaces off": _box_run(root, off),
+            "run('true'), all layers": _box_run(root, iso),
+        }
+        found = interleaved_ms(cases, args.rounds)
+    base = found["launcher: Landlock only (before)"]
+    for name, ms in found.items():
+        print(f"{name:<36} {ms:8.1f} ms   vs Landlock only {ms / base:5.2f}x   "
+              f"(+{ms - base:6.1f} ms)")
+    if args.many:
+        many(args.many)
+
+
+def many(count: int) -> None:
+    """A command that creates ``count`` files: through the toolbox (tracked, recorded) and
+    straight through bash, each in a fresh folder."""
+    command = f"mkdir d && cd d && seq {count} | xargs touch"
+    for name in ("bash directly", "toolbox run (tracked)", "bash directly", "toolbox run (tracked)"):
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as folder:
+            box = filesystem_toolbox(folder)
+            box.call("run", {"command": "true"})  # the watched view, built before timing
+            start = time.perf_counter()
+            if name.startswith("bash"):
+                subprocess.run(["bash", "-c", command], cwd=folder, check=True)
+            else:
+                box.call("run", {"command": command, "timeout": 3600})
+                assert len(box.changed) == count
+            print(f"{count} files, {name:<24} {time.perf_counter() - start:8.2f} s")
+
+
+if __name__ == "__main__":
+    main()

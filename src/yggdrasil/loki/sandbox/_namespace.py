@@ -1,0 +1,257 @@
+"""A command's own namespaces: PID, mount, network; set up by the launcher, stdlib only.
+
+The launcher (``_landlock.py``, run as a script) calls :func:`run_isolated`. It enters a
+new user namespace (mapping only its own uid and gid, so it works for an ordinary user
+and for root alike), with a new mount namespace, a new PID namespace and, for
+``network=False``, a new network namespace holding only a loopback device. In the mount
+namespace it applies the mount plan the agent passed (``--mount KIND:PATH``, in order):
+
+- ``tmpfs:PATH``  an empty private tmpfs over PATH (nosuid, nodev), gone with the command:
+  how /tmp, /dev/shm and /run/user/<uid> hide the user's sockets (ssh-agent, tmux,
+  gpg-agent, D-Bus) and shared memory;
+- ``bind:PATH``   PATH as it was before any mount of the plan, bound back at PATH
+  (nosuid, nodev): the root, the scratch folder and writable folders stay reachable
+  under a tmpfs, and cannot be renamed away (a mount point cannot move);
+- ``bind-ro:PATH`` the same, read-only: ``.git/config`` and ``.git/hooks``, the
+  interpreter when it lives under /tmp;
+- ``mask:PATH``   PATH replaced by an empty read-only file or folder (a daemon's socket).
+
+Sources are opened before the first mount, so a later mount never hides one. Then it
+forks the namespace's PID 1 (:func:`_init`), which mounts a /proc of its own, starts the
+command and reaps orphans; when the command exits, PID 1 exits and the kernel kills every
+process left in the namespace: nothing a command starts can outlive it, however it
+forks, and nothing inside can leave the namespace. The launcher waits outside, and on
+SIGTERM from the agent (a timeout) kills PID 1, which takes the whole namespace with it.
+
+Mounts happen before the command fences itself: Landlock forbids mounting afterwards,
+and the command gives up every capability (in this user namespace too) before it execs,
+so it cannot unmount or remount what hides the host (the kernel also locks these mounts
+against a nested namespace).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import stat
+import struct
+from collections.abc import Callable, Sequence
+
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+# statvfs f_flag bits -> the mount flags a remount must keep (the kernel locks them on
+# mounts inherited from a more privileged namespace; dropping one is EPERM).
+_LOCKED = ((1, MS_RDONLY), (2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC),
+           (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME))
+MOUNT_KINDS = ("tmpfs", "bind", "bind-ro", "mask")
+_PR_SET_PDEATHSIG = 1
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+_WAITED = {signal.SIGCHLD, signal.SIGTERM}
+
+
+class SetupError(OSError):
+    """The namespaces could not be made as asked; the command must not run."""
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise SetupError(err, f"{what}: {os.strerror(err)}")
+
+
+def parse_mount(spec: str) -> tuple[str, str]:
+    """``KIND:PATH`` -> (kind, absolute path); ValueError names the allowed kinds."""
+    kind, _, path = spec.partition(":")
+    if kind not in MOUNT_KINDS or not path.startswith("/"):
+        raise ValueError(f"bad --mount {spec!r}: want KIND:/absolute/path, KIND one of "
+                         f"{', '.join(MOUNT_KINDS)}")
+    return kind, os.path.normpath(path)
+
+
+# -- the namespaces ---------------------------------------------------------------------
+
+
+def enter(*, network: bool) -> None:
+    """Unshare user, mount, PID (for our next child) and maybe network namespaces, map
+    our own ids, and make every mount private so nothing we mount reaches the host."""
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | (0 if network else CLONE_NEWNET)
+    libc = _libc()
+    _check(libc.unshare(flags), "unshare")
+    # Only our own ids: allowed to an ordinary user, and all a command needs (a root
+    # agent's command stays uid 0 and owns what root owns).
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        try:
+            with open(f"/proc/self/{name}", "w") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise SetupError(exc.errno or 1, f"writing /proc/self/{name}: {exc.strerror}") from exc
+    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
+    if not network:
+        _loopback_up()
+
+
+def _loopback_up() -> None:
+    """A new network namespace has only ``lo``, and it is down: bring it up (loopback only)."""
+    import _socket  # the C module: `socket` would pull in enum and selectors
+    import fcntl
+
+    with contextlib.closing(_socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)) as sock:
+        req = struct.pack("16sH22x", b"lo", 0)
+        flags = struct.unpack_from("H", fcntl.ioctl(sock.fileno(), _SIOCGIFFLAGS, req), 16)[0]
+        fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | _IFF_UP))
+
+
+# -- the mount plan ---------------------------------------------------------------------
+
+
+def apply_mounts(plan: Sequence[tuple[str, str]]) -> None:
+    """Apply ``(kind, path)`` mounts in order (see the module docstring)."""
+    sources = {}
+    for kind, path in plan:  # open every source before anything hides it
+        if kind.startswith("bind") and path not in sources:
+            with contextlib.suppress(FileNotFoundError):
+                sources[path] = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        for kind, path in plan:
+            if kind == "tmpfs":
+                _tmpfs(path)
+            elif kind == "mask":
+                _mask(path)
+            elif path in sources:
+                _bind(sources[path], path, read_only=kind == "bind-ro")
+    finally:
+        for fd in sources.values():
+            os.close(fd)
+
+
+def _mount(source: bytes | None, target: str, fstype: bytes | None, flags: int,
+           data: bytes | None = None) -> None:
+    _check(_libc().mount(source, os.fsencode(target), fstype, flags, data),
+           f"mount {target}")
+
+
+def _tmpfs(path: str) -> None:
+    if not os.path.isdir(path) or os.path.islink(path):
+        return  # nothing there to hide (no /run/user/0 for root, say)
+    _mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777")
+
+
+def _bind(fd: int, path: str, *, read_only: bool) -> None:
+    st = os.fstat(fd)
+    if stat.S_ISLNK(st.st_mode):
+        return  # a link is followed by its own rules; binding it would bind its target
+    _mount_point(path, folder=stat.S_ISDIR(st.st_mode))
+    _mount(f"/proc/self/fd/{fd}".encode(), path, None, MS_BIND | MS_REC)
+    flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (MS_RDONLY if read_only else 0)
+    _mount(None, path, None, flags | _locked_flags(path))
+
+
+def _mask(path: str) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        _mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+               b"size=4k,mode=0555")
+    elif not stat.S_ISLNK(st.st_mode):
+        _mount(b"/dev/null", path, None, MS_BIND)
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+               | MS_NOEXEC | _locked_flags(path))
+
+
+def _mount_point(path: str, *, folder: bool) -> None:
+    """Make ``path`` exist (inside a fresh tmpfs it does not) as a folder or a file."""
+    if os.path.lexists(path):
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if folder:
+        os.mkdir(path)
+    else:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+
+
+def _locked_flags(path: str) -> int:
+    found = os.statvfs(path).f_flag
+    return sum(ms for st_flag, ms in _LOCKED if found & st_flag)
+
+
+# -- PID 1 and the launcher's wait ------------------------------------------------------
+
+
+def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
+                 start: Callable[[], int]) -> int | None:
+    """Enter the namespaces, mount ``plan``, run ``start`` (which execs the command) under
+    a PID 1 of its own; return the command's wait status (None: stopped by the agent).
+    Raises SetupError (nothing has run) when a namespace or a mount cannot be made."""
+    starter = os.getppid()
+    enter(network=network)
+    apply_mounts(plan)
+    # The working folder still points into the host's tree (it was entered before the
+    # mounts): `..` from there would walk the host's /tmp. Enter it again through ours.
+    os.chdir(os.getcwd())
+    readable, writable = os.pipe()
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
+    init = os.fork()
+    if init == 0:
+        os.close(readable)
+        _init(writable, old_mask, start)
+    os.close(writable)
+    try:
+        return _wait_for_init(init, starter, readable)
+    finally:
+        os.close(readable)
+
+
+def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], int]) -> None:
+    """PID 1: mount /proc, fork the command, reap everyone, report the command's status.
+    Its exit ends the namespace: the kernel kills whatever is left."""
+    code = 127
+    try:
+        _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the launcher died: end
+        with contextlib.suppress(SetupError):  # a host /proc the kernel will not re-mount
+            _mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        child = os.fork()
+        if child == 0:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; exec keeps it
+                signal.signal(sig, signal.SIG_DFL)
+            os.close(report)
+            os._exit(start())
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == child:
+                os.write(report, struct.pack("i", status))
+                code = 0
+                break
+    finally:
+        os._exit(code)
+
+
+def _wait_for_init(init: int, starter: int, report: int) -> int | None:
+    stopped = False
+    while True:
+        info = signal.sigwaitinfo(_WAITED)
+        if info.si_signo == signal.SIGTERM:
+            if info.si_pid == starter:  # the agent: out of time
+                stopped = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(init, signal.SIGKILL)
+            continue
+        pid, status = os.waitpid(init, os.WNOHANG)
+        if pid == init:
+            break
+    got = os.read(report, 4)
+    if stopped or len(got) != 4:
+        return None if stopped else status
+    return int(struct.unpack("i", got)[0])
