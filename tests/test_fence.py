@@ -284,7 +284,8 @@ def test_the_toolbox_never_imports_a_planted_module(root: Path) -> None:
     done = subprocess.run([sys.executable, "-c", _IN_PROCESS], cwd=root, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("edited c.yaml (1 replacement)\na.csv  shape=(1, 2)")
+    assert done.stdout.startswith("edited c.yaml (1 replacement)\n--- c.yaml\n")  # then the diff
+    assert "\n+k: 2\na.csv  shape=(1, 2)" in done.stdout
     assert "refused: refusing to import 'python_calamine' from the agent root" in done.stdout
     assert "own module: mine" in done.stdout
     assert sorted(p.name for p in root.glob("*.ran")) == []

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .files import Files, Journal, Root
+from .files import Files, Journal, OnSyntaxError, Root, SyntaxGate
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
 from .shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
 from .tables import TableReader
-from .toolbox import Observation, Tool, Toolbox, read_tools, web_tools, write_tools
+from .toolbox import Observation, Tool, Toolbox, edit_tools, read_tools, web_tools, write_tools
 
 __all__ = ["Observation", "Tool", "Toolbox", "filesystem_toolbox", "sandbox_status"]
 
@@ -38,6 +38,7 @@ def filesystem_toolbox(
     env: Mapping[str, str] | None = None,
     hidden: Sequence[str | Path] | None = None,
     git_writable: bool = False,
+    on_syntax_error: OnSyntaxError = "warn",
     code_cache: bool | None = None,
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
@@ -64,6 +65,10 @@ def filesystem_toolbox(
     ~/.aws; ``()`` hides nothing). Commands get the environment without secret-looking
     variables; ``env`` adds variables as given.
     ``Toolbox.status`` (the end of ``spec()``) says which of these hold.
+
+    ``on_syntax_error``: after a write, edit or patch, a .py/.json/.toml/.yaml file that no
+    longer parses is written with a WARNING (``"warn"``) or refused, the file untouched
+    (``"reject"``). apply_patch and undo_edit come with the write tools.
     ``code_cache=True`` keeps the code index (outline, find_symbol, repo_map) on disk under
     the user's cache folder, never inside the root; None reads ``LOKI_CODE_CACHE=1``.
     """
@@ -74,7 +79,8 @@ def filesystem_toolbox(
     journal = Journal(where, box.record)
     box.journal = journal
     files = Files(where, confirm=confirm, on_change=journal.after_write,
-                  before_change=journal.before_write)
+                  before_change=journal.before_write, on_remove=journal.after_remove,
+                  syntax=SyntaxGate(on_syntax_error))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
     tools = read_tools(where, files, tables, code_cache=code_cache)
     if not read_only:
@@ -82,7 +88,7 @@ def filesystem_toolbox(
                       writable=writable_paths(writable), env=env,
                       hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden),
                       git_writable=git_writable)
-        tools += write_tools(files, shell)
+        tools += write_tools(files, shell) + edit_tools(files, box)
         box.status = shell.status()
     if allow_web:
         tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts,
