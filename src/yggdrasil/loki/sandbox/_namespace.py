@@ -21,7 +21,8 @@ forks the namespace's PID 1 (:func:`_init`), which mounts a /proc of its own, st
 command and reaps orphans; when the command exits, PID 1 exits and the kernel kills every
 process left in the namespace: nothing a command starts can outlive it, however it
 forks, and nothing inside can leave the namespace. The launcher waits outside, and on
-SIGTERM from the agent (a timeout) kills PID 1, which takes the whole namespace with it.
+SIGTERM from the agent (a timeout, a stopped job) kills PID 1, which takes the whole
+namespace with it; it does the same by itself when the agent is gone (killed outright).
 
 Mounts happen before the command fences itself: Landlock forbids mounting afterwards,
 and the command gives up every capability (in this user namespace too) before it execs,
@@ -51,6 +52,7 @@ MOUNT_KINDS = ("tmpfs", "bind", "bind-ro", "mask")
 _PR_SET_PDEATHSIG = 1
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _WAITED = {signal.SIGCHLD, signal.SIGTERM}
+_ORPHAN_CHECK = 1.0  # seconds between looks at whether the agent that started us is alive
 
 
 class SetupError(OSError):
@@ -241,7 +243,13 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
 def _wait_for_init(init: int, starter: int, report: int) -> int | None:
     stopped = False
     while True:
-        info = signal.sigwaitinfo(_WAITED)
+        info = signal.sigtimedwait(_WAITED, _ORPHAN_CHECK)
+        if info is None:
+            if os.getppid() != starter and not stopped:  # the agent is gone: end it all
+                stopped = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(init, signal.SIGKILL)
+            continue
         if info.si_signo == signal.SIGTERM:
             if info.si_pid == starter:  # the agent: out of time
                 stopped = True
