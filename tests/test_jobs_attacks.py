@@ -48,24 +48,29 @@ def _start_escapes(box: Toolbox, root: Path) -> int:
     return job
 
 
-def test_job_stop_kills_grandchildren_daemons_and_double_forks(root: Path) -> None:
-    with filesystem_toolbox(root) as box:
+# "off": no namespace, no fence; the launcher still reaps (a subreaper) and the agent
+# finds the command's processes below it
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_job_stop_kills_grandchildren_daemons_and_double_forks(root: Path, sandbox: str) -> None:
+    with filesystem_toolbox(root, sandbox=sandbox) as box:  # type: ignore[arg-type]
         job = _start_escapes(box, root)
         stopped = box.call("job_stop", {"job": job})
         assert "stopped by job_stop" in stopped.splitlines()[0], stopped
         assert all(settles_dead(root / name) for name in PIDFILES)
 
 
-def test_close_kills_grandchildren_daemons_and_double_forks(root: Path) -> None:
-    with filesystem_toolbox(root) as box:
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_close_kills_grandchildren_daemons_and_double_forks(root: Path, sandbox: str) -> None:
+    with filesystem_toolbox(root, sandbox=sandbox) as box:  # type: ignore[arg-type]
         _start_escapes(box, root)
     assert all(settles_dead(root / name) for name in PIDFILES)
     assert box.call("run", {"command": "true", "background": True}).startswith(
         "ERROR: this toolbox is closed; background jobs can no longer start")
 
 
-def test_a_job_ignoring_sigint_and_sigterm_is_killed(root: Path) -> None:
-    with filesystem_toolbox(root) as box:
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_a_job_ignoring_sigint_and_sigterm_is_killed(root: Path, sandbox: str) -> None:
+    with filesystem_toolbox(root, sandbox=sandbox) as box:  # type: ignore[arg-type]
         job, _ = start(box, f"trap '' INT TERM; echo $$ {NS_PID} > stubborn.pid; "
                             "sleep 300 & echo $! " + NS_PID + " > sleeper.pid; wait; wait")
         wait_for_file(root / "sleeper.pid")
