@@ -198,6 +198,8 @@ class Process:
         the number of bytes written. Raises BrokenPipeError once nobody reads it."""
         pipe = self.popen.stdin
         assert pipe is not None, "started without stdin=True"
+        room = select.poll()  # not select(): the agent may hold more than 1024 descriptors
+        room.register(pipe.fileno(), select.POLLOUT)
         deadline, done = time.monotonic() + seconds, 0
         while done < len(data):
             try:
@@ -208,7 +210,7 @@ class Process:
             left = deadline - time.monotonic()
             if left <= 0 or self.popen.poll() is not None:
                 break
-            select.select([], [pipe.fileno()], [], min(left, _CANCEL_CHECK))
+            room.poll(min(left, _CANCEL_CHECK) * 1000)
         return done
 
     def close_input(self) -> None:

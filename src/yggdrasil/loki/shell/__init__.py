@@ -13,7 +13,8 @@ Imports ``sandbox`` (processes and the fence), ``files`` (Root, the journal) and
 from __future__ import annotations
 
 from ._changes import diff, snapshot
-from ._jobs import JobLimits, Jobs
+from ._job import JobLimits
+from ._jobs import Jobs
 from ._shell import DEFAULT_HIDDEN, SANDBOX_MODES, SandboxMode, Shell, writable_paths
 from ._watch import ChangeTracker, TreeWatch
 

@@ -18,6 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from yggdrasil.io import human_size
@@ -28,10 +29,30 @@ from ..sandbox import HELD_OPEN, Capture, Process
 GRACE = 2.0  # seconds a job gets after SIGINT, and again after SIGTERM, before SIGKILL
 HOLD = 0.05  # seconds a partial last line may be kept back for the rest of it to come
 HOLD_MAX = 4096  # bytes of a partial line kept back at most
+QUIET = 0.1  # seconds without new output that end a wait once output came
+LINGER = 0.5  # seconds a wait goes on after the first new output, at most
 _STOPS = ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM"))
 # How each net change of a file folds into the next one (created then deleted: gone).
 _FOLD = {("created", "modified"): "created", ("created", "deleted"): None,
          ("modified", "deleted"): "deleted", ("deleted", "created"): "modified"}
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """``max_jobs`` running at once, each stopped after ``lifetime`` seconds, keeping at
+    most ``buffer`` bytes per stream of output not yet read (head and tail)."""
+
+    max_jobs: int = 8
+    lifetime: float = 3600.0
+    buffer: int = 32_768
+
+    def __post_init__(self) -> None:
+        if self.max_jobs < 0:
+            raise ValueError(f"max_jobs must be 0 or more (0: no background jobs), got {self.max_jobs}")
+        if not self.lifetime > 0:
+            raise ValueError(f"job_lifetime must be more than 0 seconds, got {self.lifetime}")
+        if self.buffer < 1024:
+            raise ValueError(f"job_buffer must be at least 1024 bytes, got {self.buffer}")
 
 
 class OutputBuffer:
@@ -159,6 +180,21 @@ class Job:
                 if left <= 0:
                     return
                 self.wake.wait(min(left, 0.05))
+
+    def wait_quietly(self, seconds: float, cancel: threading.Event | None) -> None:
+        """Wait up to ``seconds`` for output (or the end); once some came, a little longer
+        while more follows (``QUIET`` pauses, ``LINGER`` at most), so a burst (a prompt, a
+        traceback) is read whole rather than cut at its first bytes."""
+        deadline = time.monotonic() + seconds
+        self.wait_for_output(seconds, cancel)
+        deadline = min(deadline, time.monotonic() + LINGER)
+        seen = -1
+        while self.running and time.monotonic() < deadline and not (cancel and cancel.is_set()):
+            size = self.output_size()
+            if size == seen:
+                return
+            seen = size
+            self.ended.wait(min(QUIET, max(0.0, deadline - time.monotonic())))
 
     def read(self) -> str:
         """The state line, then what the job printed since the last read."""

@@ -21,11 +21,9 @@ import logging
 import shutil
 import tempfile
 import threading
-import time
 import weakref
 from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -34,7 +32,7 @@ from annotated_types import Interval, MaxLen
 from ..errors import ToolError
 from ..files import Journal, Root, clip_list
 from ..sandbox import Process, current_cancel
-from ._job import GRACE, Job, OutputBuffer, describe
+from ._job import GRACE, Job, JobLimits, OutputBuffer, describe
 from ._watch import ChangeTracker
 
 log = logging.getLogger("yggdrasil.loki.tools")
@@ -42,8 +40,6 @@ log = logging.getLogger("yggdrasil.loki.tools")
 FIRST_LOOK = 1.0  # seconds of a new job's output shown by the call that starts it
 INPUT_LOOK = 1.0  # seconds job_input waits for the job to answer
 INPUT_WAIT = 5.0  # seconds job_input waits for a job that does not read its stdin
-QUIET = 0.1  # seconds without new output that end a wait once output came
-LINGER = 0.5  # seconds a wait goes on after the first new output, at most
 KEPT_ENDED = 50  # ended jobs remembered (their unread output, their exit) per toolbox
 MAX_CHANGE_LINES = 200
 MAX_INPUT = 1_000_000  # characters one job_input may send
@@ -53,24 +49,6 @@ InputText = Annotated[str, MaxLen(MAX_INPUT)]
 # (argv, env, reaped) for a job, given its scratch folder: the shell's fence and launcher.
 Prepare = Callable[[Path], tuple[list[str], dict[str, str], bool]]
 Lock = Callable[[], AbstractContextManager[object]]
-
-
-@dataclass(frozen=True)
-class JobLimits:
-    """``max_jobs`` running at once, each stopped after ``lifetime`` seconds, keeping at
-    most ``buffer`` bytes per stream of output not yet read (head and tail)."""
-
-    max_jobs: int = 8
-    lifetime: float = 3600.0
-    buffer: int = 32_768
-
-    def __post_init__(self) -> None:
-        if self.max_jobs < 0:
-            raise ValueError(f"max_jobs must be 0 or more (0: no background jobs), got {self.max_jobs}")
-        if not self.lifetime > 0:
-            raise ValueError(f"job_lifetime must be more than 0 seconds, got {self.lifetime}")
-        if self.buffer < 1024:
-            raise ValueError(f"job_buffer must be at least 1024 bytes, got {self.buffer}")
 
 
 class Jobs:
@@ -116,7 +94,7 @@ class Jobs:
     def output(self, job: JobId, wait: Wait = 0) -> str:
         found = self._get(job)
         if wait:
-            _wait_quietly(found, wait)
+            found.wait_quietly(wait, current_cancel())
         return self._report(found)
 
     def send(self, job: JobId, text: InputText, eof: bool = False) -> str:
@@ -133,7 +111,7 @@ class Jobs:
         if eof:
             found.process.close_input()
             found.input_closed = True
-        _wait_quietly(found, INPUT_LOOK)
+        found.wait_quietly(INPUT_LOOK, current_cancel())
         what = [f"sent {sent} bytes to its stdin"] if data else []
         what += ["closed its stdin"] if eof else []
         return f"job {job}: {' and '.join(what)}\n{self._report(found)}"
@@ -201,8 +179,8 @@ class Jobs:
     # -- status and lifetime -------------------------------------------------------------
 
     def status(self) -> str:
-        """One line naming the running jobs, '' when none runs."""
-        running = [job for job in self._jobs.values() if job.running]
+        """One line naming the running jobs, '' when none runs (from any thread)."""
+        running = [job for job in list(self._jobs.values()) if job.running]
         if not running:
             return ""
         names = "; ".join(f"job {job.id} `{job.label}`" for job in running)
@@ -281,23 +259,6 @@ def _starter(argv: list[str], env: dict[str, str], reaped: bool,
         return Process(argv, cwd=str(root.path), env=env, reaped=reaped, stdin=True,
                        stdout=out, stderr=err)
     return start
-
-
-def _wait_quietly(job: Job, seconds: float) -> None:
-    """Wait up to ``seconds`` for output (or the end); once some came, a little longer
-    while more follows (``QUIET`` pauses, ``LINGER`` at most), so a burst (a prompt, a
-    traceback) is read whole rather than cut at its first bytes."""
-    deadline = time.monotonic() + seconds
-    cancel = current_cancel()
-    job.wait_for_output(seconds, cancel)
-    deadline = min(deadline, time.monotonic() + LINGER)
-    seen = -1
-    while job.running and time.monotonic() < deadline and not (cancel and cancel.is_set()):
-        size = job.output_size()
-        if size == seen:
-            return
-        seen = size
-        job.ended.wait(min(QUIET, max(0.0, deadline - time.monotonic())))
 
 
 def _short(label: str, limit: int = 120) -> str:

@@ -32,7 +32,8 @@ from ..sandbox import (
     scrubbed,
 )
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
-from ._jobs import JobLimits, Jobs
+from ._job import JobLimits
+from ._jobs import Jobs
 from ._watch import ChangeTracker
 
 SandboxMode = Literal["auto", "require", "off"]
