@@ -149,6 +149,26 @@ def test_job_input_to_a_job_that_never_reads_does_not_block_the_agent(root: Path
         assert box.call("job_stop", {"job": job}).startswith("exit=")
 
 
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_input_for_a_job_that_closed_its_stdin_is_refused(root: Path, sandbox: str) -> None:
+    with filesystem_toolbox(root, sandbox=sandbox) as box:  # type: ignore[arg-type]
+        job, _ = start(box, "exec <&-; echo closed; sleep 300")
+        refused = box.call("job_input", {"job": job, "text": "anyone there?"})
+        assert refused == f"ERROR: job {job} closed its stdin: it reads no more input"
+        box.call("job_stop", {"job": job})
+
+
+def test_a_flooding_job_is_read_in_bounded_pieces_and_stopped(root: Path) -> None:
+    with filesystem_toolbox(root) as box:
+        job, obs = start(box, "yes flood")
+        assert len(obs) < 40_000
+        for _ in range(3):
+            obs = box.call("job_output", {"job": job, "wait": 1})
+            assert obs.startswith(f"job {job} running") and len(obs) < 40_000
+            assert "of output cut from the middle" in obs
+        assert box.call("job_stop", {"job": job}).startswith("exit=")
+
+
 def test_a_job_that_closed_its_output_is_still_stopped(root: Path) -> None:
     with filesystem_toolbox(root) as box:
         job, _ = start(box, f"exec >&- 2>&- <&-; echo $$ {NS_PID} > quiet.pid; sleep 300")

@@ -209,6 +209,7 @@ def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
         os.close(readable)
         _init(writable, old_mask, start)
     os.close(writable)
+    _drop_stdin()
     try:
         return _wait_for_init(init, starter, readable)
     finally:
@@ -230,6 +231,7 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
                 signal.signal(sig, signal.SIG_DFL)
             os.close(report)
             os._exit(start())
+        _drop_stdin()
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == child:
@@ -238,6 +240,13 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
                 break
     finally:
         os._exit(code)
+
+
+def _drop_stdin() -> None:
+    """Only the command reads its stdin (see ``_reaper.drop_stdin``)."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
 
 
 def _wait_for_init(init: int, starter: int, report: int) -> int | None:

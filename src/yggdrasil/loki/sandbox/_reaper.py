@@ -45,9 +45,18 @@ def run_reaped(start: Callable[[], int]) -> int:
             code = start()
         finally:
             os._exit(code)
+    drop_stdin()
     status = _wait_for(child, starter)
     kill_children()
     return pass_on(status)
+
+
+def drop_stdin() -> None:
+    """Let go of the command's stdin (a background job's pipe): when the command closes
+    it, nobody reads it any more, so the agent's next write fails instead of filling it."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
 
 
 def _wait_for(child: int, starter: int) -> int | None:
