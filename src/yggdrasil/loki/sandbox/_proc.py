@@ -1,6 +1,7 @@
 """Subprocesses: each in its own session, bounded output, killed whole when it is over.
 
-A command runs in a new session with stdin at EOF. When it exits or runs out of time,
+A command runs in a new session with stdin at EOF (a background job: stdin a pipe the
+agent writes, output pumped into the job's own buffers). When it exits or runs out of time,
 everything it started is killed: its process group, every process still in its session
 (a child that moved to another process group keeps the session), and every process that
 started after it and still carries its run id in its environment (a daemon that left the
