@@ -50,7 +50,8 @@ def test_every_limit_shown_is_a_limit_checked(root: Path) -> None:
     (root / "t.csv").write_text("a\n1\n")
     box = full_box(root)
     required = {"path": "t.csv", "sql": "SELECT * FROM 't.csv'", "command": "touch ran",
-                "code": "open('ran', 'w')", "url": "http://127.0.0.1:9/"}
+                "code": "open('ran', 'w')", "url": "http://127.0.0.1:9/", "job": 1,
+                "text": "x"}
     checked = 0
     for tool in box:
         for key, prop in tool.input_schema["properties"].items():

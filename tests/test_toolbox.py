@@ -148,8 +148,9 @@ def test_read_only_and_web_flags(root) -> None:
     assert set(ro.tools) == {"list_dir", "read_file", "find", "grep", "outline", "find_symbol",
                              "repo_map", "read_table", "query_table"}
     rw = filesystem_toolbox(root, allow_shell=False)
-    assert {"write_file", "edit_file", "run_python", "run"} <= set(rw.tools)
-    mutating = {"write_file", "edit_file", "apply_patch", "undo_edit", "run_python", "run"}
+    mutating = {"write_file", "edit_file", "apply_patch", "undo_edit", "run_python", "run",
+                "job_output", "job_input", "job_stop", "jobs"}
+    assert mutating <= set(rw.tools)
     assert all(t.mutates == (t.name in mutating) for t in rw)
     assert not any(name.startswith("web_") for name in rw.tools)
 

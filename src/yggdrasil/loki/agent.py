@@ -58,7 +58,8 @@ class Loki:
         """Work on ``task`` inside ``root`` for at most ``max_steps`` tool calls.
 
         Without ``toolbox``, ``filesystem_toolbox(root, read_only=..., allow_web=...,
-        confirm=...)`` is used; a given toolbox is used as is. ``on_step(step)`` is called
+        confirm=...)`` is used and closed when the run ends (its background jobs stop); a
+        given toolbox is used as is and stays open. ``on_step(step)`` is called
         as each step completes; ``transcript`` is a JSONL file written as the run goes,
         which ``engine="scripted"`` can replay. Engine failures that retrying cannot fix
         raise EngineError, with the partial ActResult as ``.result``.
@@ -71,9 +72,18 @@ class Loki:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if repo_map < 0:
             raise ValueError(f"repo_map is a size in characters (0: no map), got {repo_map}")
-        if toolbox is None:
-            toolbox = filesystem_toolbox(Path(root), read_only=read_only, allow_web=allow_web,
-                                         confirm=confirm)
+        if toolbox is not None:
+            return self._act(task, root, max_steps, toolbox, on_step, transcript, repo_map)
+        # a toolbox of our own ends with the run: its background jobs too
+        with filesystem_toolbox(Path(root), read_only=read_only, allow_web=allow_web,
+                                confirm=confirm) as own:
+            result = self._act(task, root, max_steps, own, on_step, transcript, repo_map)
+        result.files_changed = list(own.changed)  # with what the jobs did until they stopped
+        return result
+
+    def _act(self, task: str, root: str | os.PathLike[str], max_steps: int, toolbox: Toolbox,
+             on_step: Callable[[ActStep], None] | None,
+             transcript: str | os.PathLike[str] | None, repo_map: int) -> ActResult:
         result = ActResult(task=task, engine=str(getattr(self.engine, "name", "custom")),
                            model=str(getattr(self.engine, "model", "")),
                            root=str(Path(root).resolve()))

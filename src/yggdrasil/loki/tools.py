@@ -17,9 +17,18 @@ from pathlib import Path
 from .files import Files, Journal, OnSyntaxError, Root, SyntaxGate
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
-from .shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
+from .shell import DEFAULT_HIDDEN, JobLimits, SandboxMode, Shell, writable_paths
 from .tables import TableReader
-from .toolbox import Observation, Tool, Toolbox, edit_tools, read_tools, web_tools, write_tools
+from .toolbox import (
+    Observation,
+    Tool,
+    Toolbox,
+    edit_tools,
+    job_tools,
+    read_tools,
+    web_tools,
+    write_tools,
+)
 
 __all__ = ["Observation", "Tool", "Toolbox", "filesystem_toolbox", "sandbox_status"]
 
@@ -40,6 +49,9 @@ def filesystem_toolbox(
     git_writable: bool = False,
     on_syntax_error: OnSyntaxError = "warn",
     code_cache: bool | None = None,
+    max_jobs: int = 8,
+    job_lifetime: float = 3600.0,
+    job_buffer: int = 32_768,
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
@@ -71,6 +83,13 @@ def filesystem_toolbox(
     (``"reject"``). apply_patch and undo_edit come with the write tools.
     ``code_cache=True`` keeps the code index (outline, find_symbol, repo_map) on disk under
     the user's cache folder, never inside the root; None reads ``LOKI_CODE_CACHE=1``.
+
+    ``run``/``run_python`` with ``background=true`` start background jobs, followed with
+    job_output, job_input, job_stop and jobs: at most ``max_jobs`` running at once (0:
+    none), each stopped after ``job_lifetime`` seconds, keeping at most ``job_buffer``
+    bytes per stream of output not yet read (its head and tail). Jobs run under the same
+    fence as ``run`` and stop with the toolbox: ``close()``, ``with ... as box:``, or the
+    interpreter's exit.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
     where = Root.at(root)
@@ -87,8 +106,10 @@ def filesystem_toolbox(
         shell = Shell(where, journal, sandbox=sandbox, network=network,
                       writable=writable_paths(writable), env=env,
                       hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden),
-                      git_writable=git_writable)
-        tools += write_tools(files, shell) + edit_tools(files, box)
+                      git_writable=git_writable,
+                      limits=JobLimits(max_jobs, float(job_lifetime), job_buffer))
+        tools += write_tools(files, shell) + edit_tools(files, box) + job_tools(shell)
+        box.attach(shell.jobs)
         box.status = shell.status()
     if allow_web:
         tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts,

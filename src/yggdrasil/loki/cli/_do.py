@@ -3,13 +3,15 @@
 Progress goes to stderr (a spinner while the model thinks, one line per step, the step
 budget); the answer goes to stdout, or the whole ActResult with ``--json``. Destructive
 operations ask y/N on a terminal, and are refused without one unless ``--yes``. Ctrl-C
-stops the run and still reports what changed.
+(or SIGTERM) stops the run and still reports what changed; background jobs the agent
+started end with the run, however it ends.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from typing import Any
 
@@ -76,10 +78,15 @@ def run_do(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     progress = Progress(args.max_steps, live=sys.stderr.isatty())
     box = open_toolbox(args, confirm=progress.paused(terminal_confirm(args.yes)))
+    signal.signal(signal.SIGTERM, _interrupt)  # a kill ends the run as Ctrl-C does
     try:
-        with progress:
-            result = loki.act(args.task, root=args.root, max_steps=args.max_steps,
-                              toolbox=box, on_step=progress.step, transcript=args.log)
+        try:
+            with progress:
+                result = loki.act(args.task, root=args.root, max_steps=args.max_steps,
+                                  toolbox=box, on_step=progress.step, transcript=args.log)
+        finally:
+            box.close()  # background jobs end with the run (Ctrl-C too) and settle
+        result.files_changed = list(box.changed)
     except KeyboardInterrupt:
         report_changes(box, "interrupted")
         return EXIT_INTERRUPTED
@@ -92,6 +99,10 @@ def run_do(args: argparse.Namespace) -> int:
         print(result.answer or "(no answer: the step budget ran out)")
         report_changes(box, usage=result.usage)
     return EXIT_OK if result.completed else EXIT_INCOMPLETE
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 class Progress:

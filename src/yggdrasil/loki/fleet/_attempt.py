@@ -126,11 +126,12 @@ def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Pa
          log: Path) -> Any:
     try:
         engine = GatedEngine(_engine(task, settings), gate, holder, settings.retry)
-        box = filesystem_toolbox(root, sandbox=settings.sandbox,  # type: ignore[arg-type]
-                                 network=settings.network)
         loki = Loki(engine, protocol=settings.protocol)  # type: ignore[arg-type]
-        return loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
-                        transcript=log)
+        # closed before the patch is taken: no background job may change the copy after
+        with filesystem_toolbox(root, sandbox=settings.sandbox,  # type: ignore[arg-type]
+                                network=settings.network) as box:
+            return loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
+                            transcript=log)
     except (EngineConfigError, EngineAuthError) as exc:
         raise AttemptError(f"{type(exc).__name__}: {exc}", final=True,
                            transcript=_read(log)) from exc

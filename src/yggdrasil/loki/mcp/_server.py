@@ -14,8 +14,9 @@ server passes it to clients unchanged instead of re-deriving one from a signatur
 - Calls run in worker threads, and the toolbox decides what runs together: mutating
   calls one at a time, read-only calls alongside them (``Toolbox``).
 - ``notifications/cancelled`` stops the call (a command with its whole process tree);
-  so do SIGTERM, SIGINT and the client closing stdin, after which the server exits with
-  nothing left running and no undo or scratch folder left behind.
+  so do SIGTERM, SIGINT and the client closing stdin (a client that disconnects), after
+  which the server stops every background job and exits with nothing left running and
+  no undo or scratch folder left behind.
 """
 
 from __future__ import annotations
@@ -142,5 +143,8 @@ def serve(box: Toolbox, *, root: str | None = None) -> None:
     instructions = (f"Tools to list, read, search, write, edit and run files{where}. "
                     "Paths are relative to that root; a path outside it is refused.")
     log.info("serving %d tools%s (mcp %s)", len(box), where, sdk.version)
-    anyio.run(_serve, box, sdk, instructions)
+    try:
+        anyio.run(_serve, box, sdk, instructions)
+    finally:
+        box.close()  # background jobs end with the server, however it ends
     log.info("stopped")

@@ -7,7 +7,9 @@ setuid/setgid bits (``_seccomp``), the subreaper that kills whatever an unisolat
 leaves behind (``_reaper``), the import guard that keeps modules planted in the root out
 of the agent process (``_imports``), the probes of what this machine offers (``_isolation``), the
 environment scrub (``_env``) and running a process with head+tail capture and a
-whole-tree kill (``_proc``) stopped early through a per-call cancel event
+whole-tree kill (``_proc``, a foreground command or a background job: stdin as a pipe,
+output pumped into any sink, asked to stop with signals to its own processes, found
+below the launcher by ``_kill``) stopped early through a per-call cancel event
 (``_cancel``), the read-only launcher for parsers of untrusted input
 (``_readonly``, used for ripgrep) and the long-lived fenced, limited worker process that
 parses table files (``_worker`` and its child, ``_worker_main``). The launchers, the
@@ -27,22 +29,26 @@ from ._imports import guard_imports
 from ._isolation import IsolationStatus, isolation_status
 from ._landlock import SandboxStatus, landlock_status, launcher_argv
 from ._namespace import MOUNT_KINDS
-from ._proc import Capture, Completed, run_process
+from ._proc import HELD_OPEN, Capture, Completed, Process, Sink, cut_note, run_process
 from ._readonly import binary_paths, interpreter_paths, read_only_argv
 from ._worker import FencedWorker, WorkerFailed, WorkerLimits
 
 __all__ = [
+    "HELD_OPEN",
     "MOUNT_KINDS",
     "Capture",
     "Completed",
     "FencedWorker",
     "IsolationStatus",
+    "Process",
     "SandboxStatus",
+    "Sink",
     "WorkerFailed",
     "WorkerLimits",
     "binary_paths",
     "cancel_scope",
     "current_cancel",
+    "cut_note",
     "guard_imports",
     "interpreter_paths",
     "is_secret",

@@ -21,7 +21,8 @@ forks the namespace's PID 1 (:func:`_init`), which mounts a /proc of its own, st
 command and reaps orphans; when the command exits, PID 1 exits and the kernel kills every
 process left in the namespace: nothing a command starts can outlive it, however it
 forks, and nothing inside can leave the namespace. The launcher waits outside, and on
-SIGTERM from the agent (a timeout) kills PID 1, which takes the whole namespace with it.
+SIGTERM from the agent (a timeout, a stopped job) kills PID 1, which takes the whole
+namespace with it; it does the same by itself when the agent is gone (killed outright).
 
 Mounts happen before the command fences itself: Landlock forbids mounting afterwards,
 and the command gives up every capability (in this user namespace too) before it execs,
@@ -51,6 +52,7 @@ MOUNT_KINDS = ("tmpfs", "bind", "bind-ro", "mask")
 _PR_SET_PDEATHSIG = 1
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _WAITED = {signal.SIGCHLD, signal.SIGTERM}
+_ORPHAN_CHECK = 1.0  # seconds between looks at whether the agent that started us is alive
 
 
 class SetupError(OSError):
@@ -207,6 +209,7 @@ def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
         os.close(readable)
         _init(writable, old_mask, start)
     os.close(writable)
+    _drop_stdin()
     try:
         return _wait_for_init(init, starter, readable)
     finally:
@@ -228,6 +231,7 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
                 signal.signal(sig, signal.SIG_DFL)
             os.close(report)
             os._exit(start())
+        _drop_stdin()
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == child:
@@ -238,10 +242,23 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
         os._exit(code)
 
 
+def _drop_stdin() -> None:
+    """Only the command reads its stdin (see ``_reaper.drop_stdin``)."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+
 def _wait_for_init(init: int, starter: int, report: int) -> int | None:
     stopped = False
     while True:
-        info = signal.sigwaitinfo(_WAITED)
+        info = signal.sigtimedwait(_WAITED, _ORPHAN_CHECK)
+        if info is None:
+            if os.getppid() != starter and not stopped:  # the agent is gone: end it all
+                stopped = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(init, signal.SIGKILL)
+            continue
         if info.si_signo == signal.SIGTERM:
             if info.si_pid == starter:  # the agent: out of time
                 stopped = True

@@ -1,6 +1,7 @@
 """Subprocesses: each in its own session, bounded output, killed whole when it is over.
 
-A command runs in a new session with stdin at EOF. When it exits or runs out of time,
+A command runs in a new session with stdin at EOF (a background job: stdin a pipe the
+agent writes, output pumped into the job's own buffers). When it exits or runs out of time,
 everything it started is killed: its process group, every process still in its session
 (a child that moved to another process group keeps the session), and every process that
 started after it and still carries its run id in its environment (a daemon that left the
@@ -22,15 +23,16 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from io import BufferedReader
-from typing import IO
+from typing import IO, Protocol
 
 from yggdrasil.io import human_size
 
 from ..errors import ToolError
 from ._cancel import current_cancel
+from ._kill import kill_pipe_holders, kill_tree, signal_command, start_time
 
 HEAD_BYTES = 16_384  # of each stream, kept from the start
 TAIL_BYTES = 16_384  # of each stream, kept from the end
@@ -40,7 +42,6 @@ _PIPE_SIZE = 1 << 20  # fewer wake-ups under a flood (F_SETPIPE_SZ; best effort)
 _F_SETPIPE_SZ = 1031
 _SETTLE = 0.25  # seconds for the pipes to drain once the tree is dead
 _GRACE = 2.0  # seconds a stream may stay open after its last known holder was killed
-_KILL_ROUNDS = 50
 _REAP_GRACE = 1.0  # seconds the launcher gets to kill its subtree on timeout
 _CANCEL_CHECK = 0.05  # seconds between looks at the cancel event while waiting
 
@@ -48,34 +49,49 @@ _CANCEL_CHECK = 0.05  # seconds between looks at the cancel event while waiting
 class Capture:
     """Keeps the first and last bytes of a stream and counts the rest: bounded memory."""
 
-    def __init__(self) -> None:
+    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
+        self.head_size, self.tail_size = head, tail
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
-        room = HEAD_BYTES - len(self.head)
+        room = self.head_size - len(self.head)
         if room > 0:
             self.head += chunk[:room]
             chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk[-TAIL_BYTES:]
-            del self.tail[:-TAIL_BYTES]
+        if chunk and self.tail_size:
+            self.tail += chunk[-self.tail_size :]
+            del self.tail[: -self.tail_size]
+
+    @property
+    def cut(self) -> int:
+        """Bytes dropped from the middle."""
+        return self.total - len(self.head) - len(self.tail)
 
     def text(self) -> str:
-        cut = self.total - len(self.head) - len(self.tail)
         head = self.head.decode("utf-8", "replace")
         tail = self.tail.decode("utf-8", "replace")
-        if cut <= 0:
+        if self.cut <= 0:
             return head + tail
-        return f"{head}\n[... {human_size(cut)} of output cut from the middle ...]\n{tail}"
+        return f"{head}\n{cut_note(self.cut)}\n{tail}"
 
 
-def _pump(stream: BufferedReader, capture: Capture) -> None:
+def cut_note(size: int) -> str:
+    return f"[... {human_size(size)} of output cut from the middle ...]"
+
+
+class Sink(Protocol):
+    """Where a stream's bytes go as they arrive (a Capture, a job's buffer)."""
+
+    def feed(self, chunk: bytes) -> None: ...
+
+
+def _pump(stream: BufferedReader, sink: Sink) -> None:
     with stream:
         for chunk in iter(lambda: stream.read1(_READ), b""):
-            capture.feed(chunk)
+            sink.feed(chunk)
 
 
 @dataclass
@@ -99,86 +115,12 @@ class Completed:
             first = f"exit={self.exit_code}"
         text = f"{first}\nstdout:\n{self.stdout.text()}\nstderr:\n{self.stderr.text()}"
         if self.held_open:
-            text += ("" if text.endswith("\n") else "\n") + (
-                "[a background process that left the session still holds the output open; "
-                "output after this point is not shown]\n")
+            text += ("" if text.endswith("\n") else "\n") + HELD_OPEN
         return text
 
 
-# -- killing a whole tree -----------------------------------------------------------------
-
-
-def _stat_fields(pid: str) -> list[str] | None:
-    """Fields 3.. of /proc/<pid>/stat (state first); None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return None
-    return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
-
-
-def _start_time(pid: int) -> int:
-    fields = _stat_fields(str(pid))
-    return int(fields[19]) if fields else 0
-
-
-def _carries(pid: str, marker: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return marker in fh.read().split(b"\0")
-    except OSError:
-        return False
-
-
-def _leftovers(session: int, marker: bytes, since: int) -> Iterator[int]:
-    """Live processes in ``session``, or started since ``since`` and carrying ``marker``."""
-    me = str(os.getpid())
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit() and p != me]
-    except OSError:
-        return  # no /proc (not Linux): the process group kill is all we can do
-    for pid in pids:
-        fields = _stat_fields(pid)
-        if not fields or fields[0] in ("Z", "X"):
-            continue
-        if int(fields[3]) == session or (int(fields[19]) >= since and _carries(pid, marker)):
-            yield int(pid)
-
-
-def kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def kill_tree(leader: int, marker: bytes, since: int) -> None:
-    """Kill the process group and session led by ``leader`` and its marked escapees."""
-    kill_group(leader)
-    for _ in range(_KILL_ROUNDS):  # repeat: a process may fork while we scan
-        found = list(_leftovers(leader, marker, since))
-        if not found:
-            return
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def kill_pipe_holders(links: set[str]) -> None:
-    """Kill every other process holding one of these pipes (``pipe:[inode]`` links)."""
-    me = str(os.getpid())
-    with contextlib.suppress(OSError):
-        for pid in [p for p in os.listdir("/proc") if p.isdigit() and p != me]:
-            with contextlib.suppress(OSError):
-                fds = os.listdir(f"/proc/{pid}/fd")
-                if any(_link(f"/proc/{pid}/fd/{fd}") in links for fd in fds):
-                    os.kill(int(pid), signal.SIGKILL)
-
-
-def _link(path: str) -> str:
-    try:
-        return os.readlink(path)
-    except OSError:
-        return ""
+HELD_OPEN = ("[a background process that left the session still holds the output open; "
+             "output after this point is not shown]\n")
 
 
 # -- running ------------------------------------------------------------------------------
@@ -189,16 +131,111 @@ def _widen(stream: IO[bytes]) -> None:
         fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, _PIPE_SIZE)
 
 
-def _start(argv: Sequence[str], cwd: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _start(argv: Sequence[str], cwd: str, env: dict[str, str],
+           stdin: bool) -> subprocess.Popen[bytes]:
     if not os.path.isdir(cwd):
         raise ToolError(f"working folder {cwd} does not exist (was the root removed?)")
     try:
         return subprocess.Popen(
-            list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            list(argv), cwd=cwd, env=env,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )
     except OSError as exc:
         raise ToolError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
+
+
+class Process:
+    """One started command: its output pumped into sinks as it comes, and the means to
+    ask it to stop (:meth:`signal`) and to kill all it left (:meth:`finish`).
+
+    ``reaped``: ``argv`` is the launcher (``_landlock``/``_reaper``), which on SIGTERM kills
+    the command's whole subtree, escapees included, and exits. ``stdin``: a pipe the
+    caller writes (non-blocking, see :meth:`write_input`) instead of stdin at EOF.
+    Raises ToolError only when the command cannot start (missing program or folder).
+    """
+
+    def __init__(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None,
+                 reaped: bool = False, stdin: bool = False, stdout: Sink | None = None,
+                 stderr: Sink | None = None) -> None:
+        self.run_id = secrets.token_hex(8)
+        self.reaped = reaped
+        full_env = {**(os.environ if env is None else env), RUN_ID: self.run_id}
+        self.popen = proc = _start(argv, cwd, full_env, stdin)
+        self.since = start_time(proc.pid)
+        self.stdout: Sink = stdout if stdout is not None else Capture()
+        self.stderr: Sink = stderr if stderr is not None else Capture()
+        assert proc.stdout is not None and proc.stderr is not None
+        streams = [(proc.stdout, self.stdout), (proc.stderr, self.stderr)]
+        for stream, _ in streams:
+            _widen(stream)
+        if proc.stdin is not None:
+            _widen(proc.stdin)
+            os.set_blocking(proc.stdin.fileno(), False)
+        self._pipes = {f"pipe:[{os.fstat(s.fileno()).st_ino}]" for s, _ in streams}
+        self._pumps = [threading.Thread(target=_pump, args=pair, daemon=True)
+                       for pair in streams]
+        for t in self._pumps:
+            t.start()
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def wait(self, timeout: float, cancel: threading.Event | None = None) -> bool:
+        """True once the command (the launcher) exited; False on timeout or ``cancel``."""
+        return _wait(self.popen, timeout, cancel)
+
+    def signal(self, sig: int) -> int:
+        """Send ``sig`` to the command's processes (never to the launcher); how many."""
+        return signal_command(self.pid, sig, reaped=self.reaped)
+
+    def write_input(self, data: bytes, seconds: float) -> int:
+        """Write ``data`` to the command's stdin, waiting at most ``seconds`` for room;
+        the number of bytes written. Raises BrokenPipeError once nobody reads it."""
+        pipe = self.popen.stdin
+        assert pipe is not None, "started without stdin=True"
+        room = select.poll()  # not select(): the agent may hold more than 1024 descriptors
+        room.register(pipe.fileno(), select.POLLOUT)
+        deadline, done = time.monotonic() + seconds, 0
+        while done < len(data):
+            try:
+                done += os.write(pipe.fileno(), data[done : done + _PIPE_SIZE])
+                continue
+            except BlockingIOError:
+                pass
+            left = deadline - time.monotonic()
+            if left <= 0 or self.popen.poll() is not None:
+                break
+            room.poll(min(left, _CANCEL_CHECK) * 1000)
+        return done
+
+    def close_input(self) -> None:
+        if self.popen.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.popen.stdin.close()
+
+    def finish(self, *, stop: bool) -> bool:
+        """Kill everything the command left (``stop``: it is still running, so ask the
+        launcher first) and collect the rest of its output; True when a process that
+        escaped every kill still holds the output open."""
+        try:
+            if stop and self.reaped:
+                _stop_reaper(self.popen)
+        finally:
+            # The command is over (or out of time): nothing it started may outlive it.
+            kill_tree(self.pid, f"{RUN_ID}={self.run_id}".encode(), self.since)
+            self.popen.wait()
+            self.close_input()
+        _join(self._pumps, _SETTLE)
+        if any(t.is_alive() for t in self._pumps):  # an escapee without our marker
+            kill_pipe_holders(self._pipes)
+            _join(self._pumps, _GRACE)
+        return any(t.is_alive() for t in self._pumps)
 
 
 def run_process(
@@ -210,41 +247,22 @@ def run_process(
     ``cancel`` (default: the event of the enclosing ``cancel_scope``), once set, stops the
     command as a timeout does, and the result says ``exit=cancelled``.
 
-    ``reaped``: ``argv`` is the launcher (``_landlock``/``_reaper``), which on SIGTERM kills
-    the command's whole subtree, escapees included, and exits; on timeout it gets
-    ``_REAP_GRACE`` seconds to do so before everything is SIGKILLed.
+    ``reaped``: see :class:`Process`; on timeout the launcher gets ``_REAP_GRACE`` seconds
+    to kill the command's subtree before everything is SIGKILLed.
     Raises ToolError only when the command cannot start (missing program or folder).
     """
-    run_id = secrets.token_hex(8)
-    full_env = {**(os.environ if env is None else env), RUN_ID: run_id}
-    proc = _start(argv, cwd, full_env)
-    since = _start_time(proc.pid)
     out, err = Capture(), Capture()
-    assert proc.stdout is not None and proc.stderr is not None
-    streams = [(proc.stdout, out), (proc.stderr, err)]
-    for stream, _ in streams:
-        _widen(stream)
-    pipes = {f"pipe:[{os.fstat(stream.fileno()).st_ino}]" for stream, _ in streams}
-    pumps = [threading.Thread(target=_pump, args=pair, daemon=True) for pair in streams]
-    for t in pumps:
-        t.start()
+    proc = Process(argv, cwd=cwd, env=env, reaped=reaped, stdout=out, stderr=err)
     cancel = cancel if cancel is not None else current_cancel()
-    timed_out = cancelled = False
+    finished = timed_out = cancelled = False
+    waited = False
     try:
-        finished = _wait(proc, timeout, cancel)
+        finished = proc.wait(timeout, cancel)
+        waited = True
         cancelled = not finished and cancel is not None and cancel.is_set()
         timed_out = not finished and not cancelled
-        if not finished and reaped:
-            _stop_reaper(proc)
     finally:
-        # The command is over (or out of time): nothing it started may outlive it.
-        kill_tree(proc.pid, f"{RUN_ID}={run_id}".encode(), since)
-        proc.wait()
-    _join(pumps, _SETTLE)
-    if any(t.is_alive() for t in pumps):  # an escapee without our marker holds the output
-        kill_pipe_holders(pipes)
-        _join(pumps, _GRACE)
-    held = any(t.is_alive() for t in pumps)
+        held = proc.finish(stop=waited and not finished)
     return Completed(proc.returncode, out, err, timed_out, timeout, held, cancelled)
 
 

@@ -6,7 +6,9 @@ orphans (a double fork, ``setsid`` with an empty environment and closed output) 
 re-parented to the launcher, so when the command ends the launcher finds what is left as
 its own children and kills them, round after round, until it has none. Only the process
 that started the launcher can stop it early (SIGTERM, on timeout): it then kills the whole
-subtree the same way. A fenced command cannot signal it (Landlock ABI 6 scopes signals).
+subtree the same way; and when that process is gone (killed outright, so it could not
+stop its commands or background jobs), the launcher notices within a second and does so
+by itself. A fenced command cannot signal it (Landlock ABI 6 scopes signals).
 
 Standard library only and no package imports: the launcher runs with ``-I -S``.
 """
@@ -22,6 +24,7 @@ from collections.abc import Callable
 
 _PR_SET_CHILD_SUBREAPER = 36
 _WAITED = {signal.SIGCHLD, signal.SIGTERM}
+ORPHAN_CHECK = 1.0  # seconds between looks at whether the agent that started us is alive
 _IDLE_ROUNDS = 100  # x 10 ms: children we cannot see in /proc (should never happen)
 
 
@@ -42,15 +45,28 @@ def run_reaped(start: Callable[[], int]) -> int:
             code = start()
         finally:
             os._exit(code)
+    drop_stdin()
     status = _wait_for(child, starter)
     kill_children()
     return pass_on(status)
 
 
+def drop_stdin() -> None:
+    """Let go of the command's stdin (a background job's pipe): when the command closes
+    it, nobody reads it any more, so the agent's next write fails instead of filling it."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+
 def _wait_for(child: int, starter: int) -> int | None:
     """The child's wait status; None when the starter asked us to stop (SIGTERM)."""
     while True:
-        info = signal.sigwaitinfo(_WAITED)
+        info = signal.sigtimedwait(_WAITED, ORPHAN_CHECK)
+        if info is None:
+            if os.getppid() != starter:
+                return None  # the agent is gone (killed outright): nobody will stop us
+            continue
         if info.si_signo == signal.SIGTERM:
             if info.si_pid == starter:
                 return None

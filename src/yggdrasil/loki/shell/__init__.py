@@ -1,14 +1,20 @@
-"""run and run_python (internal): a command in the root, fenced, and what it changed.
+"""run, run_python and background jobs (internal): commands in the root, fenced, and
+what they changed.
 
 Owns the command tools (``Shell``: scratch folder, scrubbed environment, the fence
-settings and the status line that reports them) and change tracking (stat snapshots and
-an inotify view of the root that find what a command created, modified or deleted).
+settings and the status line that reports them), background jobs (``Jobs``: started by
+``run(..., background=True)``, read, written to, stopped, listed, each with its limits
+in ``JobLimits``; one ``_job.Job`` per command, on the same launcher and kill as ``run``)
+and change tracking (stat snapshots and an inotify view of the root that find what a
+command or a job created, modified or deleted).
 Imports ``sandbox`` (processes and the fence), ``files`` (Root, the journal) and ``errors``.
 """
 
 from __future__ import annotations
 
 from ._changes import diff, snapshot
+from ._job import JobLimits
+from ._jobs import Jobs
 from ._shell import DEFAULT_HIDDEN, SANDBOX_MODES, SandboxMode, Shell, writable_paths
 from ._watch import ChangeTracker, TreeWatch
 
@@ -16,6 +22,8 @@ __all__ = [
     "DEFAULT_HIDDEN",
     "SANDBOX_MODES",
     "ChangeTracker",
+    "JobLimits",
+    "Jobs",
     "SandboxMode",
     "Shell",
     "TreeWatch",

@@ -32,6 +32,8 @@ from ..sandbox import (
     scrubbed,
 )
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
+from ._job import JobLimits
+from ._jobs import Jobs
 from ._watch import ChangeTracker
 
 SandboxMode = Literal["auto", "require", "off"]
@@ -82,32 +84,47 @@ class Shell:
     hidden: Sequence[str | os.PathLike[str]] = DEFAULT_HIDDEN  # unreadable when fenced
     shell: str = field(default_factory=lambda: shutil.which("bash") or "/bin/sh")
     git_writable: bool = False  # commands may change .git/config and .git/hooks
+    limits: JobLimits = field(default_factory=JobLimits)  # background jobs
     tracker: ChangeTracker = field(init=False, repr=False)
+    jobs: Jobs = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.tracker = ChangeTracker(self.root.path)
         if self.sandbox not in SANDBOX_MODES:
             raise ValueError(f"sandbox must be one of {SANDBOX_MODES}, not {self.sandbox!r}")
         self._pycache: Path | None = None
+        self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits)
 
     # -- the tools -----------------------------------------------------------------------
 
-    def run(self, command: str, timeout: Timeout = 60) -> str:
+    def run(self, command: str, timeout: Timeout = 60, background: bool = False) -> str:
         if not command.strip():
             raise ToolError("command is empty; give a shell command to run in the root")
+        argv = [self.shell, "-c", command]
+        if background:
+            return self.jobs.start(command, lambda scratch: self._prepare(
+                argv, self._env(scratch, job=True), scratch))
         with self._scratch() as scratch:
-            return self._execute([self.shell, "-c", command], self._env(scratch), scratch, timeout)
+            return self._execute(argv, self._env(scratch), scratch, timeout)
 
-    def run_python(self, code: str, timeout: Timeout = 60) -> str:
+    def run_python(self, code: str, timeout: Timeout = 60, background: bool = False) -> str:
+        if background:
+            first = next((ln for ln in code.splitlines() if ln.strip()), "")
+            return self.jobs.start(f"python: {first}", lambda scratch: self._prepare(
+                *self._python(code, scratch, job=True), scratch))
         with self._scratch() as scratch:
-            script = scratch / "snippet.py"
-            script.write_text(code, encoding="utf-8")
-            env = self._env(scratch)
-            paths = [str(self.root.path / "src"), str(self.root.path)]
-            if env.get("PYTHONPATH"):
-                paths.append(env["PYTHONPATH"])
-            env["PYTHONPATH"] = os.pathsep.join(paths)
-            return self._execute([sys.executable, str(script)], env, scratch, timeout)
+            return self._execute(*self._python(code, scratch), scratch, timeout)
+
+    def _python(self, code: str, scratch: Path, *, job: bool = False,
+                ) -> tuple[list[str], dict[str, str]]:
+        script = scratch / "snippet.py"
+        script.write_text(code, encoding="utf-8")
+        env = self._env(scratch, job=job)
+        paths = [str(self.root.path / "src"), str(self.root.path)]
+        if env.get("PYTHONPATH"):
+            paths.append(env["PYTHONPATH"])
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        return [sys.executable, str(script)], env
 
     # -- the fence and the environment ---------------------------------------------------
 
@@ -214,12 +231,14 @@ class Shell:
                 exposed.append((path, inside))
         return hidden, exposed
 
-    def _env(self, scratch: Path) -> dict[str, str]:
+    def _env(self, scratch: Path, *, job: bool = False) -> dict[str, str]:
         env, _ = scrubbed(os.environ, self.env)
         env.update(TMPDIR=str(scratch), TMP=str(scratch), TEMP=str(scratch))
         env[SANDBOX_VAR] = self.fence().label()
         if self.sandbox != "off":  # bytecode for the root's modules never lands in the root
             env[PYCACHE_VAR] = str(self.pycache)
+        if job:  # a job is read while it runs: Python's prints must not wait in a buffer
+            env.setdefault("PYTHONUNBUFFERED", "1")
         return env
 
     @property
@@ -257,19 +276,38 @@ class Shell:
                              namespaces=fence.namespaces, mounts=mounts,
                              no_setid=fence.no_setid)
 
-    def _execute(self, argv: list[str], env: dict[str, str], scratch: Path,
-                 timeout: float) -> str:
+    def _check(self, argv: list[str], env: dict[str, str]) -> Fence:
+        """The fence ``argv`` gets; ToolError when it must not or cannot run."""
         fence = self.fence()
         if fence.refusal:
             raise ToolError(fence.refusal)
         _check_program(argv[0], env)
-        skip = [scratch, *(self.journal.private_dirs() if self.journal else [])]
-        self.tracker.begin(skip)
-        if self.journal is not None:
-            self.journal.keep_originals(self.tracker.code_files())
+        return fence
+
+    def _wrap(self, argv: list[str], env: dict[str, str], scratch: Path,
+              fence: Fence) -> tuple[list[str], dict[str, str], bool]:
+        """(argv in the launcher, env, reaped); after ``tracker.begin``, which finds the
+        ``.git`` folders the mount plan protects."""
         reaped = fence.any or sys.platform == "linux"  # the reaper needs a Linux subreaper
         if reaped:
             argv = self._launcher(argv, env, scratch, fence)
+        return argv, env, reaped
+
+    def _prepare(self, argv: list[str], env: dict[str, str], scratch: Path,
+                 ) -> tuple[list[str], dict[str, str], bool]:
+        """A background job's (argv, env, reaped): the same checks and launcher as run."""
+        return self._wrap(argv, env, scratch, self._check(argv, env))
+
+    def _execute(self, argv: list[str], env: dict[str, str], scratch: Path,
+                 timeout: float) -> str:
+        fence = self._check(argv, env)
+        self.jobs.settle()  # what background jobs changed so far is theirs
+        skip = [scratch, *self.jobs.scratches(),
+                *(self.journal.private_dirs() if self.journal else [])]
+        self.tracker.begin(skip)
+        if self.journal is not None:
+            self.journal.keep_originals(self.tracker.code_files())
+        argv, env, reaped = self._wrap(argv, env, scratch, fence)
         try:
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
                                reaped=reaped)
@@ -277,6 +315,7 @@ class Shell:
             changes = self.tracker.end(skip)
             if self.journal is not None:
                 self.journal.after_command(changes)
+            self.jobs.resume()
         text = done.observation()
         denied = fence.abi and done.exit_code != 0 and _DENIED in done.stderr.text()
         note = _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK) if denied else ""

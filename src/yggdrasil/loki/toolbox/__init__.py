@@ -3,7 +3,8 @@
 Owns ``Tool`` (a function plus its name, description, params and the JSON Schema derived
 once from its signature), ``Toolbox`` (the tools of a run, ``call`` that turns every
 failure into an observation, ``run`` that also says what it means and what it changed,
-thread safety and ``cancel``, ``changed``/``changes``/``revert`` from the journal), the
+thread safety and ``cancel``, its lifetime (``close``, the parts it owns across calls
+such as background jobs), ``changed``/``changes``/``revert`` from the journal), the
 schema derived from type hints with its limits and vendor flavors, and the catalog of
 built-in tools, where each hand's functions get the words a model reads.
 Imports the hands (``files``, ``search``, ``shell``, ``tables``, ``web``), ``sandbox``
@@ -12,9 +13,9 @@ Imports the hands (``files``, ``search``, ``shell``, ``tables``, ``web``), ``san
 
 from __future__ import annotations
 
-from ._box import Toolbox
+from ._box import Part, Toolbox
 from ._calls import Observation
-from ._catalog import read_tools, web_tools, write_tools
+from ._catalog import job_tools, read_tools, web_tools, write_tools
 from ._catalog_edits import edit_tools
 from ._flavors import FLAVORS, Flavor
 from ._schema import bind_args, build_schema, limits_text, parse_docstring
@@ -24,11 +25,13 @@ __all__ = [
     "FLAVORS",
     "Flavor",
     "Observation",
+    "Part",
     "Tool",
     "Toolbox",
     "bind_args",
     "build_schema",
     "edit_tools",
+    "job_tools",
     "limits_text",
     "parse_docstring",
     "read_tools",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ToolDefinitionError, ToolError
 from ..files import Journal, Reverted, clip_text
@@ -16,9 +17,23 @@ from ._flavors import FLAVORS, Flavor, reshape
 from ._schema import bind_args
 from ._tool import Tool
 
-__all__ = ["Toolbox"]
+__all__ = ["Part", "Toolbox"]
 
 log = logging.getLogger("yggdrasil.loki.tools")
+
+_CLOSE_WAIT = 30.0  # seconds close() waits for cancelled calls to wind up
+
+
+class Part(Protocol):
+    """What a toolbox owns across calls (background jobs): see ``Toolbox.attach``."""
+
+    lock: Callable[[], AbstractContextManager[object]]
+
+    def settle(self, exclude: Collection[str] = ()) -> None: ...
+
+    def status(self) -> str: ...
+
+    def close(self) -> None: ...
 
 
 class _ChangedList(list[str]):
@@ -55,12 +70,17 @@ class Toolbox:
     change files (``mutates``) run one at a time, each with its change tracking, so every
     change report is exact; read tools run alongside them and each other. ``cancel()``
     stops what is running (a command's whole process tree) and what is waiting to run.
+
+    A toolbox has a lifetime: ``close()`` (or leaving ``with filesystem_toolbox(...) as
+    box:``) also stops every background job; the interpreter's exit does too.
     """
 
     tools: dict[str, Tool] = field(default_factory=dict)
     changed: list[str] = field(default_factory=_ChangedList)
-    status: str = field(default="", compare=False)
     journal: Journal | None = field(default=None, repr=False, compare=False)
+    _status: str = field(default="", init=False, repr=False, compare=False)
+    _parts: list[Part] = field(default_factory=list, init=False, repr=False, compare=False)
+    closed: bool = field(default=False, init=False, compare=False)
     _calls: RunningCalls = field(default_factory=RunningCalls, init=False, repr=False,
                                  compare=False)
     _touched: dict[str, None] | None = field(default=None, init=False, repr=False, compare=False)
@@ -95,6 +115,52 @@ class Toolbox:
 
     def __len__(self) -> int:
         return len(self.tools)
+
+    @property
+    def status(self) -> str:
+        """How commands are fenced (the end of ``spec()``), then the running background
+        jobs, if any, so the model is reminded of them."""
+        return "\n".join(s for s in (self._status, *(p.status() for p in self._parts)) if s)
+
+    @status.setter
+    def status(self, text: str) -> None:
+        self._status = text
+
+    # -- what lives across calls (background jobs) and the toolbox's lifetime -----------
+
+    def attach(self, part: Part) -> None:
+        """Own ``part``: it is settled around every mutating call and by ``revert``,
+        listed in ``status``, closed by ``close``, and gets the mutating-call lock."""
+        part.lock = self.serialized
+        self._parts.append(part)
+
+    @contextmanager
+    def serialized(self) -> Iterator[bool]:
+        """Hold the lock mutating calls take (for work outside a call, such as a job
+        settling what it changed when it ends)."""
+        with self._calls.exclusive(threading.Event()) as turn:
+            yield turn
+
+    def close(self) -> None:
+        """Stop what runs: calls in flight are cancelled, every background job is
+        stopped with all it started. Safe to call twice; file tools keep working."""
+        if self.closed:
+            return
+        self.closed = True
+        self.cancel()
+        self.wait_idle(_CLOSE_WAIT)
+        for part in self._parts:
+            part.close()
+
+    def __enter__(self) -> Toolbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _settle(self, exclude: Collection[str] = ()) -> None:
+        for part in self._parts:
+            part.settle(exclude)
 
     def record(self, path: str) -> None:
         """Note a root-relative path as changed (first touch only).
@@ -135,6 +201,7 @@ class Toolbox:
             return Reverted()
         only = None if paths is None else self.journal.relative(paths)
         with self._calls.exclusive(threading.Event()):  # never under a running command
+            self._settle()  # what background jobs changed is the run's too
             before = set(self.journal.entries)
             done = self.journal.revert(only)
         gone = before - set(self.journal.entries)
@@ -198,11 +265,15 @@ class Toolbox:
                 outer = self._touched  # not None: a tool of the user's calling a mutating tool
                 touched = self._touched = {} if outer is None else outer
                 start = len(touched)
+                mine: tuple[str, ...] = ()
                 try:
+                    self._settle()  # what background jobs changed meanwhile is theirs
                     text = self._invoke(tool, args, event)
-                    return Observation.of(text, tuple(list(touched)[start:]))
+                    mine = tuple(list(touched)[start:])
+                    return Observation.of(text, mine)
                 finally:
                     self._touched = outer
+                    self._settle(mine)  # jobs' changes during this call, not the call's own
 
     def cancel(self) -> int:
         """Stop every call running or waiting to run; the number of calls reached.

@@ -16,7 +16,7 @@ from ._catalog_code import code_tools, read_file_tool
 from ._catalog_edits import EDITS_ITEMS
 from ._tool import Tool
 
-__all__ = ["read_tools", "web_tools", "write_tools"]
+__all__ = ["job_tools", "read_tools", "web_tools", "write_tools"]
 
 _PATH = "relative to the root (absolute paths inside it work too)"
 
@@ -73,10 +73,12 @@ def write_tools(files: Files, shell: Shell) -> list[Tool]:
         _edit_file(files),
         Tool("run_python", "Run Python source in the root (src/ is importable); "
              "prints exit code, stdout and stderr.",
-             {"code": "Python source to run", "timeout": "seconds before it is killed (default 60)"},
+             {"code": "Python source to run", "timeout": "seconds before it is killed (default 60)",
+              "background": _BACKGROUND},
              shell.run_python, mutates=True, title="Run Python code"),
         Tool("run", "Run a shell command in the root; prints exit code, stdout and stderr.",
-             {"command": "shell command line", "timeout": "seconds before it is killed (default 60)"},
+             {"command": "shell command line", "timeout": "seconds before it is killed (default 60)",
+              "background": _BACKGROUND},
              shell.run, mutates=True, title="Run a shell command"),
     ]
 
@@ -97,6 +99,33 @@ def _edit_file(files: Files) -> Tool:
         files.edit_file, mutates=True)
     tool.input_schema["properties"]["edits"]["items"] = EDITS_ITEMS
     return tool
+
+
+_BACKGROUND = ("true: start it as a background job (a server, a watcher, a long build) and "
+               "return at once with its id and first second of output; timeout does not "
+               "apply (default false)")
+
+
+def job_tools(shell: Shell) -> list[Tool]:
+    """The tools that follow background jobs (started by run/run_python background=true)."""
+    jobs = shell.jobs
+    job = "the job's id, from 'started job <id>'"
+    return [
+        Tool("job_output", "What a background job printed since the last read, then "
+             "'job <id> running' or its exit code, and the files it changed so far.",
+             {"job": job, "wait": "seconds to wait for new output or the end, 0-60 (default 0)"},
+             jobs.output, mutates=True, title="Read a job's output"),
+        Tool("job_input", "Write a line to a background job's stdin (answer a prompt, drive "
+             "a REPL); shows what it printed in reply.",
+             {"job": job, "text": "what to send; a newline is added unless it ends with one",
+              "eof": "then close its stdin (end of input; default false)"},
+             jobs.send, mutates=True, title="Write to a job's stdin"),
+        Tool("job_stop", "Stop a background job (SIGINT, then SIGTERM, then SIGKILL, with "
+             "everything it started) and show its last output and exit code.",
+             {"job": job}, jobs.stop, mutates=True, title="Stop a job"),
+        Tool("jobs", "List this run's background jobs: id, state, age, output size, command.",
+             {}, jobs.listing, mutates=True, title="List background jobs"),
+    ]
 
 
 def web_tools(root: Root, files: Files, *, read_only: bool, private: bool,

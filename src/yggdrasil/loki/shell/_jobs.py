@@ -1,0 +1,291 @@
+"""The background jobs of a shell: start, read, answer, stop, list; and what they changed.
+
+:class:`Jobs` holds the jobs of one toolbox (``_job.Job``), numbered from 1, at most
+``max_jobs`` running at once, and gives the model's tools their words. A job changes
+files between tool calls, when nobody is looking, so its changes are *settled*: the
+change tracker stays open while a job runs, and everything it saw since the last
+settle is charged to the jobs that ran meanwhile (into each job's ``changed`` list and
+the run's journal, so ``revert()`` covers it). Settling happens before and after every
+mutating tool call (the toolbox calls :meth:`Jobs.settle`), in ``job_output``,
+``job_stop`` and ``jobs()``, when a job ends, and when the toolbox closes. What changes
+while a foreground command runs is reported by that command.
+
+Jobs end with their toolbox: ``close()`` (the toolbox's) stops them all, and so does
+the interpreter's exit (``atexit``), for every ``Jobs`` still alive.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import shutil
+import tempfile
+import threading
+import weakref
+from collections.abc import Callable, Collection, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Annotated
+
+from annotated_types import Interval, MaxLen
+
+from ..errors import ToolError
+from ..files import Journal, Root, clip_list
+from ..sandbox import Process, current_cancel
+from ._job import GRACE, Job, JobLimits, OutputBuffer, describe
+from ._watch import ChangeTracker
+
+log = logging.getLogger("yggdrasil.loki.tools")
+
+FIRST_LOOK = 1.0  # seconds of a new job's output shown by the call that starts it
+INPUT_LOOK = 1.0  # seconds job_input waits for the job to answer
+INPUT_WAIT = 5.0  # seconds job_input waits for a job that does not read its stdin
+KEPT_ENDED = 50  # ended jobs remembered (their unread output, their exit) per toolbox
+MAX_CHANGE_LINES = 200
+MAX_INPUT = 1_000_000  # characters one job_input may send
+Wait = Annotated[float, Interval(ge=0, le=60)]
+JobId = Annotated[int, Interval(ge=1)]
+InputText = Annotated[str, MaxLen(MAX_INPUT)]
+# (argv, env, reaped) for a job, given its scratch folder: the shell's fence and launcher.
+Prepare = Callable[[Path], tuple[list[str], dict[str, str], bool]]
+Lock = Callable[[], AbstractContextManager[object]]
+
+
+class Jobs:
+    """The background jobs of one shell (see the module docstring)."""
+
+    def __init__(self, root: Root, tracker: ChangeTracker, journal: Journal | None,
+                 limits: JobLimits) -> None:
+        self.root, self.tracker, self.journal, self.limits = root, tracker, journal, limits
+        self._jobs: dict[int, Job] = {}
+        self._next = 1
+        self._charged: list[Job] = []  # jobs that ran since the last settle
+        self._tracking = False  # the tracker is open for the jobs' changes
+        self.lock: Lock = _private_lock()  # the toolbox's mutating-call lock, once attached
+        self.closed = False
+        _LIVE.add(self)
+
+    # -- the tools ---------------------------------------------------------------------
+
+    def start(self, label: str, prepare: Prepare) -> str:
+        """Start a job; ``started job <id>: <label>`` and its first second of output."""
+        self._check_room()
+        self.settle()  # what changed before the job is not the job's
+        scratch = Path(tempfile.mkdtemp(prefix="loki-tmp-"))
+        try:
+            if not self._tracking:  # before prepare: the mount plan needs the tracker's view
+                self._begin(extra=[scratch])
+            argv, env, reaped = prepare(scratch)
+            job = Job(self._next, _short(label), _starter(argv, env, reaped, self.root),
+                      scratch=scratch, keep=self.limits.buffer, lifetime=self.limits.lifetime,
+                      on_end=self._ended)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        self._next += 1
+        self._jobs[job.id] = job
+        self._charged.append(job)
+        self._forget_old()
+        job.ended.wait(FIRST_LOOK)
+        return (f"started job {job.id}: {job.label}\n{self._report(job)}"
+                f"[job_output(job={job.id}) reads more, job_input(job={job.id}, text=...) "
+                f"writes to its stdin, job_stop(job={job.id}) stops it]\n")
+
+    def output(self, job: JobId, wait: Wait = 0) -> str:
+        found = self._get(job)
+        if wait:
+            found.wait_quietly(wait, current_cancel())
+        return self._report(found)
+
+    def send(self, job: JobId, text: InputText, eof: bool = False) -> str:
+        found = self._get(job)
+        if not found.running:
+            raise ToolError(f"job {job} has ended ({found.state()}); it reads no more input. "
+                            "job_output reads what it left")
+        if found.input_closed:
+            raise ToolError(f"job {job}'s stdin is closed (eof=true was sent); it reads no "
+                            "more input. Start a new job to send more")
+        # "" alone is Enter; with eof=true it only closes stdin
+        data = "" if eof and not text else text if text.endswith("\n") else text + "\n"
+        sent = self._send(found, data.encode("utf-8"))
+        if eof:
+            found.process.close_input()
+            found.input_closed = True
+        found.wait_quietly(INPUT_LOOK, current_cancel())
+        what = [f"sent {sent} bytes to its stdin"] if data else []
+        what += ["closed its stdin"] if eof else []
+        return f"job {job}: {' and '.join(what)}\n{self._report(found)}"
+
+    def stop(self, job: JobId) -> str:
+        found = self._get(job)
+        if found.running:
+            found.request_stop("job_stop")
+            found.ended.wait(2 * GRACE + 30)  # the kill that follows is quick; a guard only
+        return self._report(found)
+
+    def listing(self) -> str:
+        self.settle()
+        if not self._jobs:
+            return "no jobs; run(command, background=true) starts one"
+        running = sum(job.running for job in self._jobs.values())
+        lines = [describe(job) for job in self._jobs.values()]
+        return (f"{running} of at most {self.limits.max_jobs} jobs running\n"
+                + "\n".join(lines) + "\n")
+
+    # -- settling changes ----------------------------------------------------------------
+
+    def settle(self, exclude: Collection[str] = ()) -> None:
+        """Charge what changed in the root since the last settle to the jobs that ran
+        meanwhile (``exclude``: paths a tool call just changed itself). Call it holding
+        the lock that serialises mutating calls."""
+        if not self._tracking:
+            return
+        self._tracking = False
+        try:
+            diff = self.tracker.end(self._skip())
+            if self.journal is not None:
+                self.journal.after_command(diff)
+            for job in self._charged:
+                job.charge(diff, set(exclude))
+            self.resume()
+        except Exception:  # never let bookkeeping fail the tool call it runs around
+            log.warning("settling what background jobs changed failed", exc_info=True)
+
+    def resume(self) -> None:
+        """After a foreground command: keep watching for the running jobs' changes."""
+        self._charged = [job for job in self._jobs.values() if job.running]
+        if self._charged:
+            self._begin()
+
+    def scratches(self) -> list[Path]:
+        """The running jobs' scratch folders (never tracked as changes of the root)."""
+        return [job.scratch for job in self._jobs.values() if job.running]
+
+    def _begin(self, extra: Collection[Path] = ()) -> None:
+        self.tracker.begin([*self._skip(), *extra])
+        if self.journal is not None:
+            self.journal.keep_originals(self.tracker.code_files())
+        self._tracking = True
+
+    def _skip(self) -> list[Path]:
+        return [*self.scratches(), *(self.journal.private_dirs() if self.journal else [])]
+
+    def _ended(self, job: Job) -> None:
+        """In the job's watcher thread: settle what it did (unless we are shutting down)."""
+        if not _EXITING:
+            with self.lock():
+                self.settle()
+
+    # -- status and lifetime -------------------------------------------------------------
+
+    def status(self) -> str:
+        """One line naming the running jobs, '' when none runs (from any thread)."""
+        running = [job for job in list(self._jobs.values()) if job.running]
+        if not running:
+            return ""
+        names = "; ".join(f"job {job.id} `{job.label}`" for job in running)
+        return (f"Background jobs running: {names} (job_output reads them, job_stop stops "
+                "them; they stop when the toolbox closes)")
+
+    def close(self) -> None:
+        """Stop every running job (all at once) and settle what they did."""
+        self.closed = True
+        running = [job for job in self._jobs.values() if job.running]
+        for job in running:
+            job.request_stop("the toolbox closing")
+        for job in running:
+            job.ended.wait(2 * GRACE + 30)
+        if not _EXITING:
+            with self.lock():
+                self.settle()
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _check_room(self) -> None:
+        if self.closed:
+            raise ToolError("this toolbox is closed; background jobs can no longer start")
+        running = [job for job in self._jobs.values() if job.running]
+        if self.limits.max_jobs == 0:
+            raise ToolError("background jobs are off in this toolbox (max_jobs=0); run the "
+                            "command without background")
+        if len(running) >= self.limits.max_jobs:
+            names = ", ".join(f"{job.id} `{job.label}`" for job in running)
+            raise ToolError(f"{len(running)} jobs are running, the most this toolbox allows "
+                            f"(max_jobs={self.limits.max_jobs}); stop one with job_stop(job=N) "
+                            f"first. Running: {names}")
+
+    def _get(self, job: int) -> Job:
+        found = self._jobs.get(job)
+        if found is not None:
+            return found
+        if not self._jobs:
+            raise ToolError(f"no job {job}: no background job was started yet; "
+                            "run(command, background=true) starts one")
+        known = ", ".join(f"{n} ({'running' if j.running else 'ended'})"
+                          for n, j in self._jobs.items())
+        raise ToolError(f"no job {job}; the jobs of this toolbox are {known} (jobs() lists them)")
+
+    def _send(self, job: Job, data: bytes) -> int:
+        if not data:
+            return 0
+        try:
+            sent = job.process.write_input(data, INPUT_WAIT)
+        except BrokenPipeError as exc:
+            raise ToolError(f"job {job.id} closed its stdin: it reads no more input") from exc
+        if sent < len(data):
+            raise ToolError(f"job {job.id} did not read its input: {sent} of {len(data)} "
+                            f"bytes were written in {INPUT_WAIT:g}s and the rest was dropped; "
+                            "check with job_output that it is waiting for input")
+        return sent
+
+    def _report(self, job: Job) -> str:
+        self.settle()
+        text = job.read()
+        if job.changes:
+            lines = clip_list([f"{verb} {rel}" for rel, verb in job.changes.items()],
+                              MAX_CHANGE_LINES, "changes", "see Toolbox.changed for the full list")
+            text += "changed:\n" + "\n".join(lines) + "\n"
+        return text
+
+    def _forget_old(self) -> None:
+        ended = [n for n, job in self._jobs.items() if not job.running]
+        for n in ended[: max(0, len(ended) - KEPT_ENDED)]:
+            del self._jobs[n]
+
+
+def _starter(argv: list[str], env: dict[str, str], reaped: bool,
+             root: Root) -> Callable[[OutputBuffer, OutputBuffer], Process]:
+    def start(out: OutputBuffer, err: OutputBuffer) -> Process:
+        return Process(argv, cwd=str(root.path), env=env, reaped=reaped, stdin=True,
+                       stdout=out, stderr=err)
+    return start
+
+
+def _short(label: str, limit: int = 120) -> str:
+    one = " ".join(label.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
+
+
+@contextmanager
+def _lock_of(lock: threading.RLock) -> Iterator[object]:
+    with lock:
+        yield lock
+
+
+def _private_lock() -> Lock:
+    lock = threading.RLock()
+    return lambda: _lock_of(lock)
+
+
+# -- every job ends with the interpreter -------------------------------------------------
+
+_LIVE: weakref.WeakSet[Jobs] = weakref.WeakSet()
+_EXITING = False
+
+
+@atexit.register
+def _stop_all_jobs() -> None:
+    global _EXITING
+    _EXITING = True  # no settling: the toolbox may be mid-call on a thread that is gone
+    for jobs in list(_LIVE):
+        jobs.close()
