@@ -219,3 +219,18 @@ def test_a_run_through_the_sdk_is_replayed_by_the_scripted_engine(
     assert replayed.steps == recorded.steps and replayed.answer == "bumped"
     assert (replay_root / "v.txt").read_text() == "2\n"
     assert replayed.usage == recorded.usage
+
+
+def test_the_system_prompt_names_a_job_started_during_the_run(
+        server: FakeModelServer, root: Path) -> None:
+    """The status at the end of the system prompt is rebuilt each turn: a background job
+    the model started is named in the next request, so it is not forgotten."""
+    server.queue(
+        openai_reply(None, [("run", {"command": "sleep 30", "background": True})]),
+        openai_reply("Started it."),
+    )
+    result = loki_at(server).act("start a sleeper", root=root)
+    assert result.completed and result.steps[0].observation.startswith("started job 1: sleep 30")
+    first, second = server.posts()
+    assert "Background jobs running" not in first["messages"][0]["content"]
+    assert "Background jobs running: job 1 `sleep 30`" in second["messages"][0]["content"]

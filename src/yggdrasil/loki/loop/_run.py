@@ -105,6 +105,7 @@ class Run:
     def _ask(self) -> Completion:
         """One completion; each retry here makes progress (protocol switch, elision)."""
         while True:
+            self.conv.system = self._system()  # the toolbox status may name running jobs
             self.conv.fit()
             # an engine may name the schema flavor its API wants (engines/openai: strict)
             flavor: Any = getattr(self.engine, "schema_flavor", "neutral")

@@ -43,9 +43,9 @@ log = logging.getLogger("yggdrasil.loki.mcp")
 
 def mcp_tool(tool: Tool) -> dict[str, Any]:
     """The MCP form of a tool (wire field names): its own schema, a title and its hints."""
-    hints: dict[str, Any] = {"title": tool.title, "readOnlyHint": not tool.mutates,
+    hints: dict[str, Any] = {"title": tool.title, "readOnlyHint": bool(tool.read_only),
                              "openWorldHint": tool.open_world}
-    if tool.mutates:
+    if not tool.read_only:
         hints["destructiveHint"] = True
     if tool.idempotent:
         hints["idempotentHint"] = True

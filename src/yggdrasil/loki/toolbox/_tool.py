@@ -24,8 +24,12 @@ class Tool:
 
     Hints for clients that ask (MCP annotations, adapters): ``title`` (default: from the
     name), ``idempotent`` (calling it again with the same arguments changes nothing
-    more; default: true for tools that do not mutate) and ``open_world`` (it reaches
-    outside the root, e.g. the web).
+    more; default: true for tools that do not mutate), ``open_world`` (it reaches
+    outside the root, e.g. the web) and ``read_only`` (the call itself changes nothing;
+    default: true for tools that do not mutate). ``mutates`` says how the toolbox runs a
+    tool (one at a time, with change tracking); ``read_only`` is what clients and the model
+    are told: reading a background job's output runs under the lock, since it settles
+    what the job changed, yet changes nothing itself.
     """
 
     name: str
@@ -36,6 +40,7 @@ class Tool:
     title: str = ""
     idempotent: bool | None = None
     open_world: bool = False
+    read_only: bool | None = None
     input_schema: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -47,6 +52,8 @@ class Tool:
         self.title = self.title or self.name.replace("_", " ").capitalize()
         if self.idempotent is None:
             self.idempotent = not self.mutates
+        if self.read_only is None:
+            self.read_only = not self.mutates
 
     @classmethod
     def from_function(
@@ -75,7 +82,7 @@ class Tool:
         return f"{self.name}({', '.join(args)})"
 
     def spec(self) -> str:
-        mark = "  [changes files]" if self.mutates else ""
+        mark = "" if self.read_only else "  [changes files]"
         lines = [f"{self.signature()}{mark}"]
         lines += [f"  {line}" if line else "" for line in self.description.splitlines()]
         lines += [f"  - {k}: {v}" for k, v in self.params.items()]
@@ -84,4 +91,5 @@ class Tool:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "params": dict(self.params),
                 "mutates": self.mutates, "title": self.title, "idempotent": self.idempotent,
-                "open_world": self.open_world, "input_schema": self.input_schema}
+                "open_world": self.open_world, "read_only": self.read_only,
+                "input_schema": self.input_schema}
