@@ -13,14 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .files import Files, Journal, Root
+from .files import DEFAULT_PROTECTED, Files, Journal, Root, protect_globs
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
+from .search import protection
 from .shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
 from .tables import TableReader
 from .toolbox import Observation, Tool, Toolbox, read_tools, web_tools, write_tools
 
-__all__ = ["Observation", "Tool", "Toolbox", "filesystem_toolbox", "sandbox_status"]
+__all__ = ["DEFAULT_PROTECTED", "Observation", "Tool", "Toolbox", "filesystem_toolbox",
+           "sandbox_status"]
 
 
 def filesystem_toolbox(
@@ -37,6 +39,7 @@ def filesystem_toolbox(
     env: Mapping[str, str] | None = None,
     hidden: Sequence[str | Path] | None = None,
     git_writable: bool = False,
+    protect: Sequence[str] | None = DEFAULT_PROTECTED,
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
@@ -62,9 +65,16 @@ def filesystem_toolbox(
     ~/.aws; ``()`` hides nothing). Commands get the environment without secret-looking
     variables; ``env`` adds variables as given.
     ``Toolbox.status`` (the end of ``spec()``) says which of these hold.
+
+    ``protect``: globs (gitignore syntax, matched against root-relative paths) of files
+    that may hold secrets: no tool reads, lists, searches, edits, overwrites, moves or
+    deletes them (``list_dir`` shows they exist, marked ``[protected]``; find and grep
+    skip and count them), and commands see them as unreadable. ``DEFAULT_PROTECTED``
+    (.env, keys, credentials...) by default; a list replaces it, ``DEFAULT_PROTECTED +
+    (...)`` adds to it, ``()`` turns protection off.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
-    where = Root.at(root)
+    where = Root.at(root, protect=protection(protect_globs(protect)))
     guard_imports(where.path)  # what commands write in the root never runs in this process
     box = Toolbox()
     journal = Journal(where, box.record)
@@ -83,8 +93,10 @@ def filesystem_toolbox(
     if allow_web:
         tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts,
                            tables=tables)
+    notes = [box.status, where.protect.describe() if where.protect else ""]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
-        box.status = "\n".join(s for s in (box.status, tables.status()) if s)
+        notes.append(tables.status())
+    box.status = "\n".join(s for s in notes if s)
     for tool in tools:
         box.add(tool)
     return box

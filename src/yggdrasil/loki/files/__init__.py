@@ -2,8 +2,9 @@
 
 Owns ``Root`` (every path resolved and opened inside the agent root, no symlink followed
 out), the file tools (list, read a window, write, edit), the text edits and syntax checks,
-the run's journal (what each touched path was, and how to put it back) and the bounds on
-what any tool hands back to a model (``clip_*``, ``MAX_*``). Every other hand builds on
+the run's journal (what each touched path was, and how to put it back), the protected
+paths ``Root`` refuses (``Protection``, ``DEFAULT_PROTECTED``) and the bounds on what any
+tool hands back to a model (``clip_*``, ``MAX_*``). Every other hand builds on
 this package; it imports only ``yggdrasil.loki.errors`` and ``yggdrasil.io``.
 """
 
@@ -24,10 +25,20 @@ from ._observe import (
     clip_text,
     human_size,
 )
+from ._protect import (
+    DEFAULT_PROTECTED,
+    HOW_TO_CHANGE,
+    GlobRules,
+    ProtectedError,
+    Protection,
+    protect_globs,
+)
 from ._root import DIR_FLAGS, READ_FLAGS, Root, resolve_inside
 
 __all__ = [
+    "DEFAULT_PROTECTED",
     "DIR_FLAGS",
+    "HOW_TO_CHANGE",
     "MAX_ENTRIES",
     "MAX_HITS",
     "MAX_LINE",
@@ -38,13 +49,17 @@ __all__ = [
     "Confirm",
     "Diff",
     "Files",
+    "GlobRules",
     "Journal",
+    "ProtectedError",
+    "Protection",
     "Reverted",
     "Root",
     "clip_line",
     "clip_list",
     "clip_text",
     "human_size",
+    "protect_globs",
     "resolve_inside",
     "syntax_problem",
 ]

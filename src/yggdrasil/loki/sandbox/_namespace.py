@@ -14,9 +14,15 @@ namespace it applies the mount plan the agent passed (``--mount KIND:PATH``, in 
   under a tmpfs, and cannot be renamed away (a mount point cannot move);
 - ``bind-ro:PATH`` the same, read-only: ``.git/config`` and ``.git/hooks``, the
   interpreter when it lives under /tmp;
-- ``mask:PATH``   PATH replaced by an empty read-only file or folder (a daemon's socket).
+- ``mask:PATH``   PATH replaced by an empty read-only file or folder (a daemon's socket);
+- ``protect:PATH`` PATH (a protected file or folder of the root: ``.env``, ``.aws/``)
+  replaced by an empty file or folder of mode 000, read-only: the command (which has no
+  capability to override permissions) gets EACCES reading or listing it, and since it is
+  a mount point it cannot be renamed, removed or hard-linked away (EBUSY, EXDEV).
 
-Sources are opened before the first mount, so a later mount never hides one. Then it
+Sources are opened before the first mount, so a later mount never hides one; the mode-000
+file that ``protect`` binds lives on a small tmpfs mounted first on the plan's first
+``tmpfs`` path, which that tmpfs then covers (nothing in the command's view names it). Then it
 forks the namespace's PID 1 (:func:`_init`), which mounts a /proc of its own, starts the
 command and reaps orphans; when the command exits, PID 1 exits and the kernel kills every
 process left in the namespace: nothing a command starts can outlive it, however it
@@ -47,7 +53,7 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 # mounts inherited from a more privileged namespace; dropping one is EPERM).
 _LOCKED = ((1, MS_RDONLY), (2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC),
            (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME))
-MOUNT_KINDS = ("tmpfs", "bind", "bind-ro", "mask")
+MOUNT_KINDS = ("tmpfs", "bind", "bind-ro", "mask", "protect")
 _PR_SET_PDEATHSIG = 1
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _WAITED = {signal.SIGCHLD, signal.SIGTERM}
@@ -121,16 +127,19 @@ def apply_mounts(plan: Sequence[tuple[str, str]]) -> None:
         if kind.startswith("bind") and path not in sources:
             with contextlib.suppress(FileNotFoundError):
                 sources[path] = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+    blank = _blank_file(plan) if any(kind == "protect" for kind, _ in plan) else None
     try:
         for kind, path in plan:
             if kind == "tmpfs":
                 _tmpfs(path)
             elif kind == "mask":
                 _mask(path)
+            elif kind == "protect":
+                _protect(path, blank)
             elif path in sources:
                 _bind(sources[path], path, read_only=kind == "bind-ro")
     finally:
-        for fd in sources.values():
+        for fd in [*sources.values(), *([blank] if blank is not None else [])]:
             os.close(fd)
 
 
@@ -168,6 +177,37 @@ def _mask(path: str) -> None:
         _mount(b"/dev/null", path, None, MS_BIND)
         _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
                | MS_NOEXEC | _locked_flags(path))
+
+
+def _blank_file(plan: Sequence[tuple[str, str]]) -> int:
+    """An O_PATH fd of an empty mode-000 file on a tmpfs of its own, mounted on the first
+    tmpfs path of the plan, which the plan then covers with the command's own tmpfs."""
+    under = next((path for kind, path in plan if kind == "tmpfs" and os.path.isdir(path)
+                  and not os.path.islink(path)), None)
+    if under is None:
+        raise SetupError(2, "no tmpfs in the mount plan to hold the protected-file mask")
+    _mount(b"tmpfs", under, b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k,mode=0700")
+    path = os.path.join(under, "protected")
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0))
+    os.chmod(path, 0)
+    return os.open(path, os.O_PATH | os.O_CLOEXEC)
+
+
+def _protect(path: str, blank: int | None) -> None:
+    """``path`` covered by an unreadable, read-only, empty file or folder (mode 000)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return  # gone since the plan was made
+    if stat.S_ISLNK(st.st_mode):
+        return  # a link is judged by where it leads
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY
+    if stat.S_ISDIR(st.st_mode):
+        _mount(b"tmpfs", path, b"tmpfs", flags, b"size=4k,mode=000")
+        return
+    assert blank is not None
+    _mount(f"/proc/self/fd/{blank}".encode(), path, None, MS_BIND)
+    _mount(None, path, None, MS_REMOUNT | MS_BIND | flags | _locked_flags(path))
 
 
 def _mount_point(path: str, *, folder: bool) -> None:

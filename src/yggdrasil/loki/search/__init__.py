@@ -2,16 +2,28 @@
 
 Owns the choice of engine, the ripgrep backend (run under a read-only Landlock fence),
 the descriptor-based Python walker and line matcher, globs and ignore rules (.gitignore,
-.ignore, .rgignore), linear-time matching (RE2, ``_linear``), and how hits and skipped
-files are collected and rendered. Both engines give byte-identical output.
+.ignore, .rgignore), the protected globs compiled for both engines (``_protected``: a
+``files.Protection``, ripgrep overrides), linear-time matching (RE2, ``_linear``), and how
+hits and skipped files are collected and rendered. Both engines give byte-identical output.
 Imports ``files`` (Root, the observation caps), ``sandbox`` (the fence) and ``errors``.
 """
 
 from __future__ import annotations
 
 from ._globs import GlobError, IgnoreFile, glob_regex
+from ._protected import protection, rg_overrides
 from ._pysearch import COUNT_LIMIT
 from ._rg import find_rg
 from ._search import Backend, Search
 
-__all__ = ["COUNT_LIMIT", "Backend", "GlobError", "IgnoreFile", "Search", "find_rg", "glob_regex"]
+__all__ = [
+    "COUNT_LIMIT",
+    "Backend",
+    "GlobError",
+    "IgnoreFile",
+    "Search",
+    "find_rg",
+    "glob_regex",
+    "protection",
+    "rg_overrides",
+]

@@ -25,6 +25,7 @@ from annotated_types import Interval
 from ..errors import PathError, ToolError
 from ..files import Diff, Journal, Root, clip_list
 from ..sandbox import (
+    Completed,
     isolation_status,
     landlock_status,
     launcher_argv,
@@ -32,6 +33,7 @@ from ..sandbox import (
     scrubbed,
 )
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
+from ._protected import ProtectedPaths, walk_protected
 from ._watch import ChangeTracker
 
 SandboxMode = Literal["auto", "require", "off"]
@@ -53,6 +55,8 @@ _FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR{ne
                "elsewhere fails with 'Permission denied'. Work inside the root, or ask the "
                "user to add a writable folder]\n")
 _NO_NETWORK = ", and may not open TCP connections"
+_PROTECTED_NOTE = ("[sandbox: protected files (they may hold secrets) are unreadable to commands, "
+                   "as to every tool; only the user can change that list]\n")
 # Seconds a command may run; the toolbox checks the limit before the call (bind_args).
 Timeout = Annotated[float, Interval(gt=0, le=3600)]
 PYCACHE_VAR = "PYTHONPYCACHEPREFIX"  # bytecode of commands goes to a cache outside the root
@@ -89,6 +93,8 @@ class Shell:
         if self.sandbox not in SANDBOX_MODES:
             raise ValueError(f"sandbox must be one of {SANDBOX_MODES}, not {self.sandbox!r}")
         self._pycache: Path | None = None
+        self._protected = ProtectedPaths(self.root.protect) if self.root.protect else None
+        self._masked: list[str] = []  # what the last command got masked (absolute)
 
     # -- the tools -----------------------------------------------------------------------
 
@@ -140,7 +146,8 @@ class Shell:
         _, withheld = scrubbed(os.environ, self.env)
         env = (f"{len(withheld)} secret-looking environment "
                f"variable{'' if len(withheld) == 1 else 's'} withheld")
-        return f"{self._landlock_status(fence)}; {self._isolation_status(fence)}; {env}."
+        return (f"{self._landlock_status(fence)}; {self._isolation_status(fence)}; "
+                f"{env}{self._protect_status(fence)}.")
 
     def _landlock_status(self, fence: Fence) -> str:
         if not fence.abi:
@@ -158,7 +165,10 @@ class Shell:
         if hidden:
             where += "; they cannot read " + ", ".join(_home_relative(p) for p in hidden)
         for path, inside in exposed:  # a write rule there grants read; Landlock only adds
-            where += f"; {_home_relative(path)} is inside {inside}: NOT hidden"
+            if fence.namespaces and self.root.protected(Path(path), os.path.isdir(path)):
+                where += f"; {_home_relative(path)} is inside {inside} but protected (masked)"
+            else:
+                where += f"; {_home_relative(path)} is inside {inside}: NOT hidden"
         return (f"Commands (run, run_python) are sandboxed by Landlock (ABI {fence.abi}): they "
                 f"can write only inside {where}")
 
@@ -189,6 +199,27 @@ class Shell:
         setid = ("setuid/setgid bits cannot be set" if fence.no_setid else
                  f"setuid/setgid bits are NOT blocked ({isolation_status().setid_reason})")
         return f"{net}; {iso}; {setid}"
+
+    def _protect_status(self, fence: Fence) -> str:
+        if not self.root.protect:
+            return ""
+        if fence.namespaces:
+            return ("; the protected files are unreadable to them (masked in their mount "
+                    "namespace)")
+        why = 'sandbox="off"' if self.sandbox == "off" else "masking them needs namespaces"
+        return f"; the protected files are NOT hidden from them ({why})"
+
+    def protected_paths(self) -> list[str]:
+        """The root's protected files and folders (absolute, outermost only) as of the
+        tracker's last ``begin()``, or from a walk when it has no complete view."""
+        if self._protected is None:
+            return []
+        tree = self.tracker.tree()
+        if tree is None:
+            rels = walk_protected(str(self.root.path), self._protected.protect)
+        else:
+            rels = self._protected.outermost(*tree)
+        return [os.path.join(self.root.path, rel) for rel in rels]
 
     def hidden_paths(self) -> list[str]:
         """The hidden paths that exist now, resolved (relative ones from the root)."""
@@ -247,15 +278,27 @@ class Shell:
         if self.sandbox != "off":
             writable.append(str(self.pycache))
         mounts: list[tuple[str, str]] = []
+        self._masked = []
         if fence.namespaces:
             git = [] if self.git_writable else self.tracker.git_dirs()
-            mounts = mount_plan(writable, needed_paths(env, self.shell), git)
+            self._masked = self.protected_paths()
+            mounts = mount_plan(writable, needed_paths(env, self.shell), git, self._masked)
         python = sys.executable or shutil.which("python3") or "python3"
         return launcher_argv(python, writable if fence.abi else [], network=self.network,
                              abi=fence.abi, argv=argv,
                              hidden=self.hidden_paths() if fence.abi else [],
                              namespaces=fence.namespaces, mounts=mounts,
                              no_setid=fence.no_setid)
+
+    def _denied_note(self, done: Completed, fence: Fence, masked: Sequence[str]) -> str:
+        """Why a failed command met 'Permission denied': a protected file, or the fence."""
+        if done.exit_code == 0 or not (fence.abi or masked):
+            return ""
+        secret, other = _denied_lines(done.stderr.text(), masked)
+        note = _PROTECTED_NOTE if secret else ""
+        if other and fence.abi:
+            note += _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK)
+        return note
 
     def _execute(self, argv: list[str], env: dict[str, str], scratch: Path,
                  timeout: float) -> str:
@@ -268,8 +311,10 @@ class Shell:
         if self.journal is not None:
             self.journal.keep_originals(self.tracker.code_files())
         reaped = fence.any or sys.platform == "linux"  # the reaper needs a Linux subreaper
+        masked: list[str] = []
         if reaped:
             argv = self._launcher(argv, env, scratch, fence)
+            masked = [self.root.rel(Path(p)) for p in self._masked]
         try:
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
                                reaped=reaped)
@@ -278,12 +323,22 @@ class Shell:
             if self.journal is not None:
                 self.journal.after_command(changes)
         text = done.observation()
-        denied = fence.abi and done.exit_code != 0 and _DENIED in done.stderr.text()
-        note = _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK) if denied else ""
-        for extra in (_changed_section(changes), note):
+        for extra in (_changed_section(changes), self._denied_note(done, fence, masked)):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
         return text
+
+
+def _denied_lines(stderr: str, masked: Sequence[str]) -> tuple[bool, bool]:
+    """(a denial names a protected path, a denial names something else) in ``stderr``."""
+    secret = other = False
+    for line in stderr.splitlines():
+        if _DENIED in line:
+            if any(rel in line for rel in masked):
+                secret = True
+            else:
+                other = True
+    return secret, other
 
 
 def _home_relative(path: str) -> str:
