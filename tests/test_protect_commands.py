@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from yggdrasil.loki.sandbox import isolation_status
-from yggdrasil.loki.shell import ProtectedPaths, walk_protected
 from yggdrasil.loki.search import protection
+from yggdrasil.loki.shell import ProtectedPaths, walk_protected
 from yggdrasil.loki.tools import DEFAULT_PROTECTED, Toolbox, filesystem_toolbox
 
 pytestmark = pytest.mark.skipif(not isolation_status().namespaces,

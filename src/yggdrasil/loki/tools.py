@@ -17,9 +17,26 @@ from .files import DEFAULT_PROTECTED, Files, Journal, Root, protect_globs
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
 from .search import protection
-from .shell import DEFAULT_HIDDEN, SandboxMode, Shell, writable_paths
+from .shell import (
+    DEFAULT_HIDDEN,
+    CommandRules,
+    RuleAction,
+    SandboxMode,
+    Shell,
+    parse_rules,
+    writable_paths,
+)
 from .tables import TableReader
-from .toolbox import Observation, Tool, Toolbox, read_tools, web_tools, write_tools
+from .toolbox import (
+    AfterCall,
+    BeforeCall,
+    Observation,
+    Tool,
+    Toolbox,
+    read_tools,
+    web_tools,
+    write_tools,
+)
 
 __all__ = ["DEFAULT_PROTECTED", "Observation", "Tool", "Toolbox", "filesystem_toolbox",
            "sandbox_status"]
@@ -40,6 +57,10 @@ def filesystem_toolbox(
     hidden: Sequence[str | Path] | None = None,
     git_writable: bool = False,
     protect: Sequence[str] | None = DEFAULT_PROTECTED,
+    rules: Sequence[tuple[str, str]] = (),
+    rules_default: RuleAction = "allow",
+    before_call: BeforeCall | None = None,
+    after_call: AfterCall | None = None,
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
@@ -72,11 +93,23 @@ def filesystem_toolbox(
     skip and count them), and commands see them as unreadable. ``DEFAULT_PROTECTED``
     (.env, keys, credentials...) by default; a list replaces it, ``DEFAULT_PROTECTED +
     (...)`` adds to it, ``()`` turns protection off.
+
+    ``rules``: ``[("deny", "git push"), ("ask", "rm -rf"), ("allow", "pytest")]`` match each
+    command a ``run`` line would run (pipelines, lists, subshells, ``$(...)``, ``bash -c``,
+    wrappers such as ``env``/``sudo``/``xargs`` looked into) by its leading words; the first
+    matching rule decides, ``rules_default`` decides the rest; deny is an ERROR naming the
+    rule, ask calls ``confirm("run <command>")`` (declined, or no ``confirm``: REFUSED).
+    ``run_python`` counts as the command ``python``.
+
+    ``before_call(tool, args)`` and ``after_call(tool, args, observation)`` are hooks
+    around every call: a string from ``before_call`` refuses the call with that message, a
+    string from ``after_call`` replaces the observation; an exception in a hook is an ERROR
+    observation.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
     where = Root.at(root, protect=protection(protect_globs(protect)))
     guard_imports(where.path)  # what commands write in the root never runs in this process
-    box = Toolbox()
+    box = Toolbox(before_call=before_call, after_call=after_call)
     journal = Journal(where, box.record)
     box.journal = journal
     files = Files(where, confirm=confirm, on_change=journal.after_write,
@@ -87,7 +120,8 @@ def filesystem_toolbox(
         shell = Shell(where, journal, sandbox=sandbox, network=network,
                       writable=writable_paths(writable), env=env,
                       hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden),
-                      git_writable=git_writable)
+                      git_writable=git_writable,
+                      rules=CommandRules(parse_rules(rules), rules_default), confirm=confirm)
         tools += write_tools(files, shell)
         box.status = shell.status()
     if allow_web:

@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +34,7 @@ from ..sandbox import (
 )
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
 from ._protected import ProtectedPaths, walk_protected
+from ._rules import CommandRules
 from ._watch import ChangeTracker
 
 SandboxMode = Literal["auto", "require", "off"]
@@ -86,6 +87,8 @@ class Shell:
     hidden: Sequence[str | os.PathLike[str]] = DEFAULT_HIDDEN  # unreadable when fenced
     shell: str = field(default_factory=lambda: shutil.which("bash") or "/bin/sh")
     git_writable: bool = False  # commands may change .git/config and .git/hooks
+    rules: CommandRules = field(default_factory=CommandRules)  # allow / ask / deny by words
+    confirm: Callable[[str], bool] | None = None  # asked for commands an ``ask`` rule matches
     tracker: ChangeTracker = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -101,10 +104,15 @@ class Shell:
     def run(self, command: str, timeout: Timeout = 60) -> str:
         if not command.strip():
             raise ToolError("command is empty; give a shell command to run in the root")
+        self.check_command(command)
         with self._scratch() as scratch:
             return self._execute([self.shell, "-c", command], self._env(scratch), scratch, timeout)
 
     def run_python(self, code: str, timeout: Timeout = 60) -> str:
+        # Rules see it as `python <file>`: ("deny", "python") refuses it, and so does
+        # rules_default="deny" unless a rule allows python.
+        shown = code if len(code) <= 2000 else f"{code[:2000]}\n[... {len(code) - 2000} more chars]"
+        self.rules.check("python", self.confirm, action=f"run python code:\n{shown}")
         with self._scratch() as scratch:
             script = scratch / "snippet.py"
             script.write_text(code, encoding="utf-8")
@@ -114,6 +122,11 @@ class Shell:
                 paths.append(env["PYTHONPATH"])
             env["PYTHONPATH"] = os.pathsep.join(paths)
             return self._execute([sys.executable, str(script)], env, scratch, timeout)
+
+    def check_command(self, command: str) -> None:
+        """Raise unless the rules let ``command`` run (asking ``confirm`` for ``ask``);
+        background jobs call it too."""
+        self.rules.check(command, self.confirm)
 
     # -- the fence and the environment ---------------------------------------------------
 
@@ -146,8 +159,9 @@ class Shell:
         _, withheld = scrubbed(os.environ, self.env)
         env = (f"{len(withheld)} secret-looking environment "
                f"variable{'' if len(withheld) == 1 else 's'} withheld")
+        rules = f"\n{self.rules.describe()}" if self.rules else ""
         return (f"{self._landlock_status(fence)}; {self._isolation_status(fence)}; "
-                f"{env}{self._protect_status(fence)}.")
+                f"{env}{self._protect_status(fence)}.{rules}")
 
     def _landlock_status(self, fence: Fence) -> str:
         if not fence.abi:

@@ -12,7 +12,7 @@ Imports the hands (``files``, ``search``, ``shell``, ``tables``, ``web``), ``san
 
 from __future__ import annotations
 
-from ._box import Toolbox
+from ._box import AfterCall, BeforeCall, Toolbox
 from ._calls import Observation
 from ._catalog import read_tools, web_tools, write_tools
 from ._flavors import FLAVORS, Flavor
@@ -21,6 +21,8 @@ from ._tool import Tool
 
 __all__ = [
     "FLAVORS",
+    "AfterCall",
+    "BeforeCall",
     "Flavor",
     "Observation",
     "Tool",
