@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .files import DEFAULT_PROTECTED, Files, Journal, Root, protect_globs
+from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
 from .search import protection
@@ -51,7 +52,7 @@ def filesystem_toolbox(
     confirm: Callable[[str], bool] | None = None,
     allow_private_hosts: bool = False,
     sandbox: SandboxMode = "auto",
-    network: bool = True,
+    network: bool | Sequence[str] = True,
     writable: Sequence[str | Path] = (),
     env: Mapping[str, str] | None = None,
     hidden: Sequence[str | Path] | None = None,
@@ -61,6 +62,7 @@ def filesystem_toolbox(
     rules_default: RuleAction = "allow",
     before_call: BeforeCall | None = None,
     after_call: AfterCall | None = None,
+    hosts: Mapping[str, str] | None = None,
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
@@ -79,7 +81,12 @@ def filesystem_toolbox(
     ``sandbox="auto"`` fences with what this machine offers, ``"require"`` refuses
     commands (ERROR observation) unless every layer is there, ``"off"`` never fences.
     ``network=False`` gives commands a network namespace with loopback only, and blocks
-    TCP connect/bind with Landlock (ABI 4+) as well. ``git_writable=False`` (the default)
+    TCP connect/bind with Landlock (ABI 4+) as well. ``network=["pypi.org",
+    "*.github.com"]`` lets them reach those hosts over HTTP(S) and nothing else: a network
+    namespace whose only way out is the toolbox's proxy (``HTTP_PROXY``/``HTTPS_PROXY``),
+    which checks each host and the address it resolves to (the web tools' address
+    policy; ``allow_private_hosts`` opens private addresses, ``hosts`` maps names to
+    addresses instead of DNS: for tests with local servers). ``git_writable=False`` (the default)
     keeps ``.git/config`` and ``.git/hooks`` read-only for commands. ``writable`` adds folders
     commands may write besides the root and their scratch TMPDIR; ``hidden`` lists paths a
     fenced command cannot read (None: well-known credential stores such as ~/.ssh and
@@ -117,7 +124,10 @@ def filesystem_toolbox(
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
     tools = read_tools(where, files, tables)
     if not read_only:
-        shell = Shell(where, journal, sandbox=sandbox, network=network,
+        proxy = None if isinstance(network, bool) else NetProxy(ProxyRules(
+            AllowedHosts(network), AddressPolicy(allow_private=allow_private_hosts),
+            dict(hosts or {})))
+        shell = Shell(where, journal, sandbox=sandbox, network=network is True, proxy=proxy,
                       writable=writable_paths(writable), env=env,
                       hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden),
                       git_writable=git_writable,

@@ -29,6 +29,14 @@ process left in the namespace: nothing a command starts can outlive it, however 
 forks, and nothing inside can leave the namespace. The launcher waits outside, and on
 SIGTERM from the agent (a timeout) kills PID 1, which takes the whole namespace with it.
 
+With ``proxy`` (a command limited to some hosts), the launcher connects to the toolbox's
+proxy over its UNIX control socket before anything else, makes the network namespace,
+opens a TCP listener on 127.0.0.1 inside it and sends that listening socket to the proxy
+(``SCM_RIGHTS``), which accepts the command's connections on it from outside: the only
+way out. The command gets ``HTTP_PROXY``/``HTTPS_PROXY`` (both cases) and ``ALL_PROXY``
+pointing at it, ``NO_PROXY`` for loopback; what the proxy refuses comes back over the
+control socket and a helper forked by PID 1 writes it to the command's stderr.
+
 Mounts happen before the command fences itself: Landlock forbids mounting afterwards,
 and the command gives up every capability (in this user namespace too) before it execs,
 so it cannot unmount or remount what hides the host (the kernel also locks these mounts
@@ -226,16 +234,74 @@ def _locked_flags(path: str) -> int:
     return sum(ms for st_flag, ms in _LOCKED if found & st_flag)
 
 
+# -- the proxy: the only way out of a network namespace ----------------------------------
+
+_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+               "all_proxy")
+_LOOPBACK = "localhost,127.0.0.1,::1"
+
+
+def _connect(path: str) -> object:
+    import _socket  # the C module: `socket` would pull in enum and selectors
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError as exc:
+        sock.close()
+        raise SetupError(exc.errno or 1, f"cannot reach the toolbox's proxy at {path}: "
+                         f"{exc.strerror}") from exc
+    return sock
+
+
+def _hand_over(control: object) -> None:
+    """A listener on 127.0.0.1 of this (new) network namespace, sent to the proxy; the
+    command is told to use it."""
+    import _socket
+
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        port = listener.getsockname()[1]
+        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("i", listener.fileno()))]
+        control.sendmsg([b"L"], rights)  # type: ignore[attr-defined]
+    except OSError as exc:
+        raise SetupError(exc.errno or 1, f"cannot hand a listener to the proxy: {exc}") from exc
+    finally:
+        listener.close()
+    for name in _PROXY_VARS:
+        os.environ[name] = f"http://127.0.0.1:{port}"
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = _LOOPBACK
+
+
+def _echo(control: object) -> None:
+    """The proxy's refusals, onto the command's stderr (fd 2, inherited)."""
+    while True:
+        try:
+            data = control.recv(4096)  # type: ignore[attr-defined]
+        except OSError:
+            return
+        if not data:
+            return
+        with contextlib.suppress(OSError):
+            os.write(2, data)
+
+
 # -- PID 1 and the launcher's wait ------------------------------------------------------
 
 
 def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
-                 start: Callable[[], int]) -> int | None:
+                 start: Callable[[], int], proxy: str | None = None) -> int | None:
     """Enter the namespaces, mount ``plan``, run ``start`` (which execs the command) under
     a PID 1 of its own; return the command's wait status (None: stopped by the agent).
+    ``proxy``: the control socket of the proxy that is the command's only way out.
     Raises SetupError (nothing has run) when a namespace or a mount cannot be made."""
     starter = os.getppid()
-    enter(network=network)
+    control = _connect(proxy) if proxy else None  # its path is hidden once /tmp is private
+    enter(network=network and control is None)
+    if control is not None:
+        _hand_over(control)
     apply_mounts(plan)
     # The working folder still points into the host's tree (it was entered before the
     # mounts): `..` from there would walk the host's /tmp. Enter it again through ours.
@@ -245,7 +311,7 @@ def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
     init = os.fork()
     if init == 0:
         os.close(readable)
-        _init(writable, old_mask, start)
+        _init(writable, old_mask, start, control)
     os.close(writable)
     try:
         return _wait_for_init(init, starter, readable)
@@ -253,9 +319,12 @@ def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
         os.close(readable)
 
 
-def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], int]) -> None:
+def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], int],
+          control: object = None) -> None:
     """PID 1: mount /proc, fork the command, reap everyone, report the command's status.
-    Its exit ends the namespace: the kernel kills whatever is left."""
+    Its exit ends the namespace: the kernel kills whatever is left. With a proxy it also
+    forks the helper that echoes the proxy's refusals (no thread can start here: a
+    process that unshared its PID namespace cannot make threads)."""
     code = 127
     try:
         _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the launcher died: end
@@ -268,6 +337,10 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
                 signal.signal(sig, signal.SIG_DFL)
             os.close(report)
             os._exit(start())
+        if control is not None and os.fork() == 0:
+            os.close(report)
+            _echo(control)
+            os._exit(0)
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == child:

@@ -24,6 +24,7 @@ from annotated_types import Interval
 
 from ..errors import PathError, ToolError
 from ..files import Diff, Journal, Root, clip_list
+from ..netproxy import NetProxy
 from ..sandbox import (
     Completed,
     isolation_status,
@@ -89,6 +90,7 @@ class Shell:
     git_writable: bool = False  # commands may change .git/config and .git/hooks
     rules: CommandRules = field(default_factory=CommandRules)  # allow / ask / deny by words
     confirm: Callable[[str], bool] | None = None  # asked for commands an ``ask`` rule matches
+    proxy: NetProxy | None = None  # network only to its hosts (with namespaces; else none)
     tracker: ChangeTracker = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -189,6 +191,17 @@ class Shell:
     def _isolation_status(self, fence: Fence) -> str:
         if self.network:
             net = "network allowed"
+        elif self.proxy is not None and fence.namespaces:
+            net = (f"network only to {self.proxy.rules.allowed} over HTTP(S), through the "
+                   "toolbox's proxy (HTTP_PROXY/HTTPS_PROXY; a network namespace of their own "
+                   "with no other way out: other hosts, IP addresses, UDP and DNS fail)")
+        elif self.proxy is not None and self.sandbox != "off":
+            net = ("network limited to hosts is NOT possible here (it needs network "
+                   "namespaces), so commands get no network: " + (
+                       "TCP connect/bind blocked" if fence.abi >= 4 else
+                       "and the network is NOT blocked either (needs Landlock ABI 4)"))
+        elif self.proxy is not None:
+            net = 'network NOT limited to the allowed hosts (sandbox="off")'
         elif fence.namespaces:
             net = ("no network (a network namespace of their own, loopback only"
                    + ("; TCP connect/bind blocked too)" if fence.abi >= 4 else ")"))
@@ -296,13 +309,15 @@ class Shell:
         if fence.namespaces:
             git = [] if self.git_writable else self.tracker.git_dirs()
             self._masked = self.protected_paths()
-            mounts = mount_plan(writable, needed_paths(env, self.shell), git, self._masked)
+            mounts = mount_plan(writable, needed_paths(env, self.shell), git, self._masked,
+                                closed_network=not self.network)
+        proxy = self.proxy.control_path if self.proxy is not None and fence.namespaces else None
         python = sys.executable or shutil.which("python3") or "python3"
-        return launcher_argv(python, writable if fence.abi else [], network=self.network,
-                             abi=fence.abi, argv=argv,
+        return launcher_argv(python, writable if fence.abi else [],
+                             network=self.network or proxy is not None, abi=fence.abi, argv=argv,
                              hidden=self.hidden_paths() if fence.abi else [],
                              namespaces=fence.namespaces, mounts=mounts,
-                             no_setid=fence.no_setid)
+                             no_setid=fence.no_setid, proxy=proxy)
 
     def _denied_note(self, done: Completed, fence: Fence, masked: Sequence[str]) -> str:
         """Why a failed command met 'Permission denied': a protected file, or the fence."""
