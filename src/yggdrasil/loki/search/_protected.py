@@ -34,7 +34,33 @@ def protection(globs: Sequence[str]) -> Protection:
             glob_regex(rule.actual, literal_separator=True)
         except GlobError as exc:
             raise ValueError(f"protect glob {glob!r} is not a valid glob: {exc}") from None
-    return Protection(tuple(globs), IgnoreFile("\n".join(globs)))
+    return Protection(tuple(globs), _Rules(IgnoreFile("\n".join(globs))))
+
+
+_MISS = object()
+_MEMO_CAP = 100_000
+
+
+class _Rules:
+    """The compiled lines, answering from a cache by name when every line matches names
+    at any depth (``*.pem``, ``.aws/``: then the name alone decides), as the defaults do."""
+
+    def __init__(self, lines: IgnoreFile) -> None:
+        self.lines = lines
+        self.by_name = all(r.actual.startswith("**/") and "/" not in r.actual[3:]
+                           for r in lines.rules)
+        self._memo: dict[tuple[str, bool], tuple[str, bool] | None] = {}
+
+    def decisive(self, rel: str, is_dir: bool) -> tuple[str, bool] | None:
+        if not self.by_name:
+            return self.lines.decisive(rel, is_dir)
+        key = (rel.rpartition("/")[2], is_dir)
+        hit = self._memo.get(key, _MISS)
+        if hit is _MISS:
+            if len(self._memo) > _MEMO_CAP:
+                self._memo.clear()
+            hit = self._memo[key] = self.lines.decisive(key[0], is_dir)
+        return hit  # type: ignore[return-value]
 
 
 @dataclass

@@ -4,8 +4,8 @@ Before each command the tracker's view of the root (kept current by inotify, see
 ``_watch``) is matched against the protected globs, so the list is as fresh as the
 command: a ``.env`` made by an earlier command, by a tool or by the user is masked from
 the next command on. Only the outermost protected path is listed (a protected folder
-covers its contents). Matches are remembered per path, so a command costs the names that
-are new since the last one, not a match per file of the tree.
+covers its contents). Each path is matched once, so a command costs the paths that are
+new since the last one (and a set difference over the tree), not a match per file.
 
 Folders the tracker does not walk (``.git``, ``node_modules``, virtualenvs, caches) are
 not looked into: what matches there is package data (certifi's ``cacert.pem``), and
@@ -15,7 +15,7 @@ masking it would break the tools that read it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, KeysView
 
 from ..files import Protection
 from ._changes import SKIP_DIRS
@@ -24,37 +24,43 @@ _MAX_REMEMBERED = 1_000_000  # paths; past this the memory is dropped and rebuil
 
 
 class ProtectedPaths:
-    """The protected paths of a tree, remembered between calls."""
+    """The protected paths of a tree, each path matched once: later calls match only the
+    paths they have not seen (set differences, at C speed) and keep the hits."""
 
     def __init__(self, protect: Protection) -> None:
         self.protect = protect
-        self._dirs: dict[str, bool] = {}
-        self._files: dict[str, bool] = {}
+        self._seen: set[str] = set()
+        self._hits: set[str] = set()
+        self._seen_dirs: set[str] = set()
+        self._hit_dirs: set[str] = set()
 
     def outermost(self, files: Iterable[str], dirs: Iterable[str]) -> list[str]:
         """Root-relative protected paths among ``files`` and ``dirs``, none inside another."""
-        if len(self._dirs) + len(self._files) > _MAX_REMEMBERED:
-            self._dirs.clear()
-            self._files.clear()
-        covered: set[str] = set()
-        found = []
-        for rel in sorted((d for d in dirs if d), key=lambda d: d.count("/")):
-            parent = rel.rpartition("/")[0]
-            if parent in covered:
-                covered.add(rel)
-            elif self._is(self._dirs, rel, True):
-                covered.add(rel)
-                found.append(rel)
-        for rel in files:
-            if rel.rpartition("/")[0] not in covered and self._is(self._files, rel, False):
-                found.append(rel)
-        return sorted(found)
+        if len(self._seen) > _MAX_REMEMBERED:
+            self._seen.clear()
+            self._hits.clear()
+        files = files if isinstance(files, (set, KeysView)) else set(files)
+        dirs = {d for d in dirs if d}
+        new = files - self._seen
+        self._hits.update(rel for rel in new if self.protect.entry(rel, False) is not None)
+        self._seen.update(new)
+        new = dirs - self._seen_dirs
+        self._hit_dirs.update(rel for rel in new if self.protect.entry(rel, True) is not None)
+        self._seen_dirs.update(new)
+        covered = self._hit_dirs & dirs
+        outer = [d for d in covered if not _inside(d, covered)]
+        found = [f for f in self._hits & files if not _inside(f, covered)]
+        return sorted(outer + found)
 
-    def _is(self, memo: dict[str, bool], rel: str, is_dir: bool) -> bool:
-        hit = memo.get(rel)
-        if hit is None:
-            hit = memo[rel] = self.protect.entry(rel, is_dir) is not None
-        return hit
+
+def _inside(rel: str, folders: set[str]) -> bool:
+    """Whether a folder above ``rel`` is one of ``folders``."""
+    parent = rel.rpartition("/")[0]
+    while parent:
+        if parent in folders:
+            return True
+        parent = parent.rpartition("/")[0]
+    return False
 
 
 def walk_protected(root: str, protect: Protection) -> list[str]:
