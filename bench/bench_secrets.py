@@ -144,10 +144,12 @@ def proxy(root: Path, rounds: int) -> None:
     limited = filesystem_toolbox(root, protect=(), network=[f"files.example:{port}"],
                                  allow_private_hosts=True, hosts={"files.example": "127.0.0.5"})
     direct = filesystem_toolbox(root, protect=())
-    get = "curl -fsS -o /dev/null http://{}:%d/big" % port
+    def get(host: str) -> str:
+        return f"curl -fsS -o /dev/null http://{host}:{port}/big"
+
     got = interleaved({
-        "proxy": lambda: limited.call("run", {"command": get.format("files.example")}),
-        "direct": lambda: direct.call("run", {"command": get.format("127.0.0.5")})},
+        "proxy": lambda: limited.call("run", {"command": get("files.example")}),
+        "direct": lambda: direct.call("run", {"command": get("127.0.0.5")})},
         max(3, rounds // 3))
     server.shutdown()
     print("curl of 64 MB from a local server:")
