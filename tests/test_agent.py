@@ -62,7 +62,9 @@ def test_a_run_edits_real_files_and_reports(root: Path) -> None:
                                       "1\tVERBOSE = False")
     assert seen == result.steps
     assert (result.engine, result.model, result.root) == ("scripted", "script", str(root))
-    assert json.loads(result.to_json())["steps"][1]["observation"] == "edited cli.py (1 replacement)"
+    assert json.loads(result.to_json())["steps"][1]["observation"] == (
+        "edited cli.py (1 replacement)\n--- cli.py\n+++ cli.py\n@@ -1,1 +1,1 @@\n"
+        "-VERBOSE = False\n+VERBOSE = True")
 
 
 def test_tool_mistakes_are_observations_and_cost_a_step(root: Path) -> None:

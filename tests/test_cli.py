@@ -22,13 +22,14 @@ def test_tools_json_is_the_toolbox_catalog(root: Path) -> None:
     assert catalog["root"] == str(root.resolve())
     assert catalog["tools"] == filesystem_toolbox(root).to_dict()["tools"]
     mutating = {t["name"] for t in catalog["tools"] if t["mutates"]}
-    assert mutating == {"write_file", "edit_file", "run_python", "run"}
+    assert mutating == {"write_file", "edit_file", "apply_patch", "undo_edit", "run_python", "run"}
 
 
 def test_tools_text_marks_mutating_tools_and_read_only_drops_them(root: Path) -> None:
     full = loki(root.parent, "tools", "--root", str(root))
     assert full.returncode == 0
-    assert "edit_file(path, old, new, replace_all=false)  [changes files]" in full.stdout
+    assert ('edit_file(path, old="", new="", replace_all=false, edits=null)  [changes files]'
+            in full.stdout)
     assert "read_file(path, start=1, end=0)\n" in full.stdout
     read_only = loki(root.parent, "tools", "--root", str(root), "--read-only")
     assert "read_file(" in read_only.stdout
@@ -76,7 +77,7 @@ def test_edit_without_terminal_is_refused_and_yes_allows_it(root: Path) -> None:
     assert "--yes" in refused.stderr
     assert target.read_text() == "debug = False\n"
     allowed = loki(root.parent, *edit, "--yes")
-    assert (allowed.returncode, allowed.stdout) == (0, "edited app.py (1 replacement)\n")
+    assert (allowed.returncode, allowed.stdout.splitlines()[0]) == (0, "edited app.py (1 replacement)")
     assert target.read_text() == "debug = True\n"
 
 

@@ -61,7 +61,7 @@ def test_native_tool_use_edits_real_files(server: FakeModelServer, root: Path) -
     results = last["messages"][-1]
     assert results["role"] == "user"
     assert [b["tool_use_id"] for b in results["content"]] == ["toolu_0", "toolu_1"]
-    assert results["content"][0]["content"] == "edited pkg/mod.py (1 replacement)"
+    assert results["content"][0]["content"].startswith("edited pkg/mod.py (1 replacement)\n--- ")
 
 
 def test_text_decisions(server: FakeModelServer, root: Path) -> None:

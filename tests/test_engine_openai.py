@@ -66,8 +66,8 @@ def test_native_tool_calls_edit_real_files(server: FakeModelServer, root: Path) 
                    for prop in tool["function"]["parameters"]["properties"].values())
     assistant, tool = last["messages"][-2:]
     assert assistant["tool_calls"][0]["function"]["name"] == "edit_file"
-    assert tool == {"role": "tool", "tool_call_id": "call_0",
-                    "content": "edited cli.py (1 replacement)"}
+    assert tool["role"] == "tool" and tool["tool_call_id"] == "call_0"
+    assert tool["content"].startswith("edited cli.py (1 replacement)\n--- cli.py\n")
 
 
 def test_text_decisions_for_a_model_without_tools(server: FakeModelServer, root: Path) -> None:

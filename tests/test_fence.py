@@ -284,7 +284,8 @@ def test_the_toolbox_never_imports_a_planted_module(root: Path) -> None:
     done = subprocess.run([sys.executable, "-c", _IN_PROCESS], cwd=root, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("edited c.yaml (1 replacement)\na.csv  shape=(1, 2)")
+    assert done.stdout.startswith("edited c.yaml (1 replacement)\n--- c.yaml\n")  # then the diff
+    assert "\n+k: 2\na.csv  shape=(1, 2)" in done.stdout
     assert "refused: refusing to import 'python_calamine' from the agent root" in done.stdout
     assert "own module: mine" in done.stdout
     assert sorted(p.name for p in root.glob("*.ran")) == []
@@ -374,3 +375,13 @@ def test_without_namespaces_status_says_so_and_require_refuses(root: Path) -> No
     assert seen["require_status"].startswith("Commands (run, run_python) are refused")
     assert seen["require_run"].startswith('ERROR: sandbox="require" but namespaces unavailable')
     assert "should-not-run" not in seen["require_run"]
+
+
+@isolated
+def test_the_isolation_probe_works_from_a_folder_under_tmp(tmp_path: Path) -> None:
+    """A checkout or venv in /tmp: the probe's private /tmp must not hide its working folder."""
+    probe = "from yggdrasil.loki.sandbox import isolation_status; print(isolation_status())"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=60)
+    assert str(tmp_path).startswith("/tmp/") and done.returncode == 0, done.stderr
+    assert done.stdout.startswith("namespaces available"), done.stdout

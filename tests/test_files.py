@@ -170,13 +170,14 @@ def test_write_is_atomic_when_killed_mid_write(root: Path) -> None:
 
 def test_edit_replaces_one_unique_occurrence(root: Path, box: Toolbox) -> None:
     (root / "m.py").write_text("a = 1\nb = 1\n")
-    assert box.call("edit_file", {"path": "m.py", "old": "a = 1", "new": "a = 2"}) == "edited m.py (1 replacement)"
+    assert box.call("edit_file", {"path": "m.py", "old": "a = 1", "new": "a = 2"}) == (
+        "edited m.py (1 replacement)\n--- m.py\n+++ m.py\n@@ -1,2 +1,2 @@\n-a = 1\n+a = 2\n b = 1")
     assert (root / "m.py").read_text() == "a = 2\nb = 1\n"
     out = box.call("edit_file", {"path": "m.py", "old": "= ", "new": "=  "})
     assert "appears 2x in m.py (at lines 1, 2)" in out and "replace_all" in out
     assert (root / "m.py").read_text() == "a = 2\nb = 1\n"
     assert box.call("edit_file", {"path": "m.py", "old": " = ", "new": "=", "replace_all": True}) == (
-        "edited m.py (2 replacements)")
+        "edited m.py (2 replacements)\n--- m.py\n+++ m.py\n@@ -1,2 +1,2 @@\n-a = 2\n-b = 1\n+a=2\n+b=1")
     assert (root / "m.py").read_text() == "a=2\nb=1\n"
     assert "use write_file to create it" in box.call("edit_file", {"path": "n.py", "old": "a", "new": "b"})
     assert "must not be empty" in box.call("edit_file", {"path": "m.py", "old": "", "new": "b"})
@@ -199,9 +200,11 @@ def test_edit_keeps_crlf_bom_and_encoding(root: Path, box: Toolbox) -> None:
 
 
 def test_edit_near_miss_points_at_whitespace(root: Path, box: Toolbox) -> None:
+    """Lines equal but for whitespace whose structure differs (here the second line is
+    not deeper than the first in old) are no loose match: the error points at them."""
     src = "def f():\n\tif x:\n\t\treturn 1\n"
     (root / "t.py").write_text(src)
-    out = box.call("edit_file", {"path": "t.py", "old": "    if x:\n        return 1", "new": "pass"})
+    out = box.call("edit_file", {"path": "t.py", "old": "    if x:\n    return 1", "new": "pass"})
     assert out.startswith("ERROR: old was not found in t.py.")
     assert "Lines 2-3 match it except for whitespace" in out and "2\t\tif x:" in out
     assert (root / "t.py").read_text() == src

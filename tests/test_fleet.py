@@ -103,8 +103,10 @@ def test_verify_is_fenced(tmp_path: Path) -> None:
                                                  "content": f"touch {outside}/pwned\n"}}, done())
     task = Task(id="escape", repo=str(repo), prompt="x", verify="sh evil.sh")
     [result] = fleet(tmp_path, str(tmp_path / "s" / "{id}.jsonl")).run([task])
-    assert result.verified is False and "Permission denied" in result.verify_output
-    assert not (outside / "pwned").exists()
+    # Refused by Landlock, or not even visible from the command's private /tmp
+    assert result.verified is False and not (outside / "pwned").exists()
+    assert any(why in result.verify_output
+               for why in ("Permission denied", "No such file or directory"))
 
 
 def test_setup_runs_first_in_both_copies_and_its_failure_is_the_reason(tmp_path: Path) -> None:

@@ -105,7 +105,9 @@ def test_reads_and_edits_a_file(root: Path, mcp_python: str) -> None:
 
     (read, edit, run), log = serve_and(mcp_python, root, scenario)
     assert (field(read, "is_error"), text_of(read)) == (False, "1\tdebug = False\n2\tprint('hi')")
-    assert (field(edit, "is_error"), text_of(edit)) == (False, "edited app.py (1 replacement)")
+    assert (field(edit, "is_error"), text_of(edit)) == (
+        False, "edited app.py (1 replacement)\n--- app.py\n+++ app.py\n@@ -1,2 +1,2 @@\n"
+        "-debug = False\n+debug = True\n print('hi')")
     assert target.read_text() == "debug = True\nprint('hi')\n"
     assert text_of(run) == "exit=0\nstdout:\nto-stdout\n\nstderr:\nto-stderr\n"
     assert "call edit_file" in log

@@ -158,7 +158,7 @@ def test_stopping_mid_command_leaves_nothing_running_and_no_undo_folder(
     (root / "app.py").write_text("debug = False\n")
     with wire(mcp_python, root, tmpdir_) as client:
         client.call(1, "edit_file", path="app.py", old="False", new="True")
-        assert text(client.answer(1)) == "edited app.py (1 replacement)"
+        assert text(client.answer(1)).startswith("edited app.py (1 replacement)\n")
         client.call(2, "run", command=LONG)
         wait_for(root / "started", client)
         pids = command_pids(root)

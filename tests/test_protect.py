@@ -185,3 +185,38 @@ def test_tools_of_a_read_only_toolbox_refuse_too(tree: Path) -> None:
     box: Toolbox = filesystem_toolbox(tree, read_only=True)
     assert_protected(box.call("read_file", {"path": ".env"}), ".env")
     assert "Protected files (they may hold secrets" in box.status
+
+
+@pytest.mark.parametrize("patch", [
+    "*** Begin Patch\n*** Update File: .env\n@@\n-name,value\n+name,x\n*** End Patch",
+    "*** Begin Patch\n*** Delete File: certs/server.pem\n*** End Patch",
+    "*** Begin Patch\n*** Add File: .ssh/authorized_keys\n+ssh-ed25519 AAAA attacker\n*** End Patch",
+    "*** Begin Patch\n*** Update File: data.csv\n*** Move to: secrets.csv\n@@\n-a,1\n+a,2\n"
+    "*** End Patch",
+    "*** Begin Patch\n*** Update File: tls.key\n*** Move to: stolen.txt\n@@\n-name,value\n"
+    "+name,value\n*** End Patch",
+    "--- a/.env.local\n+++ b/.env.local\n@@ -1,2 +1,2 @@\n-name,value\n+name,v\n key,x\n",
+])
+def test_apply_patch_refuses_protected_paths(tree: Path, patch: str) -> None:
+    box = filesystem_toolbox(tree)
+    before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
+    for dry_run in (True, False):
+        out = box.call("apply_patch", {"patch": patch, "dry_run": dry_run})
+        assert out.startswith("ERROR: ") and "is protected: it may hold secrets" in out, out
+        assert SECRET not in out
+    assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before
+
+
+def test_undo_edit_refuses_protected_paths(tree: Path) -> None:
+    box = filesystem_toolbox(tree)
+    box.call("run", {"command": "echo made > .env.new"})
+    for path in (".env", ".env.new", ".aws/credentials"):
+        assert_protected(box.call("undo_edit", {"path": path}), path)
+    assert (tree / ".env").read_text() == secret_text(".env")
+
+
+def test_edit_file_with_edits_refuses_too(tree: Path) -> None:
+    box = filesystem_toolbox(tree)
+    out = box.call("edit_file", {"path": "credentials.json",
+                                 "edits": [{"old": SECRET, "new": "x"}]})
+    assert_protected(out, "credentials.json")

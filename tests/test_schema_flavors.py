@@ -181,4 +181,4 @@ def test_tool_hints_for_clients(root: Path) -> None:
     assert [t.name for t in box if t.open_world] == ["web_fetch", "web_table", "web_image"]
     assert {t.name for t in box if t.idempotent} == {
         "list_dir", "read_file", "find", "grep", "read_table", "query_table", "write_file",
-        "web_fetch"}
+        "undo_edit", "web_fetch"}

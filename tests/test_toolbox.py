@@ -149,7 +149,8 @@ def test_read_only_and_web_flags(root) -> None:
     assert set(ro.tools) == {"list_dir", "read_file", "find", "grep", "read_table", "query_table"}
     rw = filesystem_toolbox(root, allow_shell=False)
     assert {"write_file", "edit_file", "run_python", "run"} <= set(rw.tools)
-    assert all(t.mutates == (t.name in {"write_file", "edit_file", "run_python", "run"}) for t in rw)
+    mutating = {"write_file", "edit_file", "apply_patch", "undo_edit", "run_python", "run"}
+    assert all(t.mutates == (t.name in mutating) for t in rw)
     assert not any(name.startswith("web_") for name in rw.tools)
 
 

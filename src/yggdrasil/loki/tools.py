@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .files import DEFAULT_PROTECTED, Files, Journal, Root, protect_globs
+from .files import DEFAULT_PROTECTED, Files, Journal, OnSyntaxError, Root, SyntaxGate, protect_globs
 from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
@@ -34,6 +34,7 @@ from .toolbox import (
     Observation,
     Tool,
     Toolbox,
+    edit_tools,
     read_tools,
     web_tools,
     write_tools,
@@ -57,6 +58,7 @@ def filesystem_toolbox(
     env: Mapping[str, str] | None = None,
     hidden: Sequence[str | Path] | None = None,
     git_writable: bool = False,
+    on_syntax_error: OnSyntaxError = "warn",
     protect: Sequence[str] | None = DEFAULT_PROTECTED,
     rules: Sequence[tuple[str, str]] = (),
     rules_default: RuleAction = "allow",
@@ -94,6 +96,10 @@ def filesystem_toolbox(
     variables; ``env`` adds variables as given.
     ``Toolbox.status`` (the end of ``spec()``) says which of these hold.
 
+    ``on_syntax_error``: after a write, edit or patch, a .py/.json/.toml/.yaml file that no
+    longer parses is written with a WARNING (``"warn"``) or refused, the file untouched
+    (``"reject"``). apply_patch and undo_edit come with the write tools.
+
     ``protect``: globs (gitignore syntax, matched against root-relative paths) of files
     that may hold secrets: no tool reads, lists, searches, edits, overwrites, moves or
     deletes them (``list_dir`` shows they exist, marked ``[protected]``; find and grep
@@ -120,7 +126,8 @@ def filesystem_toolbox(
     journal = Journal(where, box.record)
     box.journal = journal
     files = Files(where, confirm=confirm, on_change=journal.after_write,
-                  before_change=journal.before_write)
+                  before_change=journal.before_write, on_remove=journal.after_remove,
+                  syntax=SyntaxGate(on_syntax_error))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
     tools = read_tools(where, files, tables)
     if not read_only:
@@ -132,7 +139,7 @@ def filesystem_toolbox(
                       hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden),
                       git_writable=git_writable,
                       rules=CommandRules(parse_rules(rules), rules_default), confirm=confirm)
-        tools += write_tools(files, shell)
+        tools += write_tools(files, shell) + edit_tools(files, box)
         box.status = shell.status()
     if allow_web:
         tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts,

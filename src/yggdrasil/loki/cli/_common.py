@@ -2,9 +2,10 @@
 
 :func:`toolbox_options` / :func:`open_toolbox` (``--root``, ``--read-only``, ``--web``,
 ``--sandbox``, ``--no-network``, ``--allow-host``, ``--protect``, ``--no-protect``,
-``--rule``, ``--rule-default``), :func:`subcommand` (registers one), :func:`terminal_confirm`
-(the y/N prompt for destructive operations), :class:`CliError` and :func:`fail` (the error
-on stderr, a non-zero exit, never a traceback).
+``--rule``, ``--rule-default``, ``--on-syntax-error``), :func:`subcommand` (registers
+one), :func:`terminal_confirm` (the y/N prompt for destructive operations, with the diff
+it asks about), :class:`CliError` and :func:`fail` (the error on stderr, a non-zero exit,
+never a traceback).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "subcommand",
     "terminal_confirm",
     "toolbox_options",
+    "visible",
     "wrap",
 ]
 
@@ -79,8 +81,11 @@ def terminal_confirm(assume_yes: bool, *, stdin: TextIO | None = None,
     """The ``confirm`` for a toolbox driven from a terminal.
 
     With ``assume_yes`` every action is allowed. Otherwise, when stdin is a terminal the
-    user is asked ``<action>? [y/N]`` on stderr; without a terminal nobody can answer, so
-    the action is declined (the tool then answers ``REFUSED: ...``) with a hint on stderr.
+    user is shown the diff of the change (when the action carries one, as the file tools'
+    ``ConfirmAction`` does) and asked ``<action>? [y/N]`` on stderr, with control
+    characters shown escaped (file content must not drive the terminal); without a
+    terminal nobody can answer, so the action is declined (the tool then answers
+    ``REFUSED: ...``) with a hint on stderr.
     """
     def confirm(action: str) -> bool:
         if assume_yes:
@@ -90,10 +95,25 @@ def terminal_confirm(assume_yes: bool, *, stdin: TextIO | None = None,
             err.write(f"loki: declined to {action}: no terminal to ask; pass --yes to allow\n")
             err.flush()
             return False
-        err.write(f"loki: {action}? [y/N] ")
+        diff = getattr(action, "diff", "")  # a files.ConfirmAction carries the change
+        if diff:
+            err.write(visible(diff.rstrip("\n")) + "\n")
+        err.write(f"loki: {visible(action)}? [y/N] ")
         err.flush()
         return inp.readline().strip().lower() in ("y", "yes")
     return confirm
+
+
+# C0 and C1 controls but tab and newline, DEL, and the bidi overrides that reorder text
+_UNSEEN = [*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F),
+           *range(0x2066, 0x206A)]
+_SHOW = {code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" for code in _UNSEEN}
+
+
+def visible(text: str) -> str:
+    """``text`` with every character that could move the cursor, recolour, retitle or
+    reorder the terminal shown as an escape (``\\x1b``), so what is shown is what is asked."""
+    return text.translate(_SHOW)
 
 
 def wrap(text: str) -> str:
@@ -131,6 +151,9 @@ def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
                             "match wins)")
     group.add_argument("--rule-default", choices=("allow", "ask", "deny"), default="allow",
                        help="what commands no --rule matches get (default: allow)")
+    group.add_argument("--on-syntax-error", choices=("warn", "reject"), default="warn",
+                       help="a write, edit or patch that breaks a .py/.json/.toml/.yaml file: "
+                            "write it with a WARNING (warn, the default) or refuse it (reject)")
     if with_yes:
         group.add_argument("-y", "--yes", action="store_true",
                            help="allow overwriting/editing existing files without asking "
@@ -147,6 +170,7 @@ def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None) -> To
     try:
         return filesystem_toolbox(args.root, read_only=args.read_only, allow_web=args.web,
                                   confirm=confirm, sandbox=args.sandbox, network=network,
+                                  on_syntax_error=args.on_syntax_error,
                                   protect=protect, rules=[_rule(r) for r in args.rule],
                                   rules_default=args.rule_default)
     except (LokiError, ValueError) as exc:

@@ -1,16 +1,17 @@
 """The confined file layer: the one place that decides what a path means (internal).
 
 Owns ``Root`` (every path resolved and opened inside the agent root, no symlink followed
-out), the file tools (list, read a window, write, edit), the text edits and syntax checks,
+out), the file tools (list, read a window, write, edit, apply a patch), the forgiving
+edit matcher, patches, diffs, the stale-view guard, the syntax gate,
 the run's journal (what each touched path was, and how to put it back), the protected
-paths ``Root`` refuses (``Protection``, ``DEFAULT_PROTECTED``) and the bounds on what any
-tool hands back to a model (``clip_*``, ``MAX_*``). Every other hand builds on
+paths ``Root`` refuses (``Protection``, ``DEFAULT_PROTECTED``) and the bounds on
+what any tool hands back to a model (``clip_*``, ``MAX_*``). Every other hand builds on
 this package; it imports only ``yggdrasil.loki.errors`` and ``yggdrasil.io``.
 """
 
 from __future__ import annotations
 
-from ._edit import syntax_problem
+from ._diff import ConfirmAction
 from ._files import Confirm, Files
 from ._journal import Diff, Journal, Reverted
 from ._observe import (
@@ -34,6 +35,7 @@ from ._protect import (
     protect_globs,
 )
 from ._root import DIR_FLAGS, READ_FLAGS, Root, resolve_inside
+from ._syntax import OnSyntaxError, SyntaxGate, syntax_problem
 
 __all__ = [
     "DEFAULT_PROTECTED",
@@ -47,14 +49,17 @@ __all__ = [
     "MAX_READ_LINES",
     "READ_FLAGS",
     "Confirm",
+    "ConfirmAction",
     "Diff",
     "Files",
     "GlobRules",
     "Journal",
+    "OnSyntaxError",
     "ProtectedError",
     "Protection",
     "Reverted",
     "Root",
+    "SyntaxGate",
     "clip_line",
     "clip_list",
     "clip_text",

@@ -1,224 +1,260 @@
-"""Text edits that keep what the model did not ask to change, and help when they miss.
+"""Text edits that land where the model meant, or nowhere, and help when they miss.
 
-``replace`` works on decoded text. A file whose every line ends in CRLF is edited in LF
-form and written back in CRLF, so a model that writes ``\\n`` neither misses nor mangles
-it. When ``old`` is not found, the error points at the closest near-match.
+``replace`` finds ``old`` exactly (as a substring) first; when it is not there, as whole
+lines by the looser rungs of ``_match`` (line endings, trailing whitespace, indentation,
+typographic punctuation), writing ``new`` in the file's conventions. Two or more places
+at the first rung that matches are refused, listing them. When nothing matches, the error
+points at the closest near-match. ``apply_edits`` runs several edits in order on the
+evolving text, all or nothing.
 """
 
 from __future__ import annotations
 
-import difflib
-import heapq
-import itertools
-import json
-import tomllib
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ToolError
-from ._observe import clip_line
+from ._diff import trimmed
+from ._match import IGNORED, LOOSEST, MAX_PLACES, NOTES, Lines, adapt
+from ._nearmiss import near_miss
+from ._text import printable
 
-_NEAR_MIN_RATIO = 0.6  # mean line similarity below which nothing "resembles" old
-_NEAR_GOOD = 0.8  # a window proposed by shared lines this close ends the search
-_NEAR_SCAN_LINES = 50_000  # lines of the file searched
-_NEAR_CLIP = 200  # chars of a line compared
-_NEAR_SAMPLE = 100  # lines of old compared per window
-_NEAR_VOTES = 200_000  # (file line, old line) pairs that vote for a window start
-_NEAR_CANDIDATES = 40  # windows ranked by quick_ratio
-_NEAR_FINALISTS = 5  # windows scored by ratio
-_SHOW_LINES = 12
+MAX_EDITS = 100  # edits in one edit_file call
+MAX_SPANS = 1_000  # changed places of one replace_all recorded for its diff
+
+_SHOW_PLACES = 10
 
 
-def replace(text: str, old: str, new: str, rel: str, *, replace_all: bool = False) -> tuple[str, int]:
-    """``text`` with ``old`` replaced by ``new``, and the count; ToolError leaves no change."""
+@dataclass(frozen=True)
+class Edit:
+    old: str
+    new: str
+    replace_all: bool = False
+
+
+@dataclass(frozen=True)
+class Landed:
+    """The text after an edit, how many places changed, and the rung that matched."""
+
+    text: str
+    count: int
+    rung: int = 0
+    # (start, end, count): lines [start, end) of the text, as it was when each replacement
+    # was made (earlier ones applied), became ``count`` lines; in the order they were made
+    spans: tuple[tuple[int, int, int], ...] = ()
+
+
+def apply_edits(text: str, edits: Sequence[Edit], rel: str) -> tuple[str, list[Landed]]:
+    """Every edit in order, each on the text the previous one left; ToolError changes nothing."""
+    landed: list[Landed] = []
+    for n, edit in enumerate(edits, 1):
+        try:
+            done = replace(text, edit.old, edit.new, rel, replace_all=edit.replace_all)
+        except ToolError as exc:
+            if len(edits) == 1:
+                raise
+            raise ToolError(f"edit {n} of {len(edits)}: {exc}\n(no edit was applied; "
+                            f"{rel} is unchanged)") from exc
+        landed.append(done)
+        text = done.text
+    return text, landed
+
+
+def replace(text: str, old: str, new: str, rel: str, *, replace_all: bool = False) -> Landed:
+    """``text`` with ``old`` replaced by ``new``; ToolError leaves no change."""
     if not old:
         raise ToolError("old must not be empty; to create or rewrite a whole file use write_file")
     if old == new:
         raise ToolError("old and new are the same; there is nothing to change")
-    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
-    if crlf:
-        text, old, new = (s.replace("\r\n", "\n") for s in (text, old, new))
-    count = text.count(old)
-    if count == 0:
-        raise ToolError(f"old was not found in {rel}. {near_miss(text, old)}")
-    if count > 1 and not replace_all:
+    first = text.find(old)
+    if first < 0:
+        return _replace_lines(text, old, new, rel, replace_all=replace_all)
+    if replace_all:
+        return Landed(text.replace(old, new), text.count(old), 0, _exact_spans(text, old, new))
+    if text.find(old, first + 1) >= 0:  # overlapping places count: "a\na" in "a\na\na" is two
+        found = _places(text, old)
         raise ToolError(
-            f"old appears {count}x in {rel} (at lines {_lines_of(text, old)}); include more "
-            "surrounding lines so it is unique, or pass replace_all=true to replace every one"
-        )
-    edited = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    return (edited.replace("\n", "\r\n") if crlf else edited), count
+            f"old appears {_count(found)} in {rel} (at lines {', '.join(found[:_SHOW_PLACES])}"
+            f"{_more(found)}); include more surrounding lines so it is unique, or pass "
+            "replace_all=true to replace every one")
+    _no_other_place(text, old, first, rel)
+    line = text.count("\n", 0, first)
+    span = trimmed(line, text[first : first + len(old)].split("\n"), new.split("\n"))
+    return Landed(text[:first] + new + text[first + len(old):], 1, 0, (span,))
 
 
-def _lines_of(text: str, needle: str, most: int = 10) -> str:
+def _no_other_place(text: str, old: str, first: int, rel: str) -> None:
+    """Refuse a unique exact match of several lines when the loosest rung finds them at
+    another place too: a slip (a block over-indented onto a deeper copy of itself, a first
+    line dedented onto another block) can make ``old`` the exact text of a place that was
+    not meant. One line is not checked: the same statement at another depth is common,
+    and a substring match already finds every deeper copy."""
+    want = old.strip("\n").split("\n")
+    if len(want) < 2:
+        return
+    here = text.count("\n", 0, first + len(old) - len(old.lstrip("\n")))
+    doc = Lines(_body(text)[0])
+    loose = doc.at(want, LOOSEST)
+    if loose is None or all(start == here for start in loose.starts):
+        return
+    rung = next(r for r in range(1, LOOSEST + 1)
+                if (f := doc.at(want, r)) and any(start != here for start in f.starts))
+    found = doc.at(want, rung)
+    places = sorted({here, *(found.starts if found else [])})
+    spans = [f"{s + 1}-{s + len(want)}" for s in places]
+    raise ToolError(
+        f"old appears {_count(spans)} in {rel}{_when(rung)} (at lines "
+        f"{', '.join(spans[:_SHOW_PLACES])}{_more(spans)}; exactly at line {here + 1}); "
+        "include more surrounding lines so it is unique, or pass replace_all=true to replace "
+        "every one")
+
+
+def _exact_spans(text: str, old: str, new: str) -> tuple[tuple[int, int, int], ...]:
+    """The line spans ``text.replace(old, new)`` changes, in the order it changes them."""
+    k, m = old.count("\n") + 1, new.count("\n") + 1
+    spans: list[tuple[int, int, int]] = []
+    line = last = shift = 0
+    pos = text.find(old)
+    while pos >= 0 and len(spans) < MAX_SPANS:  # the diff shows the first few anyway
+        line += text.count("\n", last, pos)
+        spans.append((line + shift, line + shift + k, m))
+        shift += m - k
+        last, pos = pos, text.find(old, pos + len(old))
+    return tuple(spans)
+
+
+def _body(text: str) -> tuple[list[str], bool]:
+    """The lines of ``text`` without the empty piece after a final newline, and whether
+    there was one."""
+    lines = text.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        return lines[:-1], True
+    return lines, False
+
+
+def _replace_lines(text: str, old: str, new: str, rel: str, *, replace_all: bool) -> Landed:
+    """``old`` as whole lines, found by the looser rungs (exact was tried as a substring).
+
+    Each place found is then replaced like a substring: the matched lines (with the line
+    break after them when ``old`` ends with one) become ``new`` written in the file's
+    conventions (with a line break when ``new`` ends with one), so a loose match changes
+    the file exactly as the same edit would have had it matched exactly.
+    """
+    body, _ = _body(text)
+    want, repl, old_nl, new_nl = _blocks(old, new)
+    doc = Lines(body)
+    found = doc.find(want, first_rung=1) if want else None
+    if found is None:
+        raise ToolError(f"old was not found in {rel}. {printable(near_miss(text, old))}")
+    k = len(want)
+    if len(found.starts) > 1 and not replace_all:
+        where = [f"{s + 1}-{s + k}" if k > 1 else str(s + 1) for s in found.starts]
+        raise ToolError(
+            f"old appears {_count(where)} in {rel}{_when(found.rung)} (at lines "
+            f"{', '.join(where[:_SHOW_PLACES])}{_more(where)}); include more surrounding "
+            "lines so it is unique, or pass replace_all=true to replace every one")
+    if replace_all and len(found.starts) >= MAX_PLACES:
+        raise ToolError(f"old matches {MAX_PLACES} or more places in {rel} when "
+                        f"{IGNORED[found.rung]}; replace_all changes at most {MAX_PLACES - 1} "
+                        "loose matches (exact ones have no limit): copy old exactly")
+    pieces: list[str] = []
+    spans: list[tuple[int, int, int]] = []
+    cursor = shift = 0
+    for start in _apart(found.starts, k):
+        made = adapt(body[start : start + k], want, repl, found.rung, found.indents.get(start))
+        a = doc.offset(start)
+        # up to the line break after the block (included when old ends with one)
+        b = min(doc.offset(start + k) - (0 if old_nl else 1), len(text))
+        rep = "\n".join(made) + ("\n" if new_nl else "")
+        pieces += [text[cursor:a], rep]
+        was = text[a:b]
+        spans.append(trimmed(start + shift, was.split("\n"), rep.split("\n")))
+        shift += rep.count("\n") - was.count("\n")
+        cursor = b
+    pieces.append(text[cursor:])
+    return Landed("".join(pieces), len(spans), found.rung, tuple(spans))
+
+
+def _when(rung: int) -> str:
+    return f" when {IGNORED[rung]}" if rung else ""
+
+
+def _blocks(old: str, new: str) -> tuple[list[str], list[str], bool, bool]:
+    """``old`` and ``new`` as lists of whole lines, and whether each ends with a line break
+    (a newline both start with is the previous line's, and is left out of both)."""
+    if old.startswith("\n") and new.startswith("\n"):
+        old, new = old[1:], new[1:]
+    old_nl, new_nl = old.endswith("\n"), new.endswith("\n")
+    want = (old[:-1] if old_nl else old).split("\n")
+    repl = (new[:-1] if new_nl else new).split("\n")
+    return want, repl, old_nl, new_nl
+
+
+def _apart(starts: list[int], k: int) -> list[int]:
+    """The places that do not overlap an earlier one (what replace_all replaces)."""
+    kept: list[int] = []
+    for start in starts:
+        if not kept or start >= kept[-1] + k:
+            kept.append(start)
+    return kept
+
+
+def _places(text: str, needle: str, most: int = 1000) -> list[str]:
+    """Line numbers of the places ``needle`` starts, overlapping ones included."""
     found: list[str] = []
+    line, last = 1, 0
     pos = text.find(needle)
     while pos >= 0 and len(found) < most:
-        found.append(str(text.count("\n", 0, pos) + 1))
-        pos = text.find(needle, pos + 1)
-    return ", ".join(found)
+        line += text.count("\n", last, pos)
+        found.append(str(line))
+        last, pos = pos, text.find(needle, pos + 1)
+    return found
 
 
-def _numbered(lines: list[str], first: int) -> str:
-    shown = lines[:_SHOW_LINES]
-    body = "\n".join(f"{first + i}\t{clip_line(line)}" for i, line in enumerate(shown))
-    return body if len(lines) <= _SHOW_LINES else f"{body}\n[... {len(lines) - _SHOW_LINES} more lines]"
+def _count(places: list[str]) -> str:
+    return f"{len(places)}x" if len(places) < 1000 else "1000+ times"
 
 
-def near_miss(text: str, old: str) -> str:
-    """Where the file holds something close to ``old``, and what differs."""
-    lines = text.split("\n")[:_NEAR_SCAN_LINES]
-    want = old.strip("\n").split("\n")
-    k = len(want)
-    i = _whitespace_twin(lines, want)
-    if i is not None:
-        return (
-            f"Lines {i + 1}-{i + k} match it except for whitespace (indentation, tabs or "
-            f"trailing spaces); copy them exactly:\n{_numbered(lines[i : i + k], i + 1)}"
-        )
-    best = _closest_window([_key(s) for s in lines], [_key(s) for s in want])
-    if best is None:
-        return "Nothing in the file resembles it; read_file the region you mean to edit first."
-    ratio, i = best
-    ratio = min(ratio, 0.99)  # lines are compared clipped and sampled; they do differ
-    window = lines[i : i + k]
-    diff = difflib.unified_diff(want, window, "old (yours)", "file", lineterm="", n=0)
-    shown = [clip_line(d) for d in itertools.islice(diff, 2, 2 + _SHOW_LINES)]
-    return (
-        f"The closest match is lines {i + 1}-{i + k} ({ratio:.0%} similar):\n"
-        f"{_numbered(window, i + 1)}\nWhat differs:\n" + "\n".join(shown)
-    )
+def _more(places: list[str]) -> str:
+    return f", ... {len(places) - _SHOW_PLACES} more" if len(places) > _SHOW_PLACES else ""
 
 
-def _squash(s: str) -> str:
-    return " ".join(s.split())
+def edit_list(old: str, new: str, replace_all: bool,
+              edits: list[dict[str, Any]] | None) -> list[Edit]:
+    """The edits of one edit_file call: ``old``/``new`` first (when given), then ``edits``."""
+    items = [Edit(old, new, replace_all)] if old or new else []
+    for i, item in enumerate(edits or []):
+        where = f"edits[{i}]"
+        if not isinstance(item, dict):
+            raise ToolError(f"{where} must be an object such as "
+                            '{"old": "a = 1", "new": "a = 2"}')
+        unknown = sorted(set(item) - {"old", "new", "replace_all"})
+        if unknown:
+            raise ToolError(f"{where} has no key {unknown[0]!r}; an edit takes old, new and "
+                            "replace_all")
+        if not isinstance(item.get("old"), str) or not isinstance(item.get("new"), str):
+            raise ToolError(f"{where} needs old and new, both strings")
+        every = item.get("replace_all") or False  # null (strict schemas) is the default
+        if isinstance(every, str) and every.lower() in ("true", "false"):
+            every = every.lower() == "true"
+        if not isinstance(every, bool):
+            raise ToolError(f"{where}: replace_all must be true or false")
+        items.append(Edit(item["old"], item["new"], every))
+    if not items:
+        raise ToolError('give old and new, or edits=[{"old": ..., "new": ...}, ...]')
+    if len(items) > MAX_EDITS:
+        raise ToolError(f"{len(items)} edits in one call; at most {MAX_EDITS} (split them, or "
+                        "use apply_patch)")
+    return items
 
 
-def _key(s: str) -> str:
-    """A line as compared for closeness: whitespace runs squashed, clipped."""
-    return _squash(s)[:_NEAR_CLIP]
-
-
-def _whitespace_twin(lines: list[str], want: list[str]) -> int | None:
-    """Start of the lines that equal ``want`` but for whitespace (a linear string search)."""
-    target = [_squash(s) for s in want]
-    hay = "\n" + "\n".join(_squash(s) for s in lines) + "\n"
-    pos = hay.find("\n" + "\n".join(target) + "\n")
-    return None if pos < 0 else hay.count("\n", 0, pos)
-
-
-def _closest_window(keys: list[str], want: list[str]) -> tuple[float, int] | None:
-    """(similarity, start) of the window of ``keys`` most like ``want``, if close enough.
-
-    Similarity is the mean of per-line ratios over a sample of ``want``'s lines. Windows
-    are proposed by lines that ``want`` shares with the file as they are (a typo leaves
-    most lines intact), else by the file lines most like ``want``'s longest line. Every
-    stage has a cap, so the work is bounded whatever the sizes of the file and of old.
-    """
-    if len(want) > len(keys):
-        return None
-    best = _best_of(keys, want, _voted_starts(keys, want))
-    if best is None or best[0] < _NEAR_GOOD:
-        scanned = _best_of(keys, want, _anchored_starts(keys, want))
-        best = max((b for b in (best, scanned) if b is not None), default=None)
-    return best if best and best[0] >= _NEAR_MIN_RATIO else None
-
-
-def _voted_starts(keys: list[str], want: list[str]) -> list[int]:
-    """Window starts that align the most lines of ``want`` with identical file lines."""
-    last = len(keys) - len(want)
-    offsets: dict[str, list[int]] = {}
-    for j, w in enumerate(want):
-        if w:
-            offsets.setdefault(w, []).append(j)
-    where: dict[str, list[int]] = {}
-    for i, key in enumerate(keys):
-        if key in offsets:
-            where.setdefault(key, []).append(i)
-    votes: Counter[int] = Counter()
-    budget = _NEAR_VOTES
-    # Rare lines first: a line repeated all over the file votes everywhere and says little.
-    for key in sorted(where, key=lambda w: len(where[w]) * len(offsets[w])):
-        budget -= len(where[key]) * len(offsets[key])
-        if budget < 0:
-            break
-        votes.update(i - j for i in where[key] for j in offsets[key] if 0 <= i - j <= last)
-    return [start for start, _ in votes.most_common(_NEAR_CANDIDATES)]
-
-
-def _anchored_starts(keys: list[str], want: list[str]) -> list[int]:
-    """Window starts whose line facing ``want``'s longest line looks most like it."""
-    j, anchor = max(enumerate(want), key=lambda p: len(p[1]))
-    if not anchor:
-        return []
-    matcher = difflib.SequenceMatcher(None, "", anchor, autojunk=False)
-
-    def score(start: int) -> float:
-        matcher.set_seq1(keys[start + j])
-        return matcher.quick_ratio()
-
-    starts = range(len(keys) - len(want) + 1)
-    return heapq.nlargest(_NEAR_CANDIDATES, starts, key=score)
-
-
-def _best_of(keys: list[str], want: list[str], starts: list[int]) -> tuple[float, int] | None:
-    """The best (mean line ratio, start): ranked by quick_ratio, finalists by ratio."""
-    if not starts:
-        return None
-    k = len(want)
-    step = (k - 1) / (_NEAR_SAMPLE - 1)
-    sample = sorted({round(n * step) for n in range(_NEAR_SAMPLE)}) if k > _NEAR_SAMPLE else range(k)
-    matchers = {j: difflib.SequenceMatcher(None, "", want[j], autojunk=False) for j in sample}
-
-    def mean(start: int, measure: Callable[[difflib.SequenceMatcher[str]], float]) -> float:
-        total = 0.0
-        for j in sample:
-            key = keys[start + j]
-            if key == want[j]:
-                total += 1.0
-            else:
-                matchers[j].set_seq1(key)
-                total += measure(matchers[j])
-        return total / len(sample)
-
-    ranked = sorted(starts, key=lambda s: mean(s, difflib.SequenceMatcher.quick_ratio), reverse=True)
-    return max((mean(s, difflib.SequenceMatcher.ratio), s) for s in ranked[:_NEAR_FINALISTS])
-
-
-# -- cheap syntax checks after a write ---------------------------------------------------
-
-
-def _python(text: str) -> None:
-    compile(text, "<file>", "exec", dont_inherit=True)
-
-
-def _yaml(text: str) -> None:
-    import yaml  # a dependency; imported here so that importing the toolbox stays cheap
-
-    yaml.safe_load(text)
-
-
-_CHECKS: dict[str, Callable[[str], object]] = {
-    ".py": _python,
-    ".json": json.loads,
-    ".toml": tomllib.loads,
-    ".yaml": _yaml,
-    ".yml": _yaml,
-}
-
-
-def syntax_problem(rel: str, text: str) -> str | None:
-    """A one-line parse error for formats that are cheap to check, else None."""
-    suffix = rel[rel.rfind(".") :].lower() if "." in rel else ""
-    check = _CHECKS.get(suffix)
-    if check is None:
-        return None
-    try:
-        check(text)
-    except SyntaxError as exc:
-        return f"line {exc.lineno}: {exc.msg}"
-    except json.JSONDecodeError as exc:
-        return f"line {exc.lineno}: {exc.msg}"
-    except Exception as exc:  # tomllib / yaml errors carry the position in their message
-        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return None
+def summary(rel: str, landed: list[Landed]) -> str:
+    count = sum(done.count for done in landed)
+    noun = "replacement" if count == 1 else "replacements"
+    if len(landed) == 1:
+        note = f"; {NOTES[landed[0].rung]}" if landed[0].rung else ""
+        return f"edited {rel} ({count} {noun}{note})"
+    notes = "".join(f"; edit {n} {NOTES[done.rung]}" for n, done in enumerate(landed, 1)
+                    if done.rung)
+    return f"edited {rel} ({len(landed)} edits, {count} {noun}{notes})"

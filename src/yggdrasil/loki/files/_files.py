@@ -1,48 +1,62 @@
-"""The file tools: list, read a window, write, edit. All paths go through a Root."""
+"""The file tools: list, read a window, write, edit, apply a patch. All paths go through a Root.
+
+Every change to a file goes the same way: the stale-view guard (``Views``), the syntax
+gate, ``confirm`` for an existing file (with the diff it asks about), the journal hook,
+an atomic write, and the view noted again. A patch stages every file first and renames
+them all after, so a failure while writing changes nothing (see ``_commit``).
+"""
 
 from __future__ import annotations
 
-import codecs
 import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, BinaryIO, Protocol
+from typing import Annotated, Any
 
 from annotated_types import Ge
 
-from ..errors import PathError, Refused, ToolError
-from . import _edit
-from ._observe import (
-    MAX_ENTRIES,
-    MAX_LINE,
-    MAX_READ_CHARS,
-    MAX_READ_LINES,
-    clip_line,
-    clip_list,
-    human_size,
+from ..errors import LokiError, PathError, Refused, ToolError
+from ._apply import FileState, Plan, diffs
+from ._diff import (
+    MAX_CONFIRM_LINES,
+    MAX_DIFF_LINES,
+    ConfirmAction,
+    Spans,
+    lines_of,
+    render,
+    whole,
 )
+from ._edit import apply_edits, edit_list, summary
+from ._observe import MAX_ENTRIES, clip_list, human_size
+from ._patch import parse_patch
 from ._protect import ProtectedError
-from ._root import Root
+from ._root import Root, Staged
+from ._syntax import SyntaxGate
+from ._text import MAX_EDIT_BYTES, read_text, wide_codec
+from ._views import Views
+from ._window import AsUtf8, byte_window, render_window
 
-_CHUNK = 1 << 20
+__all__ = ["Confirm", "Files"]
+
 _SNIFF = 8192
-_COUNT_TAIL_LIMIT = 8 << 20  # count the lines after a window only in files this small
-_LINE_BYTES = 4 * MAX_LINE + 8  # bytes of a line kept: MAX_LINE chars even if all 4-byte
-_UTF8_CONTINUATION = bytes(range(0x80, 0xC0))  # bytes that start no char
 
 Confirm = Callable[[str], bool]
 
 
 @dataclass
 class Files:
-    """File tools bound to one root; ``on_change`` hears every created or edited path."""
+    """File tools bound to one root; ``on_change`` hears every created or edited path,
+    ``on_remove`` every path a patch deleted, ``before_change`` every path about to change."""
 
     root: Root
     confirm: Confirm | None = None
     on_change: Callable[[str], None] = field(default=lambda rel: None)
     before_change: Callable[[str, Path], None] = field(default=lambda rel, real: None)
+    on_remove: Callable[[str], None] = field(default=lambda rel: None)
+    syntax: SyntaxGate = field(default_factory=SyntaxGate)
+    views: Views = field(default_factory=Views)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -95,210 +109,187 @@ class Files:
             fh.seek(0)
             if size == 0:
                 return f"{rel} is empty (0 bytes)"
-            wide = _wide_codec(head)
+            self.views.saw(rel, os.fstat(fd))
+            wide = wide_codec(head)
             if wide is not None:
                 bom, codec = wide
                 fh.seek(len(bom))
-                window = _byte_window(_AsUtf8(fh, codec), size, start, end)
+                window = byte_window(AsUtf8(fh, codec), size, start, end)
             elif b"\0" in head:
                 raise ToolError(
                     f"{rel} is a binary file ({human_size(size)}); read_file shows text only"
                     " (read_table reads data files)"
                 )
             else:
-                window = _byte_window(fh, size, start, end)
-            return _render_window(rel, size, start, window)
+                window = byte_window(fh, size, start, end)
+            return render_window(rel, size, start, window)
 
     # -- writing ------------------------------------------------------------------------
 
     def write_file(self, path: str, content: str) -> str:
         real = self.root.resolve(_file_path(path))
-        message = self.write_bytes(real, content.encode("utf-8"))
-        return _with_warning(message, self.root.rel(real), content)
+        rel = self.root.rel(real)
+        st = self.root.stat(real)
+        self.views.check(rel, st)
+        before = self._old_text(real, rel, st)
+        warning = self.syntax.check(rel, before, content)
 
-    def write_bytes(self, real: Path, data: bytes) -> str:
+        def diff() -> str:
+            if before is None:
+                return ""
+            old, new = lines_of(before), lines_of(content)
+            return "\n".join(render(old, new, whole(old, new), rel, limit=MAX_CONFIRM_LINES))
+
+        message = self.write_bytes(real, content.encode("utf-8"), diff=diff)
+        return f"{message}\n{warning}" if warning else message
+
+    def write_bytes(self, real: Path, data: bytes, *, diff: Callable[[], str] | None = None) -> str:
         """The one write path for whole files: confirm gate, journal hooks, atomic replace."""
         rel = self.root.rel(real)
-        self._gate("overwrite", real, rel)
+        self._gate("overwrite", real, rel, diff)
+        created = self._write(real, rel, data)
+        return f"{'created' if created else 'overwrote'} {rel} ({len(data)} bytes)"
+
+    def edit_file(self, path: str, old: str = "", new: str = "", replace_all: bool = False,
+                  edits: list[dict[str, Any]] | None = None) -> str:
+        items = edit_list(old, new, replace_all, edits)
+        real = self.root.resolve(_file_path(path))
+        rel = self.root.rel(real)
+        st = self.root.stat(real)
+        if st is None:
+            raise PathError(f"{rel} does not exist; use write_file to create it")
+        self.views.check(rel, st)
+        source = read_text(self.root, real, rel)
+        edited, landed = apply_edits(source.text, items, rel)
+        warning = self.syntax.check(rel, source.text, edited)
+        spans = Spans()
+        for done in landed:
+            for span in done.spans:
+                spans.replaced(*span)
+        before, after = lines_of(source.text), lines_of(edited)
+        self._gate("edit", real, rel, lambda: "\n".join(
+            render(before, after, spans.changes, rel, limit=MAX_CONFIRM_LINES)))
+        self._write(real, rel, source.encode(edited))
+        diff = render(before, after, spans.changes, rel, limit=MAX_DIFF_LINES,
+                      hint=f"; read_file {rel} to see the result")
+        return "\n".join([summary(rel, landed), *diff, *([warning] if warning else [])])
+
+    def apply_patch(self, patch: str, dry_run: bool = False) -> str:
+        plan = Plan(self.root)
+        plan.apply(parse_patch(patch))
+        states = [s for s in plan.files.values() if s.changed or s.moved_to]
+        if not states:
+            return "the patch changes nothing: every file already holds what it asks for"
+        for state in states:
+            if state.original is not None:
+                self.views.check(state.rel, self.root.stat(state.real))
+        warnings = self._patch_syntax(states)
+        summary = plan.lines()
+        if dry_run:
+            return "\n".join(["dry run: nothing was changed; the patch would do this:", *summary,
+                              *diffs(states, full=True), *warnings])
+        for state in states:
+            self._gate_patch(state)
+        self._commit(states)
+        return "\n".join([*summary, *diffs(states, full=False), *warnings])
+
+    def _patch_syntax(self, states: list[FileState]) -> list[str]:
+        warnings = []
+        for state in states:
+            if state.text is not None:
+                before = (state.source or state.original)
+                try:
+                    warning = self.syntax.check(state.rel, before.text if before else None,
+                                                state.text)
+                except ToolError as exc:
+                    raise ToolError(f"apply_patch changed nothing: {exc}") from exc
+                warnings += [warning] if warning else []
+        return warnings
+
+    def _gate_patch(self, state: FileState) -> None:
+        if state.original is None:
+            return
+        name = state.rel
+        if state.moved_to is not None:
+            verb, name = "move", f"{state.rel} to {state.moved_to}"
+        elif state.text is None:
+            verb = "delete"
+        else:
+            verb = "edit"
+        self._gate(verb, state.real, name, lambda: "" if state.text is None else "\n".join(
+            state.diff(MAX_CONFIRM_LINES, full=False)))
+
+    def _commit(self, states: list[FileState]) -> None:
+        """Write a planned patch: every new file staged beside its target first (a failure
+        there changes nothing), then renamed over, then the deletions. A failure among the
+        renames puts back what was already done; a kill leaves every file whole."""
+        for state in states:
+            self.before_change(state.rel, state.real)
+        staged: list[tuple[FileState, Staged]] = []
+        try:
+            for state in states:
+                if state.text is not None:
+                    staged.append((state, self.root.stage(state.real, state.data(), state.mode)))
+        except BaseException:
+            for _, temp in staged:
+                self.root.discard(temp)
+            raise
+        done: list[FileState] = []
+        try:
+            for state, temp in staged:
+                self.root.commit(temp, sync=False)
+                done.append(state)
+            for state in states:
+                if state.text is None and state.original is not None:
+                    self.root.remove(state.real)
+                    done.append(state)
+            self.root.sync_folders([state.real for state in states])
+        except (OSError, LokiError) as exc:
+            for _, temp in staged[len(done):]:
+                self.root.discard(temp)
+            self._put_back(done)
+            raise ToolError(f"apply_patch failed while writing ({exc}); the files it had "
+                            "already changed were put back") from exc
+        for state in states:
+            if state.text is not None:
+                self.on_change(state.rel)
+            elif state.original is not None:
+                self.on_remove(state.rel)
+            self.views.saw(state.rel, self.root.stat(state.real))
+
+    def _put_back(self, done: list[FileState]) -> None:
+        for state in reversed(done):
+            try:
+                if state.original is None:
+                    self.root.remove(state.real)
+                else:
+                    self.root.write_atomic(state.real, state.original.data)
+            except (OSError, LokiError):
+                continue  # the journal still holds its original: revert() can try again
+
+    def _old_text(self, real: Path, rel: str, st: os.stat_result | None) -> str | None:
+        """The text an overwrite replaces (for its diff and syntax check), when it is text."""
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > MAX_EDIT_BYTES:
+            return None
+        try:
+            return read_text(self.root, real, rel).text
+        except ToolError:
+            return None
+
+    def _write(self, real: Path, rel: str, data: bytes) -> bool:
         self.before_change(rel, real)
         created = self.root.write_atomic(real, data)
         self.on_change(rel)
-        return f"{'created' if created else 'overwrote'} {rel} ({len(data)} bytes)"
+        self.views.saw(rel, self.root.stat(real))
+        return created
 
-    def edit_file(self, path: str, old: str, new: str, replace_all: bool = False) -> str:
-        real = self.root.resolve(_file_path(path))
-        rel = self.root.rel(real)
-        if self.root.stat(real) is None:
-            raise PathError(f"{rel} does not exist; use write_file to create it")
-        original = self.root.read_bytes(real)
-        text, encoding = _decode(original)
-        edited, count = _edit.replace(text, old, new, rel, replace_all=replace_all)
-        self._gate("edit", real, rel)
-        self.before_change(rel, real)
-        self.root.write_atomic(real, _encode(edited, encoding))
-        self.on_change(rel)
-        noun = "replacement" if count == 1 else "replacements"
-        return _with_warning(f"edited {rel} ({count} {noun})", rel, edited)
-
-    def _gate(self, verb: str, real: Path, rel: str) -> None:
-        """Ask ``confirm`` before changing an existing file outside the system temp dir."""
+    def _gate(self, verb: str, real: Path, rel: str, diff: Callable[[], str] | None) -> None:
+        """Ask ``confirm`` before changing an existing file outside the system temp dir;
+        the question is a ``ConfirmAction`` carrying the diff of the change."""
         if self.confirm is None or self.root.is_temporary(real) or self.root.stat(real) is None:
             return
-        if not self.confirm(f"{verb} {rel}"):
+        if not self.confirm(ConfirmAction(f"{verb} {rel}", diff() if diff else "")):
             raise Refused(verb, rel)
-
-
-# -- windows over a file ---------------------------------------------------------------
-
-Lines = list[tuple[int, str]]
-
-
-@dataclass
-class Window:
-    lines: Lines
-    remaining: int | None  # lines after the window; None when too costly to count
-
-
-class _Readable(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
-class _AsUtf8:
-    """A UTF-16/32 stream read as UTF-8, decoded one chunk at a time (bad units -> U+FFFD)."""
-
-    def __init__(self, fh: BinaryIO, codec: str) -> None:
-        self.fh = fh
-        self.decoder = codecs.getincrementaldecoder(codec)("replace")
-
-    def read(self, size: int = -1, /) -> bytes:
-        """Some text (at least one char unless at the end), or b"" at the end."""
-        while True:
-            raw = self.fh.read(size)
-            text = self.decoder.decode(raw, final=not raw)
-            if text or not raw:
-                return text.encode("utf-8")
-
-
-def _byte_window(fh: _Readable, size: int, start: int, end: int) -> Window:
-    """Lines start..end of a binary stream, reading only up to the window's last byte."""
-    stop = end or start + MAX_READ_LINES - 1
-    shown: Lines = []
-    budget = MAX_READ_CHARS
-    n, line = 1, _Line()
-    for chunk in iter(lambda: fh.read(_CHUNK), b""):
-        if n < start:
-            newlines = chunk.count(b"\n")
-            if n + newlines < start:
-                n += newlines
-                continue
-            cut = -1
-            for _ in range(start - n):
-                cut = chunk.index(b"\n", cut + 1)
-            n, chunk = start, chunk[cut + 1 :]
-        pos = 0
-        while (nl := chunk.find(b"\n", pos)) >= 0:
-            line.add(chunk[pos:nl])
-            budget -= _show(shown, n, line)
-            n, pos, line = n + 1, nl + 1, _Line()
-            if n > stop or budget <= 0:
-                return Window(shown, _count_rest(fh, size, chunk[pos:]))
-        line.add(chunk[pos:])
-    if line.head:
-        _show(shown, n, line)
-    return Window(shown, 0)
-
-
-class _Line:
-    """A line being read: its first _LINE_BYTES bytes; past them only a count of chars, so
-    a file of one huge line costs neither memory nor repeated copies."""
-
-    __slots__ = ("cr", "head", "more")
-
-    def __init__(self) -> None:
-        self.head, self.more, self.cr = b"", 0, False
-
-    def add(self, part: bytes) -> None:
-        room = _LINE_BYTES - len(self.head)
-        if room > 0:
-            self.head += part[:room]
-            part = part[room:]
-        if part:
-            self.more += len(part.translate(None, _UTF8_CONTINUATION))
-            self.cr = part.endswith(b"\r")
-
-    def text(self, first: bool) -> str:
-        text = self.head.decode("utf-8", "replace")
-        text = text.removeprefix("\ufeff") if first else text
-        more = self.more - self.cr  # the CR of a CRLF is no char of the line
-        if not self.more:
-            return clip_line(text.removesuffix("\r"))
-        return f"{text[:MAX_LINE]} [... {len(text) - MAX_LINE + more} more chars on this line]"
-
-
-def _count_rest(fh: _Readable, size: int, rest: bytes) -> int | None:
-    if size > _COUNT_TAIL_LIMIT:
-        return None if rest or fh.read(1) else 0
-    tail = rest + fh.read()
-    return tail.count(b"\n") + (0 if not tail or tail.endswith(b"\n") else 1)
-
-
-def _show(shown: Lines, n: int, line: _Line) -> int:
-    text = line.text(first=n == 1)
-    shown.append((n, text))
-    return len(text) + 8
-
-
-def _render_window(rel: str, size: int, start: int, window: Window) -> str:
-    if not window.lines:
-        raise ToolError(f"start={start} is past the end of {rel}; it has fewer lines")
-    body = "\n".join(f"{n}\t{text}" for n, text in window.lines)
-    last = window.lines[-1][0]
-    if window.remaining == 0:
-        return body if start == 1 else f"{body}\n[lines {start}-{last}; end of file]"
-    total = f"of a {human_size(size)} file" if window.remaining is None else (
-        f"of {last + window.remaining}")
-    return (
-        f"{body}\n[showing lines {start}-{last} {total}; "
-        f"read_file(path={rel!r}, start={last + 1}) for more, or grep to find a line]"
-    )
-
-
-# -- encodings ----------------------------------------------------------------------------
-
-_BOMS = (
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-
-
-def _wide_codec(head: bytes) -> tuple[bytes, str] | None:
-    """(BOM, codec) of a UTF-16/32 file, whose text the UTF-8 line walk cannot read as is."""
-    return next(((bom, codec) for bom, codec in _BOMS if codec != "utf-8" and head.startswith(bom)), None)
-
-
-def _decode(data: bytes) -> tuple[str, tuple[bytes, str]]:
-    """Text plus how to write it back byte-for-byte: (BOM, codec)."""
-    for bom, codec in _BOMS:
-        if data.startswith(bom):
-            return data[len(bom) :].decode(codec), (bom, codec)
-    try:
-        return data.decode("utf-8"), (b"", "utf-8")
-    except UnicodeDecodeError:
-        return data.decode("latin-1"), (b"", "latin-1")  # round-trips every byte
-
-
-def _encode(text: str, encoding: tuple[bytes, str]) -> bytes:
-    bom, codec = encoding
-    try:
-        return bom + text.encode(codec)
-    except UnicodeEncodeError as exc:
-        raise ToolError(
-            f"the edit adds characters that the file's encoding ({codec}) cannot hold: "
-            f"{exc.object[exc.start:exc.end]!r}"
-        ) from exc
 
 
 def _sorted_entries(fd: int) -> list[os.DirEntry[str]]:
@@ -314,8 +305,3 @@ def _file_path(path: str) -> str:
     if path.rsplit("/", 1)[-1] in ("", ".", ".."):
         raise PathError(f"path {path!r} names a folder; give a file path, e.g. 'notes/todo.txt'")
     return path
-
-
-def _with_warning(message: str, rel: str, text: str) -> str:
-    problem = _edit.syntax_problem(rel, text)
-    return f"{message}\nWARNING: {rel} no longer parses: {problem}" if problem else message

@@ -35,7 +35,7 @@ import shutil
 import stat
 import tempfile
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -162,6 +162,12 @@ class Journal:
                 removed, added = removed + i2 - i1, added + j2 - j1
         return added, removed
 
+    def relative(self, paths: Iterable[str]) -> set[str]:
+        """Root-relative forms of paths given as the user or model wrote them; a path
+        outside the root is a PathError."""
+        return {self.root.rel(self.root.resolve(p)) + ("/" if p.endswith("/") else "")
+                for p in paths}
+
     def private_dirs(self) -> list[Path]:
         return [self._store] if self._store is not None else []
 
@@ -217,6 +223,13 @@ class Journal:
         self._saw(rel, entry)
         self.record(rel)
 
+    def after_remove(self, rel: str) -> None:
+        """A tool (apply_patch) deleted ``rel``; its original was copied by before_write."""
+        entry = self.entries.setdefault(rel, Entry(existed=True, exists=False))
+        entry.exists = False
+        self._saw(rel, entry)
+        self.record(rel)
+
     def after_command(self, diff: Diff) -> None:
         for rel in diff.created_dirs:
             if rel not in self._created_dirs:
@@ -264,8 +277,9 @@ class Journal:
 
     # -- undo --------------------------------------------------------------------------
 
-    def revert(self) -> Reverted:
-        """Put every path whose original is known back; never raises for one path.
+    def revert(self, paths: Collection[str] | None = None) -> Reverted:
+        """Put every path (or only ``paths``, root-relative) whose original is known back;
+        never raises for one path.
 
         Created files are removed only when every other change can be undone too: when a
         command changed or deleted a file without a copy, a file the run created may hold
@@ -274,6 +288,8 @@ class Journal:
         done = Reverted()
         lost = sum(1 for r, e in self.entries.items() if not e.undoable and not is_bytecode(r))
         for rel, entry in list(self.entries.items()):
+            if paths is not None and rel not in paths:
+                continue
             try:
                 if lost and not entry.existed:
                     done.not_reverted[rel] = (
@@ -288,7 +304,9 @@ class Journal:
                 del self.entries[rel]
                 if entry.backup is not None:
                     entry.backup.unlink(missing_ok=True)
-        for rel in sorted(self.created_dirs, key=lambda d: -d.count("/")):
+        dirs = [d for d in self.created_dirs
+                if paths is None or any(p.startswith(d + "/") for p in paths)]
+        for rel in sorted(dirs, key=lambda d: -d.count("/")):
             removed = False
             with suppress(LokiError, OSError):  # a folder that cannot go simply stays
                 removed = self._remove(rel, folder=True)

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 from ..errors import PathError
 from ._protect import Protection
@@ -158,16 +159,44 @@ class Root:
         finally:
             os.close(fd)
 
-    def read_bytes(self, real: Path) -> bytes:
+    @overload
+    def read_bytes(self, real: Path) -> bytes: ...
+    @overload
+    def read_bytes(self, real: Path, *, limit: int) -> bytes | None: ...
+
+    def read_bytes(self, real: Path, *, limit: int | None = None) -> bytes | None:
+        """The file's bytes; None when ``limit`` is given and the file is larger."""
         with self.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read()
+            if limit is None:
+                return fh.read()
+            if os.fstat(fd).st_size > limit:
+                return None
+            data = fh.read(limit + 1)  # it may have grown since fstat
+            return None if len(data) > limit else data
 
     def write_atomic(self, real: Path, data: bytes) -> bool:
         """Replace ``real`` with ``data`` atomically; returns True when the file is new.
 
         The bytes go to a temp file beside the target, are flushed to disk, then renamed
         over it: a reader (or a crash) sees the old content or the new, never a part.
-        An existing file keeps its permission bits; missing parent folders are made.
+        An existing file keeps its permission bits, except setuid and setgid (a program
+        rewritten by the agent must not keep running as its owner); missing parent
+        folders are made.
+        """
+        staged = self.stage(real, data)
+        try:
+            self.commit(staged)
+        except BaseException:
+            self.discard(staged)
+            raise
+        return staged.created
+
+    def stage(self, real: Path, data: bytes, mode: int | None = None) -> Staged:
+        """Write ``data`` to a flushed temp file beside ``real``; ``commit`` renames it over.
+
+        Several files staged first and committed after change nothing until the renames,
+        which are quick: a failure while staging leaves every file as it was. ``mode`` is
+        for a new file (a file moved there keeps its bits); an existing one keeps its own.
         """
         parts = self._parts(real)
         if not parts:
@@ -178,9 +207,32 @@ class Root:
             old = _lstat_at(dfd, name)
             if old is not None and not stat.S_ISREG(old.st_mode):
                 raise PathError(f"{rel} is {_kind(old.st_mode)}; only regular files can be written")
-            mode = stat.S_IMODE(old.st_mode) if old else 0o666 & ~_UMASK
-            _replace_at(dfd, name, data, mode)
-        return old is None
+            if old is not None:
+                mode = stat.S_IMODE(old.st_mode)
+            elif mode is None:
+                mode = 0o666 & ~_UMASK
+            mode &= ~_SET_ID
+            return Staged(real, _write_temp_at(dfd, name, data, mode), created=old is None)
+
+    def commit(self, staged: Staged, *, sync: bool = True) -> None:
+        """Rename a staged temp file over its target (the folder is walked again, no link
+        followed: a folder swapped since staging has no temp file, and the rename fails).
+        ``sync=False`` leaves flushing the folder to ``sync_folders``, once for many files."""
+        with self.folder_fd(self._parts(staged.real)[:-1]) as dfd:
+            os.rename(staged.temp, staged.real.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            if sync:
+                os.fsync(dfd)
+
+    def sync_folders(self, reals: list[Path]) -> None:
+        """Flush the folders holding ``reals`` to disk, each once (renames made durable)."""
+        for parts in sorted({self._parts(real)[:-1] for real in reals}):
+            with suppress(OSError, PathError), self.folder_fd(parts) as dfd:
+                os.fsync(dfd)
+
+    def discard(self, staged: Staged) -> None:
+        """Remove a staged temp file that will not be committed; never raises."""
+        with suppress(OSError, PathError), self.folder_fd(self._parts(staged.real)[:-1]) as dfd:
+            os.unlink(staged.temp, dir_fd=dfd)
 
     def remove(self, real: Path, *, folder: bool = False) -> bool:
         """Unlink the file (or, with ``folder``, rmdir the empty folder) ``real``; a link
@@ -202,6 +254,15 @@ class Root:
                 return False  # not empty: something else lives there now
             raise PathError(exc.strerror or str(exc)) from exc
         return True
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A file's new content waiting in a temp file beside it (see ``Root.stage``)."""
+
+    real: Path
+    temp: str  # name of the temp file, in the target's folder
+    created: bool  # no file stood at ``real`` when it was staged
 
 
 class _NotAFolder(PathError):
@@ -249,7 +310,8 @@ def _lstat_at(dfd: int, name: str) -> os.stat_result | None:
         return None
 
 
-def _replace_at(dfd: int, name: str, data: bytes, mode: int) -> None:
+def _write_temp_at(dfd: int, name: str, data: bytes, mode: int) -> str:
+    """A new temp file beside ``name`` holding ``data``, flushed to disk; its name."""
     tmp = f".{name}.loki-{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o600, dir_fd=dfd)
@@ -259,14 +321,14 @@ def _replace_at(dfd: int, name: str, data: bytes, mode: int) -> None:
             fh.flush()
             os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
-        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except BaseException:
         with suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=dfd)
         raise
-    os.fsync(dfd)
+    return tmp
 
 
+_SET_ID = stat.S_ISUID | stat.S_ISGID
 # os.umask can only be read by setting it: do it once, at import, before threads start.
 _UMASK = os.umask(0)
 os.umask(_UMASK)

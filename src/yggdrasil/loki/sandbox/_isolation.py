@@ -59,8 +59,10 @@ def _probe_namespaces() -> tuple[bool, str]:
     argv = launcher_argv(python, [], network=False, abi=0, argv=["true"], namespaces=True,
                          mounts=[("tmpfs", "/tmp")])
     try:
+        # cwd "/": the launcher re-enters its working folder after mounting, and the
+        # caller's may lie under the probe's private /tmp (a checkout or venv in /tmp)
         done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT,
-                              stdin=subprocess.DEVNULL, env={"PATH": os.defpath})
+                              stdin=subprocess.DEVNULL, env={"PATH": os.defpath}, cwd="/")
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"the namespace probe failed: {exc}"
     if done.returncode == 0:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from ._box import AfterCall, BeforeCall, Toolbox
 from ._calls import Observation
 from ._catalog import read_tools, web_tools, write_tools
+from ._catalog_edits import edit_tools
 from ._flavors import FLAVORS, Flavor
 from ._schema import bind_args, build_schema, limits_text, parse_docstring
 from ._tool import Tool
@@ -29,6 +30,7 @@ __all__ = [
     "Toolbox",
     "bind_args",
     "build_schema",
+    "edit_tools",
     "limits_text",
     "parse_docstring",
     "read_tools",

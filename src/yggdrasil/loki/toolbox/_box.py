@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,8 +134,10 @@ class Toolbox:
         entries = self.journal.entries if self.journal is not None else {}
         return {p: entries[p].status if p in entries else "modified" for p in self.changed}
 
-    def revert(self) -> Reverted:
+    def revert(self, paths: Iterable[str] | None = None) -> Reverted:
         """Undo this run's file changes where the original is known; never raises per path.
+
+        ``paths`` (root-relative or absolute inside the root) limits the undo to those files.
 
         Files the write/edit tools changed get their original bytes and mode back. Files
         a command changed or deleted before a tool had kept a copy are listed in
@@ -145,9 +147,10 @@ class Toolbox:
         """
         if self.journal is None:
             return Reverted()
+        only = None if paths is None else self.journal.relative(paths)
         with self._calls.exclusive(threading.Event()):  # never under a running command
             before = set(self.journal.entries)
-            done = self.journal.revert()
+            done = self.journal.revert(only)
         gone = before - set(self.journal.entries)
         self.changed[:] = [p for p in self.changed if p not in gone]
         return done

@@ -11,6 +11,7 @@ from ..search import Search
 from ..shell import Shell
 from ..tables import TableReader
 from ..web import AddressPolicy, Web
+from ._catalog_edits import EDITS_ITEMS
 from ._tool import Tool
 
 __all__ = ["read_tools", "web_tools", "write_tools"]
@@ -68,12 +69,7 @@ def write_tools(files: Files, shell: Shell) -> list[Tool]:
         Tool("write_file", "Create or overwrite a file with the given text; makes parent folders.",
              {"path": f"file, {_PATH}", "content": "the whole new content of the file"},
              files.write_file, mutates=True, idempotent=True),
-        Tool("edit_file", "Replace one exact, unique occurrence of `old` with `new` in a file.",
-             {"path": f"file, {_PATH}",
-              "old": "exact text to replace, including whitespace; must occur once",
-              "new": "replacement text",
-              "replace_all": "replace every occurrence instead of exactly one (default false)"},
-             files.edit_file, mutates=True),
+        _edit_file(files),
         Tool("run_python", "Run Python source in the root (src/ is importable); "
              "prints exit code, stdout and stderr.",
              {"code": "Python source to run", "timeout": "seconds before it is killed (default 60)"},
@@ -82,6 +78,24 @@ def write_tools(files: Files, shell: Shell) -> list[Tool]:
              {"command": "shell command line", "timeout": "seconds before it is killed (default 60)"},
              shell.run, mutates=True, title="Run a shell command"),
     ]
+
+
+def _edit_file(files: Files) -> Tool:
+    tool = Tool(
+        "edit_file", "Replace `old` with `new` in a file: one place (unless replace_all), or "
+        "several edits at once with `edits`. Slips in `old` (indentation, tabs/spaces, "
+        "trailing spaces, line endings, curly quotes) are forgiven when it still matches one "
+        "place; the answer shows the diff of what changed.",
+        {"path": f"file, {_PATH}",
+         "old": "text to replace, copied from the file (whole lines when unsure of the "
+                "indentation); must match one place",
+         "new": "replacement text",
+         "replace_all": "replace every occurrence instead of exactly one (default false)",
+         "edits": 'several edits in one call, applied in order, all or nothing: '
+                  '[{"old": "...", "new": "...", "replace_all": false}, ...]'},
+        files.edit_file, mutates=True)
+    tool.input_schema["properties"]["edits"]["items"] = EDITS_ITEMS
+    return tool
 
 
 def web_tools(root: Root, files: Files, *, read_only: bool, private: bool,

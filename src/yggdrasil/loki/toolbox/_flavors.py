@@ -55,34 +55,50 @@ def reshape(schema: Mapping[str, Any], flavor: Flavor) -> dict[str, Any]:
 
 
 def _openai_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
-    required = set(schema["required"])
+    shaped, strict = _strict_object(schema)
+    return {"input_schema": shaped, "strict": strict}
+
+
+def _strict_object(schema: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """An object schema in strict form (nested declared objects too), and whether strict
+    mode can take it."""
+    required = set(schema.get("required", ()))
     strict = not schema.get("additionalProperties")
     properties: dict[str, Any] = {}
     for key, original in schema["properties"].items():
         prop = copy.deepcopy(dict(original))
         default = prop.pop("default", _MISSING)
-        strict = strict and _strict_ready(prop)
+        prop, ready = _strict_property(prop)
+        strict = strict and ready
         if key not in required:
             prop = _nullable(prop)
             if default is not _MISSING and "default" not in prop.get("description", ""):
                 prop["description"] = (prop.get("description", "") +
                                        f" (default {json.dumps(default)})").strip()
         properties[key] = prop
-    shaped = {"type": "object", "properties": properties, "required": list(properties),
+    shaped = {**({"type": "object"}), **{k: v for k, v in schema.items()
+                                         if k not in ("properties", "required", "type")},
+              "properties": properties, "required": list(properties),
               "additionalProperties": bool(schema.get("additionalProperties"))}
-    return {"input_schema": shaped, "strict": strict}
+    return shaped, strict
 
 
-def _strict_ready(prop: Mapping[str, Any]) -> bool:
-    """Whether OpenAI's strict mode can take this property: typed, no free-form object."""
+def _strict_property(prop: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """A property in strict form, and whether OpenAI's strict mode can take it: typed, and
+    an object only with its keys declared (such an object is reshaped in turn)."""
     kind = prop.get("type")
     if kind is None and "enum" not in prop:
-        return False
+        return prop, False
     if kind == "object":
-        return False  # free-form: strict mode wants every key of an object listed
+        if "properties" not in prop:
+            return prop, False  # free-form: strict mode wants every key of an object listed
+        return _strict_object(prop)
     if kind == "array":
-        return "items" in prop and _strict_ready(prop["items"])
-    return True
+        if "items" not in prop:
+            return prop, False
+        items, ready = _strict_property(copy.deepcopy(dict(prop["items"])))
+        return {**prop, "items": items}, ready
+    return prop, True
 
 
 def _nullable(prop: dict[str, Any]) -> dict[str, Any]:

@@ -76,7 +76,8 @@ class Tool:
 
     def spec(self) -> str:
         mark = "  [changes files]" if self.mutates else ""
-        lines = [f"{self.signature()}{mark}", f"  {self.description}"]
+        lines = [f"{self.signature()}{mark}"]
+        lines += [f"  {line}" if line else "" for line in self.description.splitlines()]
         lines += [f"  - {k}: {v}" for k, v in self.params.items()]
         return "\n".join(lines)
 

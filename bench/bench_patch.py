@@ -1,0 +1,127 @@
+"""apply_patch of a 50-file patch vs ``git apply`` of the same patch, side by side.
+
+    PYTHONPATH=src python bench/bench_patch.py [--reps 9] [--files 50]
+
+Corpus: a git repository of the 50 largest-but-reasonable (20-200 KB) .py files of the
+standard library, copied; each gets 3 seeded changes (a line changed, one added, one
+removed) and ``git diff`` writes the patch. Each round puts the 50 files back, then times
+one of: ``filesystem_toolbox(root).call("apply_patch", ...)`` (a fresh toolbox: it keeps
+the originals for undo, stages all 50 files and renames them, and answers with the
+summary and diff), or ``git apply`` run as a process (start-up included: that is what an
+agent pays when it shells out). Both write the same bytes, checked every round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import random
+import shutil
+import statistics
+import subprocess
+import sysconfig
+import time
+import warnings
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from yggdrasil.loki.tools import filesystem_toolbox
+
+
+def build(repo: Path, count: int, seed: int) -> tuple[dict[str, bytes], dict[str, bytes], str]:
+    """(originals, changed, patch) for ``count`` stdlib files copied into ``repo``."""
+    base = Path(sysconfig.get_paths()["stdlib"])
+    sources = sorted(p for p in base.glob("*.py") if 20_000 <= p.stat().st_size <= 200_000)
+    rng = random.Random(seed)
+    picked = rng.sample(sources, count)
+    for i, source in enumerate(picked):
+        shutil.copy(source, repo / f"m{i:02}_{source.name}")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    originals = {p.name: p.read_bytes() for p in sorted(repo.glob("*.py"))}
+    for name in originals:
+        lines = (repo / name).read_text().split("\n")
+        for at in sorted(rng.sample(range(10, len(lines) - 10), 3), reverse=True):
+            what = rng.choice(("change", "add", "remove"))
+            if what == "change":
+                lines[at] = lines[at] + "  # changed"
+            elif what == "add":
+                lines.insert(at, "# added line")
+            else:
+                del lines[at]
+        (repo / name).write_text("\n".join(lines))
+    changed = {name: (repo / name).read_bytes() for name in originals}
+    patch = _git(repo, "diff")
+    return originals, changed, patch
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=b@b", "-c", "user.name=b", *args], cwd=repo,
+                          capture_output=True, text=True, check=True).stdout
+
+
+def reset(repo: Path, originals: dict[str, bytes]) -> None:
+    for name, data in originals.items():
+        (repo / name).write_bytes(data)
+
+
+def ours(repo: Path, patch: str) -> float:
+    box = filesystem_toolbox(repo)  # a fresh run (made once per agent run: not timed)
+    started = time.perf_counter()
+    out = box.call("apply_patch", {"patch": patch})
+    spent = time.perf_counter() - started
+    assert out.startswith("M "), out[:300]
+    return spent
+
+
+def git_apply(repo: Path, patch_file: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(["git", "apply", str(patch_file)], cwd=repo, check=True)
+    return time.perf_counter() - started
+
+
+def syntax_check(changed: dict[str, bytes]) -> float:
+    """What the syntax check costs alone: compile() of every patched file, as it does."""
+    started = time.perf_counter()
+    for data in changed.values():
+        with contextlib.suppress(SyntaxError), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(data.decode(), "<file>", "exec", dont_inherit=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--files", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args()
+    with TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        repo.mkdir()
+        originals, changed, patch = build(repo, args.files, args.seed)
+        patch_file = Path(tmp) / "change.diff"
+        patch_file.write_text(patch)
+        size = sum(map(len, originals.values()))
+        print(f"{args.files} files, {size / 1e6:.1f} MB, patch {len(patch) / 1e3:.0f} KB "
+              f"({patch.count(chr(10) + '@@ ')} hunks); median of {args.reps} rounds, in turn\n")
+        times: dict[str, list[float]] = {"apply_patch": [], "git apply": [], "syntax check": []}
+        for _ in range(args.reps):
+            for name, run in (("apply_patch", lambda: ours(repo, patch)),
+                              ("git apply", lambda: git_apply(repo, patch_file))):
+                reset(repo, originals)
+                times[name].append(run())
+                assert all((repo / n).read_bytes() == data for n, data in changed.items()), name
+            times["syntax check"].append(syntax_check(changed))
+        mine, base, check = (statistics.median(times[k])
+                             for k in ("apply_patch", "git apply", "syntax check"))
+        print(f"{'apply_patch (toolbox)':34} {mine * 1000:8.1f} ms")
+        print(f"{'git apply':34} {base * 1000:8.1f} ms")
+        print(f"{'ratio':34} {mine / base:8.2f}x")
+        print(f"{'  of ours: compile() of 50 files':34} {check * 1000:8.1f} ms "
+              f"(the syntax check; ratio without it {(mine - check) / base:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The edit tools beyond write_file/edit_file: apply_patch and undo_edit.
+
+Kept apart from ``_catalog`` so that the words a model learns the patch format from live
+with the tools that read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import ToolError
+from ..files import Files
+from ._box import Toolbox
+from ._tool import Tool
+
+__all__ = ["EDITS_ITEMS", "edit_tools"]
+
+# The schema of one item of edit_file's ``edits`` (the signature can only say list[dict]).
+EDITS_ITEMS = {
+    "type": "object",
+    "properties": {"old": {"type": "string"}, "new": {"type": "string"},
+                   "replace_all": {"type": "boolean"}},
+    "required": ["old", "new"],
+    "additionalProperties": False,
+}
+
+PATCH_FORMAT = """\
+Add, delete, update and move files in one call, all or nothing. Format:
+*** Begin Patch
+*** Update File: src/app.py
+@@ def main():
+ an unchanged line (starts with a space)
+-a removed line
++an added line
+*** Add File: docs/new.md
++each line of a new file starts with +
+*** Delete File: old.txt
+*** End Patch
+'*** Move to: new/path.py' right after an Update line renames the file. '@@ <line>' names \
+a line above the hunk (a def or class) to find it by; give 2-3 unchanged lines around \
+each change. A unified diff (git diff, diff -u) works too. Whitespace, tab/space and \
+curly-quote slips are forgiven where a hunk still matches one place."""
+
+
+def edit_tools(files: Files, box: Toolbox) -> list[Tool]:
+    return [
+        Tool("apply_patch", PATCH_FORMAT,
+             {"patch": "the patch text: '*** Begin Patch' ... '*** End Patch', or a unified diff",
+              "dry_run": "only check it and show the diff it would apply; change nothing "
+                         "(default false)"},
+             files.apply_patch, mutates=True, title="Apply a patch"),
+        Tool("undo_edit", "Put a file back as it was before this run changed it (undoes every "
+             "change this run made to it; a file this run created is removed).",
+             {"path": "a file this run changed, relative to the root"},
+             _undo_for(box), mutates=True, title="Undo a file's changes",
+             idempotent=True),
+    ]
+
+
+def _undo_for(box: Toolbox) -> Callable[[str], str]:
+    def undo(path: str) -> str:  # a plain function: its type hints make the schema
+        return undo_edit(box, path)
+    return undo
+
+
+def undo_edit(box: Toolbox, path: str) -> str:
+    """Revert one file through ``box.revert``, as an observation."""
+    if box.journal is None:
+        raise ToolError("this toolbox keeps no journal; nothing can be undone")
+    (rel,) = box.journal.relative([path])
+    if rel not in box.journal.entries:
+        changed = f" (files changed so far: {', '.join(box.changed[:20])})" if box.changed else ""
+        raise ToolError(f"{rel} was not changed in this run; nothing to undo{changed}")
+    done = box.revert([rel])
+    if rel in done.not_reverted:
+        raise ToolError(f"cannot undo {rel}: {done.not_reverted[rel]}")
+    if rel in done.restored:
+        return f"restored {rel} to what it held before this run changed it"
+    if rel in done.removed:
+        return f"removed {rel} (this run created it)"
+    return f"{rel} is already as it was before this run (created and removed again)"

@@ -1,0 +1,348 @@
+"""apply_patch on real files: both formats, all or nothing, confirm, undo, attacks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from cli_run import SRC
+from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
+
+APP = "def main():\n    x = 1\n    y = 2\n    return x + y\n\n\ndef other():\n    return 0\n"
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd,
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def patch(box: Toolbox, text: str, **more: object) -> str:
+    return box.call("apply_patch", {"patch": text, **more})
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_codex_patch_adds_deletes_updates_and_moves(root: Path, box: Toolbox) -> None:
+    (root / "app.py").write_text(APP)
+    (root / "old.txt").write_text("one\ntwo\n")
+    (root / "gone.txt").write_text("bye\n")
+    out = patch(box, "*** Begin Patch\n"
+                     "*** Update File: app.py\n@@ def main():\n     x = 1\n-    y = 2\n+    y = 3\n"
+                     "*** Add File: docs/new.md\n+# New\n+\n+text\n"
+                     "*** Delete File: gone.txt\n"
+                     "*** Update File: old.txt\n*** Move to: moved/new.txt\n@@\n one\n-two\n+TWO\n"
+                     "*** End Patch\n")
+    assert out.splitlines()[:4] == ["M app.py", "A docs/new.md", "D gone.txt",
+                                    "R old.txt -> moved/new.txt"]
+    assert "-    y = 2\n+    y = 3" in out and "--- old.txt\n+++ moved/new.txt" in out
+    assert (root / "app.py").read_text() == APP.replace("y = 2", "y = 3")
+    assert (root / "docs/new.md").read_text() == "# New\n\ntext\n"
+    assert (root / "moved/new.txt").read_text() == "one\nTWO\n"
+    assert not (root / "gone.txt").exists() and not (root / "old.txt").exists()
+    assert box.changes == {"app.py": "modified", "docs/new.md": "created", "gone.txt": "deleted",
+                           "old.txt": "deleted", "moved/new.txt": "created"}
+    report = box.revert()
+    assert sorted(report.restored) == ["app.py", "gone.txt", "old.txt"]
+    assert sorted(report.removed) == ["docs/", "docs/new.md", "moved/", "moved/new.txt"]
+    assert snapshot(root) == {"app.py": APP.encode(), "gone.txt": b"bye\n", "old.txt": b"one\ntwo\n"}
+
+
+def test_git_diff_with_renames_adds_and_deletes_applies_to_a_clean_tree(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "app.py").write_text(APP)
+    (repo / "keep.txt").write_text("".join(f"line {i}\n" for i in range(40)))
+    (repo / "gone.txt").write_text("bye\n")
+    (repo / "empty.txt").write_text("")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "mv", "app.py", "main.py")
+    (repo / "main.py").write_text(APP.replace("return 0", "return 42"))
+    (repo / "keep.txt").write_text("".join(f"line {i}\n" for i in range(40)).replace(
+        "line 3\n", "line three\n").replace("line 30\n", "").replace("line 39\n", "line 39"))
+    (repo / "gone.txt").unlink()
+    (repo / "empty.txt").unlink()
+    (repo / "sub").mkdir()
+    (repo / "sub" / "new file.py").write_text("print('hi')\n")
+    (repo / "blank.txt").write_text("")
+    git(repo, "add", "-A")
+    diff = git(repo, "diff", "--cached", "-M")
+    want = snapshot(repo)
+    git(repo, "reset", "-q", "--hard", "HEAD")
+    git(repo, "clean", "-qfd")
+    box = filesystem_toolbox(repo)
+    out = patch(box, diff)
+    assert not out.startswith("ERROR"), out
+    assert {k: v for k, v in snapshot(repo).items() if not k.startswith(".git/")} == {
+        k: v for k, v in want.items() if not k.startswith(".git/")}
+    assert "R app.py -> main.py" in out and "A sub/new file.py" in out and "D gone.txt" in out
+
+
+def test_diff_u_of_two_folders_and_of_two_files(tmp_path: Path) -> None:
+    before, after, root = tmp_path / "before", tmp_path / "after", tmp_path / "root"
+    for folder in (before, after, root):
+        (folder / "pkg").mkdir(parents=True)
+    for folder in (before, root):
+        (folder / "pkg" / "a.py").write_text(APP)
+    (after / "pkg" / "a.py").write_text(APP.replace("x = 1", "x = 10"))
+    diff = subprocess.run(["diff", "-ru", "before", "after"], cwd=tmp_path,
+                          capture_output=True, text=True).stdout
+    box = filesystem_toolbox(root)
+    assert patch(box, diff).startswith("M pkg/a.py")  # 'before/pkg/a.py' read as pkg/a.py
+    assert (root / "pkg" / "a.py").read_text() == APP.replace("x = 1", "x = 10")
+    (tmp_path / "new.py").write_text(APP.replace("x = 1", "x = 10").replace("return 0", "return 1"))
+    diff = subprocess.run(["diff", "-u", "pkg/a.py", str(tmp_path / "new.py")], cwd=root,
+                          capture_output=True, text=True).stdout
+    assert patch(box, diff).startswith("M pkg/a.py")
+    assert (root / "pkg" / "a.py").read_text() == APP.replace("x = 1", "x = 10").replace(
+        "return 0", "return 1")
+
+
+def test_dry_run_changes_nothing_and_shows_the_diff(root: Path, box: Toolbox) -> None:
+    (root / "app.py").write_text(APP)
+    out = patch(box, "*** Begin Patch\n*** Update File: app.py\n-    return 0\n+    return 9\n"
+                     "*** Add File: n.txt\n+hello\n*** End Patch", dry_run=True)
+    assert out.splitlines()[:3] == ["dry run: nothing was changed; the patch would do this:",
+                                    "M app.py", "A n.txt"]
+    assert "+    return 9" in out and "+hello" in out
+    assert snapshot(root) == {"app.py": APP.encode()} and box.changed == []
+
+
+def fifty_files(root: Path) -> dict[str, bytes]:
+    for i in range(50):
+        (root / f"m{i:02}.py").write_text(f"def f{i}():\n    return {i}\n\n\nX = {i}\n")
+    return snapshot(root)
+
+
+def fifty_file_patch(last_hunk_ok: bool = True) -> str:
+    parts = ["*** Begin Patch"]
+    for i in range(50):
+        value = i if last_hunk_ok or i < 49 else 999  # 999 is nowhere in m49.py
+        parts += [f"*** Update File: m{i:02}.py", f"@@ def f{i}():", f"-    return {value}",
+                  f"+    return {value} + 1", "@@", f"-X = {i}", f"+X = {i * 2}"]
+    return "\n".join([*parts, "*** End Patch"])
+
+
+def test_a_50_file_patch_lands_whole(root: Path, box: Toolbox) -> None:
+    fifty_files(root)
+    out = patch(box, fifty_file_patch())
+    assert out.splitlines()[:50] == [f"M m{i:02}.py" for i in range(50)]
+    assert "more files not shown" in out.splitlines()[-1]
+    assert all((root / f"m{i:02}.py").read_text() == f"def f{i}():\n    return {i} + 1\n\n\nX = {i * 2}\n"
+               for i in range(50))
+    assert len(box.changed) == 50
+    box.revert()
+    assert all(f"return {i}\n" in (root / f"m{i:02}.py").read_text() for i in range(50))
+
+
+def test_a_patch_failing_at_its_last_hunk_leaves_all_50_untouched(root: Path, box: Toolbox) -> None:
+    before = fifty_files(root)
+    out = patch(box, fifty_file_patch(last_hunk_ok=False))
+    assert out.startswith("ERROR: apply_patch changed nothing: m49.py, hunk 1 of 2 (patch line 346):"
+                          " its lines were not found.")
+    assert "2\t    return 49" in out  # what the file holds near the spot
+    assert snapshot(root) == before and box.changed == []
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("*** Begin Patch\n*** Update File: ../outside/secret.txt\n-TOP SECRET\n+x\n*** End Patch",
+     "escapes the agent root"),
+    ("*** Begin Patch\n*** Add File: /etc/loki-test\n+x\n*** End Patch", "escapes the agent root"),
+    ("*** Begin Patch\n*** Update File: a.txt\n*** Move to: ../outside/a.txt\n*** End Patch",
+     "escapes the agent root"),
+    ("*** Begin Patch\n*** Update File: missing.txt\n-a\n+b\n*** End Patch",
+     "missing.txt does not exist (patch line 2); to create it use '*** Add File: missing.txt'"),
+    ("*** Begin Patch\n*** Add File: a.txt\n+b\n*** End Patch", "a.txt already exists"),
+    ("*** Begin Patch\n*** Update File: a.txt\n-nowhere\n+b\n*** End Patch",
+     "a.txt, hunk 1 of 1 (patch line 3): its lines were not found"),
+    ("*** Begin Patch\n*** Update File: a.txt\nbad line\n*** End Patch",
+     "line 3 ('bad line'): a hunk line starts with ' ' (context)"),
+    ("*** Begin Patch\n*** Frobnicate File: a.txt\n*** End Patch", "expected '*** Add File: <path>'"),
+    ("just some text", "the patch is neither Codex's format"),
+    ("diff --git a/x.bin b/x.bin\nBinary files a/x.bin and b/x.bin differ\n",
+     "binary patches are not supported"),
+    ("*** Begin Patch\n*** Update File: a.txt\n*** Move to: link\n*** End Patch",
+     "path 'link' escapes the agent root"),
+    ("*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n*** Add File: b.txt\n+x\n",
+     "b.txt already exists"),
+    ("*** Begin Patch\n*** Add File: sub/\n+x\n*** End Patch", "names a folder"),
+    ("*** Begin Patch\n*** Update File: a.txt\n-a\n+b\n*** Add File: a\x00b\n+x\n*** End Patch",
+     "contains a NUL byte"),
+])
+def test_bad_patches_change_nothing(root: Path, box: Toolbox, text: str, says: str) -> None:
+    (root / "a.txt").write_text("a\n")
+    (root / "link").symlink_to(root.parent / "outside" / "secret.txt")
+    before = snapshot(root)
+    out = patch(box, text)
+    assert out.startswith("ERROR:") and says in out, out
+    assert snapshot(root) == before and box.changed == []
+    assert (root.parent / "outside" / "secret.txt").read_text() == "TOP SECRET\n"
+    assert not Path("/etc/loki-test").exists()
+
+
+def test_a_symlink_inside_the_root_to_outside_is_not_patched(root: Path, box: Toolbox) -> None:
+    (root / "link.txt").symlink_to(root.parent / "outside" / "secret.txt")
+    out = patch(box, "*** Begin Patch\n*** Update File: link.txt\n-TOP SECRET\n+pwned\n")
+    assert "escapes the agent root" in out
+    assert (root.parent / "outside" / "secret.txt").read_text() == "TOP SECRET\n"
+
+
+@pytest.fixture
+def not_temp(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path_factory.mktemp("systemtmp")))
+
+
+def test_confirm_is_asked_once_per_existing_file_and_a_no_changes_nothing(
+        root: Path, not_temp: None) -> None:
+    asked: list[str] = []
+    diffs: list[str] = []
+
+    def answer(action: str) -> bool:
+        asked.append(action)
+        diffs.append(getattr(action, "diff", ""))
+        return not action.startswith("delete")
+
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (root / name).write_text(f"{name}\n")
+    before = snapshot(root)
+    box = filesystem_toolbox(root, confirm=answer)
+    text = ("*** Begin Patch\n*** Update File: a.txt\n-a.txt\n+A\n*** Add File: new.txt\n+n\n"
+            "*** Update File: b.txt\n*** Move to: bb.txt\n*** Delete File: c.txt\n"
+            "*** Update File: a.txt\n-A\n+AA\n*** End Patch")
+    assert patch(box, text) == "REFUSED: user declined to delete c.txt"
+    assert asked == ["edit a.txt", "move b.txt to bb.txt", "delete c.txt"]
+    assert diffs[0] == "--- a.txt\n+++ a.txt\n@@ -1,1 +1,1 @@\n-a.txt\n+AA"
+    assert snapshot(root) == before and box.changed == []
+
+
+def test_loose_hunks_and_scopes(root: Path, box: Toolbox) -> None:
+    src = "class A:\n\tdef f(self):\n\t\treturn 1\n\nclass B:\n\tdef f(self):\n\t\treturn 1\n"
+    (root / "t.py").write_text(src)
+    out = patch(box, "*** Begin Patch\n*** Update File: t.py\n"
+                     " def f(self):\n-    return 1\n+    return 2\n*** End Patch")
+    assert "its lines appear 2x when indentation is ignored (at lines 2-3, 6-7)" in out
+    out = patch(box, "*** Begin Patch\n*** Update File: t.py\n@@ class B:\n"
+                     " def f(self):\n-    return 1\n+    return 2\n*** End Patch")
+    assert out.splitlines()[0] == "M t.py (hunk 1 matched ignoring indentation)"
+    assert (root / "t.py").read_text() == src[:-2] + "2\n"
+
+
+def test_unified_line_numbers_pick_among_equal_places(root: Path, box: Toolbox) -> None:
+    (root / "r.txt").write_text("x\ny\nx\ny\n")
+    out = patch(box, "--- a/r.txt\n+++ b/r.txt\n@@ -3,2 +3,2 @@\n x\n-y\n+Y\n")
+    assert out.startswith("M r.txt") and (root / "r.txt").read_text() == "x\ny\nx\nY\n"
+
+
+def test_wrapped_crlf_and_no_newline_patches(root: Path, box: Toolbox) -> None:
+    (root / "w.txt").write_bytes(b"a\r\nb\r\n")
+    fenced = "```diff\r\n--- a/w.txt\r\n+++ b/w.txt\r\n@@ -1,2 +1,2 @@\r\n a\r\n-b\r\n+c\r\n```\r\n"
+    assert patch(box, fenced).startswith("M w.txt")
+    assert (root / "w.txt").read_bytes() == b"a\r\nc\r\n"
+    (root / "n.txt").write_text("one\ntwo")
+    heredoc = ("apply_patch <<'EOF'\n--- a/n.txt\n+++ b/n.txt\n@@ -1,2 +1,2 @@\n one\n-two\n"
+               "\\ No newline at end of file\n+three\nEOF\n")
+    assert patch(box, heredoc).startswith("M n.txt")
+    assert (root / "n.txt").read_text() == "one\nthree\n"
+
+
+def test_utf16_and_latin1_files_keep_their_encoding(root: Path, box: Toolbox) -> None:
+    (root / "u.txt").write_bytes("\ufeffh\u00e9\nz\n".encode("utf-16-le"))
+    (root / "l.txt").write_bytes("caf\u00e9\n".encode("latin-1"))
+    out = patch(box, "*** Begin Patch\n*** Update File: u.txt\n-z\n+\u00fc\n"
+                     "*** Update File: l.txt\n-caf\u00e9\n+th\u00e9\n*** End Patch")
+    assert out.startswith("M u.txt\nM l.txt")
+    assert (root / "u.txt").read_bytes() == "\ufeffh\u00e9\n\u00fc\n".encode("utf-16-le")
+    assert (root / "l.txt").read_bytes() == "th\u00e9\n".encode("latin-1")
+
+
+def test_patching_twice_says_it_is_already_applied(root: Path, box: Toolbox) -> None:
+    (root / "app.py").write_text(APP)
+    text = "--- a/app.py\n+++ b/app.py\n@@ -7,2 +7,2 @@\n def other():\n-    return 0\n+    return 1\n"
+    assert patch(box, text).startswith("M app.py")
+    assert "the patch looks already applied there" in patch(box, text)
+
+
+def test_hostile_sizes_are_bounded(root: Path, box: Toolbox) -> None:
+    (root / "a.txt").write_text("a\n")
+    huge_counts = "--- a/a.txt\n+++ b/a.txt\n@@ -1,999999999 +1,999999999 @@\n-a\n+b\n"
+    assert patch(box, huge_counts).startswith("M a.txt")
+    many = "*** Begin Patch\n" + "".join(f"*** Add File: d/f{i}.txt\n+{i}\n" for i in range(3000))
+    out = patch(box, many)
+    assert out.splitlines()[0] == "A d/f0.txt" and len(out) < 100_000
+    assert len(list((root / "d").iterdir())) == 3000
+
+
+def test_a_process_killed_mid_patch_leaves_every_file_whole(root: Path) -> None:
+    """50 files of 2 MB each; the child applying the patch is SIGKILLed while it writes
+    (staging or renaming): every file holds its old bytes or its new ones, never a part."""
+    lines = "".join(f"row {j} {'.' * 60}\n" for j in range(30_000))
+    for i in range(50):
+        (root / f"big{i:02}.txt").write_text(f"head {i}\n{lines}")
+    old = {i: (root / f"big{i:02}.txt").read_bytes() for i in range(50)}
+    text = "*** Begin Patch\n" + "".join(
+        f"*** Update File: big{i:02}.txt\n-head {i}\n+HEAD {i}\n" for i in range(50))
+    code = ("import sys\nfrom yggdrasil.loki.tools import filesystem_toolbox\n"
+            f"filesystem_toolbox({str(root)!r}).call('apply_patch', {{'patch': sys.stdin.read()}})\n")
+    scratch = root.parent / "child-tmp"
+    scratch.mkdir()
+    for delay in (0.4, 0.9, 1.4, None):  # None: kill as soon as the first file is renamed
+        first = (root / "big00.txt").stat().st_ino
+        proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                env={**os.environ, "PYTHONPATH": str(SRC), "TMPDIR": str(scratch)})
+        assert proc.stdin is not None
+        proc.stdin.write(text.encode())
+        proc.stdin.close()
+        if delay is None:
+            while proc.poll() is None and (root / "big00.txt").stat().st_ino == first:
+                pass
+            proc.kill()
+        try:
+            proc.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for i in range(50):
+            data = (root / f"big{i:02}.txt").read_bytes()
+            assert data in (old[i], old[i].replace(b"head", b"HEAD", 1)), i
+        for i in range(50):  # back to the start for the next delay
+            (root / f"big{i:02}.txt").write_bytes(old[i])
+        for stray in root.glob(".*.loki-*.tmp"):
+            stray.unlink()  # a kill can leave a staged temp file; never a half-written target
+    shutil.rmtree(scratch)
+
+
+def test_a_new_file_below_a_file_is_refused_before_anything_changes(root: Path, box: Toolbox) -> None:
+    (root / "a.txt").write_text("a\n")
+    out = patch(box, "*** Begin Patch\n*** Update File: a.txt\n-a\n+b\n"
+                     "*** Add File: a.txt/inner.txt\n+x\n*** End Patch")
+    assert out == ("ERROR: apply_patch changed nothing: a.txt is a file, not a folder; "
+                   "a.txt/inner.txt cannot be created below it")
+    assert (root / "a.txt").read_text() == "a\n" and box.changed == []
+
+
+def test_what_a_patch_may_read_and_rework_is_bounded(root: Path, box: Toolbox,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from yggdrasil.loki.files import _apply
+
+    monkeypatch.setattr(_apply, "MAX_PATCH_BYTES", 1000)  # the real one is 256 MB
+    body = "".join(f"line {j}\n" for j in range(100))  # 790 bytes
+    for i in range(3):
+        (root / f"f{i}.txt").write_text(body)
+    text = "*** Begin Patch\n" + "".join(
+        f"*** Update File: f{i}.txt\n-line 5\n+LINE 5\n" for i in range(3))
+    assert "the patch touches more than 1000 bytes of files; apply it in parts" in patch(box, text)
+    monkeypatch.setattr(_apply, "MAX_PATCH_WORK", 2000)
+    same = "*** Begin Patch\n" + "*** Update File: f0.txt\n-line 5\n+line 5\n" * 10
+    assert "updates the same large files over and over" in patch(box, same)
+    assert all((root / f"f{i}.txt").read_text() == body for i in range(3))
