@@ -150,3 +150,41 @@ def test_the_walk_and_the_tracker_view_agree(work: tuple[Path, Toolbox]) -> None
     dirs = [str(p.relative_to(root)) for p in root.rglob("*") if p.is_dir()
             and "node_modules" not in p.parts]
     assert ProtectedPaths(protect).outermost(files, dirs) == walked
+
+
+# -- where namespaces are missing: status says so, require refuses --------------------------
+
+_WITHOUT_NAMESPACES = """
+from yggdrasil.loki.tools import filesystem_toolbox
+root = sys.argv[1]
+auto = filesystem_toolbox(root, network=["pypi.org"])
+required = filesystem_toolbox(root, sandbox="require", network=["pypi.org"])
+print(json.dumps({
+    "status": auto.status,
+    "run": auto.call("run", {"command": "cat .env; curl -sS -m 3 http://127.0.0.1:9/"}),
+    "require": required.call("run", {"command": "cat .env"}),
+}))
+"""
+
+
+def test_without_namespaces_status_says_they_are_not_hidden(root: Path) -> None:
+    import json
+    import os
+    import platform
+    import subprocess
+    import sys
+
+    from test_fence import _NO_NAMESPACES, SRC
+
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("the seccomp stand-in for a kernel without user namespaces is per-arch")
+    (root / ".env").write_text(SECRET)
+    script = _NO_NAMESPACES.split("from yggdrasil.loki.tools")[0] + _WITHOUT_NAMESPACES
+    done = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert "the protected files are NOT hidden from them (masking them needs namespaces)" in seen["status"]
+    assert "network limited to hosts is NOT possible here" in seen["status"]
+    assert SECRET in seen["run"]  # what the status says is true
+    assert seen["require"].startswith('ERROR: sandbox="require" but namespaces unavailable')
