@@ -232,7 +232,8 @@ class Shell:
             return ""
         if fence.namespaces:
             return ("; the protected files are unreadable to them (masked in their mount "
-                    "namespace)")
+                    "namespace; one that appears while a command runs is masked from the "
+                    "next command on)")
         why = 'sandbox="off"' if self.sandbox == "off" else "masking them needs namespaces"
         return f"; the protected files are NOT hidden from them ({why})"
 
