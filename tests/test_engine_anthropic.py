@@ -55,8 +55,17 @@ def test_native_tool_use_edits_real_files(server: FakeModelServer, root: Path) -
     assert filesystem_toolbox(root).spec() in first["system"]
     assert first["max_tokens"] == 8192 and first["model"] == "claude-fake"
     assert first["tools"][0]["input_schema"]["type"] == "object"  # neutral schemas, as is
-    assert first["messages"] == [{"role": "user", "content": [{"type": "text",
-                                                               "text": "Task: fix add"}]}]
+    # the first message carries the task and the repository map (Loki.act's repo_map)
+    [message] = first["messages"]
+    assert message["role"] == "user"
+    assert message["content"][0]["text"].split("\n") == [
+        "Task: fix add", "",
+        "A map of the repository, its most referenced definitions (outline, find_symbol and "
+        "read_file with symbol= show more):",
+        "[repo map of .: 1 of 1 definitions in 1 of 1 files, most referenced first; "
+        "outline(path) and find_symbol(name) show more]",
+        "pkg/mod.py:",
+        "  function add(a, b)  L1-2"]
     # both tool results ride in one user turn, in the order of the calls
     results = last["messages"][-1]
     assert results["role"] == "user"

@@ -54,12 +54,12 @@ def test_native_tool_calls_edit_real_files(server: FakeModelServer, root: Path) 
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"
     assert first["model"] == "gpt-fake"
     assert first["messages"][0]["role"] == "system"
-    assert "read_file(path, start=1, end=0)" in first["messages"][0]["content"]  # Toolbox.spec()
+    assert "read_file(path, start=1, end=0, symbol=\"\")" in first["messages"][0]["content"]  # spec()
     names = [t["function"]["name"] for t in first["tools"]]
     assert names[:2] == ["list_dir", "read_file"] and "edit_file" in names
     read_file = first["tools"][1]["function"]  # strict form: all required, optional nullable
     assert read_file["strict"] is True
-    assert read_file["parameters"]["required"] == ["path", "start", "end"]
+    assert read_file["parameters"]["required"] == ["path", "start", "end", "symbol"]
     assert read_file["parameters"]["properties"]["start"]["type"] == ["integer", "null"]
     assert read_file["parameters"]["properties"]["start"]["minimum"] == 1
     assert not any("default" in prop for tool in first["tools"]

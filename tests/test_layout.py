@@ -66,5 +66,6 @@ def test_toolbox_names_lists_the_tools_in_catalog_order(tmp_path: Path) -> None:
     from yggdrasil.loki.tools import filesystem_toolbox
 
     box = filesystem_toolbox(tmp_path, read_only=True)
-    assert box.names() == ["list_dir", "read_file", "find", "grep", "read_table", "query_table"]
+    assert box.names() == ["list_dir", "read_file", "find", "grep", "outline", "find_symbol",
+                           "repo_map", "read_table", "query_table"]
     assert box.names() == [tool.name for tool in box]

@@ -89,7 +89,8 @@ def test_read_only_server_lists_only_read_tools(root: Path, mcp_python: str) -> 
         return [t.name for t in (await client.list_tools()).tools]
 
     names, _ = serve_and(mcp_python, root, scenario, "--read-only")
-    assert names == ["list_dir", "read_file", "find", "grep", "read_table", "query_table"]
+    assert names == ["list_dir", "read_file", "find", "grep", "outline", "find_symbol", "repo_map",
+                     "read_table", "query_table"]
 
 
 def test_reads_and_edits_a_file(root: Path, mcp_python: str) -> None:
@@ -111,6 +112,25 @@ def test_reads_and_edits_a_file(root: Path, mcp_python: str) -> None:
     assert target.read_text() == "debug = True\nprint('hi')\n"
     assert text_of(run) == "exit=0\nstdout:\nto-stdout\n\nstderr:\nto-stderr\n"
     assert "call edit_file" in log
+
+
+def test_code_navigation_tools(root: Path, mcp_python: str) -> None:
+    pytest.importorskip("tree_sitter_language_pack")
+    (root / "shop.py").write_text("class Cart:\n    def total(self):\n        return 0\n")
+    (root / "main.py").write_text("from shop import Cart\nprint(Cart().total())\n")
+
+    async def scenario(client: ClientSession) -> Any:
+        return [await client.call_tool(name, args) for name, args in [
+            ("outline", {"path": "shop.py"}), ("find_symbol", {"name": "Cart.total"}),
+            ("read_file", {"path": "shop.py", "symbol": "Cart.total"}),
+            ("repo_map", {"budget": 300}), ("outline", {"path": "../outside"})]]
+
+    (outline, found, read, mapped, escape), _ = serve_and(mcp_python, root, scenario, "--read-only")
+    assert text_of(outline) == "class Cart  L1-3\n  method total(self)  L2-3"
+    assert text_of(found) == "shop.py:2: method Cart.total(self)"
+    assert text_of(read).split("\n")[:2] == ["2\t    def total(self):", "3\t        return 0"]
+    assert text_of(mapped).split("\n")[1:3] == ["shop.py:", "  class Cart  L1-3"]
+    assert field(escape, "is_error") and "escapes the agent root" in text_of(escape)
 
 
 def test_escape_and_unknown_tool_are_error_results(root: Path, mcp_python: str) -> None:

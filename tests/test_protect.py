@@ -220,3 +220,16 @@ def test_edit_file_with_edits_refuses_too(tree: Path) -> None:
     out = box.call("edit_file", {"path": "credentials.json",
                                  "edits": [{"old": SECRET, "new": "x"}]})
     assert_protected(out, "credentials.json")
+
+
+def test_code_navigation_refuses_and_skips_them(root: Path) -> None:
+    pytest.importorskip("tree_sitter_language_pack")
+    (root / "secrets.py").write_text(f"def leak_{SECRET.replace('-', '_')}():\n    return 1\n")
+    (root / "app.py").write_text("def main():\n    return 2\n")
+    box = filesystem_toolbox(root)
+    assert_protected(box.call("outline", {"path": "secrets.py"}), "secrets.py")
+    assert_protected(box.call("read_file", {"path": "secrets.py", "symbol": "leak"}), "secrets.py")
+    for name, args in (("outline", {"path": "."}), ("repo_map", {}),
+                       ("find_symbol", {"name": "leak", "include_ignored": True})):
+        out = box.call(name, args)
+        assert "leak" not in out.replace("'leak'", "") and out.endswith("[skipped: 1 protected]"), out

@@ -112,7 +112,7 @@ def test_openai_strict_flavor(root: Path) -> None:
 def test_a_strict_shaped_call_with_nulls_uses_the_defaults(root: Path) -> None:
     (root / "a.txt").write_text("one\ntwo\n")
     box = filesystem_toolbox(root)
-    args = {"path": "a.txt", "start": None, "end": None}
+    args = {"path": "a.txt", "start": None, "end": None, "symbol": None}
     jsonschema.validate(args, box.schemas("openai-strict")[1]["input_schema"])
     assert box.call("read_file", args) == "1\tone\n2\ttwo"
 
@@ -180,5 +180,5 @@ def test_tool_hints_for_clients(root: Path) -> None:
     assert box.tools["read_file"].title == "Read file"
     assert [t.name for t in box if t.open_world] == ["web_fetch", "web_table", "web_image"]
     assert {t.name for t in box if t.idempotent} == {
-        "list_dir", "read_file", "find", "grep", "read_table", "query_table", "write_file",
-        "undo_edit", "web_fetch"}
+        "list_dir", "read_file", "find", "grep", "outline", "find_symbol", "repo_map",
+        "read_table", "query_table", "write_file", "undo_edit", "web_fetch"}

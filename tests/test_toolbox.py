@@ -146,7 +146,8 @@ def test_call_caps_a_flooding_tool() -> None:
 
 def test_read_only_and_web_flags(root) -> None:
     ro = filesystem_toolbox(root, read_only=True)
-    assert set(ro.tools) == {"list_dir", "read_file", "find", "grep", "read_table", "query_table"}
+    assert set(ro.tools) == {"list_dir", "read_file", "find", "grep", "outline", "find_symbol",
+                             "repo_map", "read_table", "query_table"}
     rw = filesystem_toolbox(root, allow_shell=False)
     assert {"write_file", "edit_file", "run_python", "run"} <= set(rw.tools)
     mutating = {"write_file", "edit_file", "apply_patch", "undo_edit", "run_python", "run"}

@@ -19,6 +19,9 @@ from .tools import Toolbox, filesystem_toolbox
 
 __all__ = ["ActResult", "ActStep", "Loki"]
 
+DEFAULT_REPO_MAP = 4_000  # characters of repository map in the first message (~1,000 tokens)
+
+
 class Loki:
     """An agent: one engine, and the settings of the loop that drives it.
 
@@ -50,7 +53,7 @@ class Loki:
         read_only: bool = False, allow_web: bool = False,
         confirm: Callable[[str], bool] | None = None, toolbox: Toolbox | None = None,
         on_step: Callable[[ActStep], None] | None = None,
-        transcript: str | os.PathLike[str] | None = None,
+        transcript: str | os.PathLike[str] | None = None, *, repo_map: int = DEFAULT_REPO_MAP,
     ) -> ActResult:
         """Work on ``task`` inside ``root`` for at most ``max_steps`` tool calls.
 
@@ -59,9 +62,15 @@ class Loki:
         as each step completes; ``transcript`` is a JSONL file written as the run goes,
         which ``engine="scripted"`` can replay. Engine failures that retrying cannot fix
         raise EngineError, with the partial ActResult as ``.result``.
+
+        ``repo_map`` is the size in characters (about 4 per token) of the map of the
+        root's most referenced definitions put into the first message, when the toolbox
+        has a ``repo_map`` tool and the root has source files it can parse; 0 leaves it out.
         """
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        if repo_map < 0:
+            raise ValueError(f"repo_map is a size in characters (0: no map), got {repo_map}")
         if toolbox is None:
             toolbox = filesystem_toolbox(Path(root), read_only=read_only, allow_web=allow_web,
                                          confirm=confirm)
@@ -70,5 +79,5 @@ class Loki:
                            root=str(Path(root).resolve()))
         run = Run(self.engine, result, toolbox, max_steps=max_steps, on_step=on_step,
                   protocol=self.protocol, context_chars=self.context_chars,
-                  observation_chars=self.observation_chars)
+                  observation_chars=self.observation_chars, repo_map=repo_map)
         return run.go(transcript)

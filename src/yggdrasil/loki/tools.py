@@ -4,7 +4,8 @@ A :class:`Tool` is one thing the loop can do with its hands; a :class:`Toolbox` 
 tools plus ``changed``, the root-relative files a run created, edited or deleted.
 :func:`filesystem_toolbox` assembles the default toolbox, every path confined to a root.
 This module only wires: ``Tool`` and ``Toolbox`` live in ``toolbox/`` with the built-in
-tool catalog; paths in ``files/`` (``Root``), search in ``search/``, commands in
+tool catalog; paths in ``files/`` (``Root``), search in ``search/``, code navigation in
+``code/``, commands in
 ``shell/`` over ``sandbox/``, tables in ``tables/`` over ``yggdrasil.io``, the web in ``web/``.
 """
 
@@ -59,6 +60,7 @@ def filesystem_toolbox(
     hidden: Sequence[str | Path] | None = None,
     git_writable: bool = False,
     on_syntax_error: OnSyntaxError = "warn",
+    code_cache: bool | None = None,
     protect: Sequence[str] | None = DEFAULT_PROTECTED,
     rules: Sequence[tuple[str, str]] = (),
     rules_default: RuleAction = "allow",
@@ -68,8 +70,8 @@ def filesystem_toolbox(
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
-    The read tools (list_dir, read_file, find, grep, read_table, query_table) are always
-    present.
+    The read tools (list_dir, read_file, find, grep, outline, find_symbol, repo_map,
+    read_table, query_table) are always present.
     write_file, edit_file, run_python and run are added unless ``read_only``.
     ``allow_shell`` is kept for back-compat and no longer gates ``run``. Network tools
     (web_*) are added only with ``allow_web``. ``confirm(action) -> bool`` is asked before
@@ -99,6 +101,8 @@ def filesystem_toolbox(
     ``on_syntax_error``: after a write, edit or patch, a .py/.json/.toml/.yaml file that no
     longer parses is written with a WARNING (``"warn"``) or refused, the file untouched
     (``"reject"``). apply_patch and undo_edit come with the write tools.
+    ``code_cache=True`` keeps the code index (outline, find_symbol, repo_map) on disk under
+    the user's cache folder, never inside the root; None reads ``LOKI_CODE_CACHE=1``.
 
     ``protect``: globs (gitignore syntax, matched against root-relative paths) of files
     that may hold secrets: no tool reads, lists, searches, edits, overwrites, moves or
@@ -129,7 +133,7 @@ def filesystem_toolbox(
                   before_change=journal.before_write, on_remove=journal.after_remove,
                   syntax=SyntaxGate(on_syntax_error))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
-    tools = read_tools(where, files, tables)
+    tools = read_tools(where, files, tables, code_cache=code_cache)
     if not read_only:
         proxy = None if isinstance(network, bool) else NetProxy(ProxyRules(
             AllowedHosts(network), AddressPolicy(allow_private=allow_private_hosts),

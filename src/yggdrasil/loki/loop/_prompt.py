@@ -34,8 +34,11 @@ def system_prompt(toolbox: Toolbox, *, native: bool, max_steps: int) -> str:
                                        edits=_EDITS if "edit_file" in toolbox else "")])
 
 
-def task_message(task: str) -> str:
-    return f"Task: {task}"
+def task_message(task: str, repo_map: str = "") -> str:
+    if not repo_map:
+        return f"Task: {task}"
+    return (f"Task: {task}\n\nA map of the repository, its most referenced definitions "
+            f"(outline, find_symbol and read_file with symbol= show more):\n{repo_map}")
 
 
 def observation_header(n: int, tool: str) -> str:

@@ -39,7 +39,7 @@ class Run:
     def __init__(
         self, engine: Engine, result: ActResult, toolbox: Toolbox, *, max_steps: int,
         on_step: Callable[[ActStep], None] | None, protocol: ProtocolName = "auto",
-        context_chars: int = 200_000, observation_chars: int = 20_000,
+        context_chars: int = 200_000, observation_chars: int = 20_000, repo_map: int = 0,
     ) -> None:
         self.engine = engine
         self.result = result
@@ -51,7 +51,8 @@ class Run:
         self.native = (bool(getattr(self.engine, "native_tools", False)) if self.auto
                        else protocol == "native")
         self.conv = Conversation(self._system(), budget=context_chars)
-        self.conv.add({"role": "user", "content": task_message(result.task)})
+        self.conv.add({"role": "user",
+                       "content": task_message(result.task, self._repo_map(repo_map))})
         result.usage = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
         self.log = Transcript(None)
 
@@ -69,6 +70,16 @@ class Run:
         finally:
             self.log.close()
         return self.result
+
+    def _repo_map(self, budget: int) -> str:
+        """The toolbox's repo map for the first message; '' when off, absent or failing."""
+        if budget <= 0 or "repo_map" not in self.box:
+            return ""
+        found = self.box.call("repo_map", {"budget": budget})
+        if found.startswith(("ERROR", "REFUSED", "no definitions")):
+            log.info("no repository map in the first message: %s", found.split("\n", 1)[0])
+            return ""
+        return found
 
     def _system(self) -> str:
         return system_prompt(self.box, native=self.native, max_steps=self.max_steps)

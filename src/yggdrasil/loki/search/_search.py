@@ -159,12 +159,16 @@ def _render(found: Found, what: str, narrow: str, include_ignored: bool) -> str:
 
 
 def _skip_note(found: Found, include_ignored: bool) -> str:
-    counts = found.skipped
+    return skip_note(found.skipped, include_ignored, over=found.over)
+
+
+def skip_note(counts: dict[str, int], include_ignored: bool, *, over: bool = False) -> str:
+    """'[skipped: 12 ignored, 3 hidden, 2 binary, 1 protected; ...]', or '' when nothing was skipped."""
     parts = [f"{counts[kind]} {kind}" for kind in ("ignored", "hidden", "binary", "protected")
-             if counts[kind]]
+             if counts.get(kind)]
     if not parts:
         return ""
-    label = "skipped before the cut" if found.over else "skipped"
+    label = "skipped before the cut" if over else "skipped"
     hint = ""
     if not include_ignored and (counts["ignored"] or counts["hidden"]):
         hint = "; include_ignored=true searches ignored and hidden files"

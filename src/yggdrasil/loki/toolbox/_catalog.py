@@ -6,11 +6,13 @@ The descriptions and per-argument lines here are what a model learns the tools f
 
 from __future__ import annotations
 
+from ..code import Code
 from ..files import Files, Root
 from ..search import Search
 from ..shell import Shell
 from ..tables import TableReader
 from ..web import AddressPolicy, Web
+from ._catalog_code import code_tools, read_file_tool
 from ._catalog_edits import EDITS_ITEMS
 from ._tool import Tool
 
@@ -19,18 +21,16 @@ __all__ = ["read_tools", "web_tools", "write_tools"]
 _PATH = "relative to the root (absolute paths inside it work too)"
 
 
-def read_tools(root: Root, files: Files, tables: TableReader | None = None) -> list[Tool]:
+def read_tools(root: Root, files: Files, tables: TableReader | None = None, *,
+               code_cache: bool | None = None) -> list[Tool]:
     search = Search(root)
     tables = tables or TableReader(root)
+    code = Code(root, cache=code_cache)
     return [
         Tool("list_dir", "List a folder: 'name/' for a folder, 'name  (<size>b)' for a file.",
              {"path": f"folder, {_PATH}; default the root"}, files.list_dir,
              title="List a folder"),
-        Tool("read_file", "Read a text file, one '<n>\\t<text>' line per source line.",
-             {"path": f"file, {_PATH}",
-              "start": "first line to show, 1-based (default 1)",
-              "end": "last line to show, inclusive (default 0: a window of up to 2000 lines)"},
-             files.read_file),
+        read_file_tool(files, code),
         Tool("find", "Find files by glob, e.g. '*.py' or 'src/**/test_*.py'; one path per line. "
              "Skips .git, hidden files and what .gitignore/.ignore exclude, and says how many.",
              {"pattern": "glob: without '/' it matches file names at any depth; with '/' the "
@@ -48,6 +48,7 @@ def read_tools(root: Root, files: Files, tables: TableReader | None = None) -> l
               "include_ignored": "also search ignored and hidden files (default false; "
                                  "binary files and .git never)"},
              search.grep, title="Search file contents"),
+        *code_tools(code),
         Tool("read_table", "Show a table file's shape, column types and first rows "
              "(CSV/TSV, Parquet, Arrow/Feather, JSON/NDJSON, XLSX; detected by content).",
              {"path": f"table file, {_PATH}",

@@ -1,0 +1,265 @@
+"""The code tools (find_symbol, repo_map, outline) vs ctags -R and Python's ast, side by side.
+
+    PYTHONPATH=src python bench/bench_code.py [--reps 3] [--npm]
+
+Corpora (bench/_code_corpus.py, built once): a copy of the CPython standard library, a
+seeded TypeScript/TSX/JavaScript project of 3,000 modules, one 10,000-line Python file,
+and with --npm real packages from the npm registry. Every "first" call runs in a fresh
+child process (nothing indexed yet, page cache warm) and is timed inside it, around the
+call only; the whole child's wall time (interpreter start, imports) is printed too.
+Baselines: ``ctags -R`` of universal-ctags on the same tree and languages (Debian:
+``apt-get install universal-ctags``; skipped when absent) and ``ast.parse`` + ``ast.walk``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _code_corpus
+
+CHANGED = "\n\ndef bench_added_function():\n    return 1\n"
+
+
+# -- what a child process does ----------------------------------------------------------------
+
+
+def _rss() -> int:
+    with open("/proc/self/status") as fh:
+        line = next(x for x in fh if x.startswith("VmRSS:"))
+    return int(line.split()[1]) * 1024
+
+
+def child(case: str, target: str, arg: str) -> dict[str, Any]:
+    from yggdrasil.loki.tools import filesystem_toolbox
+
+    if case == "memory":
+        return memory(target)
+    if case == "ast":
+        t0 = time.perf_counter()
+        tree = ast.parse(Path(target).read_bytes())
+        found = [(n.name, n.lineno) for n in ast.walk(tree)
+                 if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
+        return {"seconds": time.perf_counter() - t0, "found": len(found)}
+    box = filesystem_toolbox(target, read_only=True)
+    before = _rss()
+    tool, args = {"find": ("find_symbol", {"name": arg}), "map": ("repo_map", {}),
+                  "outline": ("outline", {"path": arg})}[case]
+    t0 = time.perf_counter()
+    first = box.call(tool, args)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    out: dict[str, Any] = {"seconds": seconds, "rows": first.count("\n") + 1,
+                           "head": first.split("\n")[0][:120], "index_bytes": peak - before}
+    # The warm call: the same question after one file changed (a function appended).
+    changed = Path(target) / (arg if case == "outline" else _changed_file(Path(target)))
+    original = changed.read_bytes()
+    try:
+        changed.write_bytes(original + CHANGED.encode())
+        t0 = time.perf_counter()
+        box.call(tool, args)
+        out["warm"] = time.perf_counter() - t0
+    finally:
+        changed.write_bytes(original)
+    from yggdrasil.loki.code import Code
+    from yggdrasil.loki.files import Root
+
+    index = Code(Root.at(target)).index
+    parsed = [e for e in index.entries.values() if e.outline is not None]
+    out.update(files=len(index.entries), parsed=len(parsed),
+               symbols=sum(len(e.outline.symbols) for e in parsed if e.outline),
+               held=index.held)
+    return out
+
+
+def memory(target: str) -> dict[str, Any]:
+    """Python memory the index holds once every file is parsed, and what repo_map's
+    ranking adds (tracemalloc: objects still alive after the call)."""
+    import gc
+    import tracemalloc
+
+    from yggdrasil.loki.tools import filesystem_toolbox
+
+    box = filesystem_toolbox(target, read_only=True)
+    tracemalloc.start()
+    box.call("find_symbol", {"name": "*"})  # parses every file: the whole index
+    gc.collect()
+    index = tracemalloc.get_traced_memory()[0]
+    box.call("repo_map", {})
+    gc.collect()
+    ranked = tracemalloc.get_traced_memory()[0]
+    return {"index": index, "ranker": ranked - index}
+
+
+def _changed_file(root: Path) -> str:
+    """A file the index has parsed, to change between the first and the warm call."""
+    if (root / "json" / "decoder.py").exists():
+        return "json/decoder.py"
+    return next(str(p.relative_to(root)) for p in sorted(root.rglob("*"))
+                if p.suffix in (".py", ".ts", ".tsx", ".js") and not p.is_symlink())
+
+
+def accuracy(root: Path) -> dict[str, Any]:
+    """Definitions outline finds vs those ast finds, by (name, line), in every .py file."""
+    from yggdrasil.loki.code import Code
+    from yggdrasil.loki.files import Root
+
+    code = Code(Root.at(root))
+    agree = total = files = 0
+    misses: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError):
+            continue  # not Python 3.11 (test data with deliberate errors)
+        rel = str(path.relative_to(root))
+        want = {(n.name, n.lineno) for n in ast.walk(tree)
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+        outline = code.index.entry(rel).outline
+        got = {(s.name, s.line) for s in (outline.symbols if outline else ())
+               if s.kind in ("function", "method", "class")}
+        files += 1
+        total += len(want | got)
+        agree += len(want & got)
+        misses += [f"{rel}: {name} L{line}" for name, line in sorted(want ^ got)][:3]
+    return {"files": files, "agree": agree, "total": total, "examples": misses[:6]}
+
+
+# -- the parent ---------------------------------------------------------------------------------
+
+
+def run_child(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True,
+                          text=True, check=True, env=env)
+    result = json.loads(done.stdout.strip().split("\n")[-1])
+    result["wall"] = time.perf_counter() - t0
+    return result
+
+
+def run_ctags(root: Path, languages: str) -> float | None:
+    if shutil.which("ctags") is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        subprocess.run(["ctags", "-R", f"--languages={languages}", "-f", f"{tmp}/tags",
+                        str(root)], check=True, capture_output=True)
+        return time.perf_counter() - t0
+
+
+def warm_cache(root: Path) -> None:
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            path.read_bytes()
+
+
+def median(results: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in results)
+
+
+def line(label: str, ours: float, base: float | None, base_label: str, note: str = "") -> None:
+    ratio = f"{ours / base:6.2f}x" if base else "   n/a"
+    base_text = f"{base:8.3f} s" if base is not None else "  (none)"
+    print(f"{label:<44} {ours:8.3f} s  {base_label:<12} {base_text}  {ratio}  {note}")
+
+
+def tree_cases(label: str, root: Path, name: str, languages: str, reps: int) -> None:
+    warm_cache(root)
+    finds, maps, ctags = [], [], []
+    for _ in range(reps):  # in turn, so load from other work hits both
+        finds.append(run_child("find", str(root), name))
+        maps.append(run_child("map", str(root), ""))
+        tags = run_ctags(root, languages)
+        if tags is not None:
+            ctags.append(tags)
+    base = statistics.median(ctags) if ctags else None
+    stats = maps[-1]
+    print(f"\n{label}: {stats['files']:,} files, {stats['parsed']:,} parsed, "
+          f"{stats['symbols']:,} definitions")
+    line(f"first find_symbol({name!r})", median(finds, "seconds"), base, "ctags -R",
+         f"child wall {median(finds, 'wall'):.2f} s; {finds[-1]['head'][:50]!r}")
+    line("warm find_symbol after one file changed", median(finds, "warm"), base, "ctags -R",
+         "ctags has no incremental mode: it reruns")
+    line("first repo_map (every file parsed)", median(maps, "seconds"), base, "ctags -R",
+         f"child wall {median(maps, 'wall'):.2f} s")
+    line("warm repo_map after one file changed", median(maps, "warm"), base, "ctags -R")
+    used = run_child("memory", str(root), "")
+    print(f"{'memory: the index, every file parsed':<44} {used['index'] / 2**20:8.1f} MB  "
+          f"(Python objects alive; the index's own estimate {stats['held'] / 2**20:.1f} MB)")
+    print(f"{'memory: + repo_map ranking state':<44} {used['ranker'] / 2**20:8.1f} MB")
+    print(f"{'memory: peak RSS growth of a first repo_map':<44} "
+          f"{median(maps, 'index_bytes') / 2**20:8.1f} MB  (the process, parse buffers and "
+          "freed objects included)")
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "LOKI_CODE_CACHE": "1", "XDG_CACHE_HOME": cache}
+        run_child("map", str(root), "", env=env)  # builds and saves the index
+        finds = [run_child("find", str(root), name, env=env) for _ in range(reps)]
+        maps = [run_child("map", str(root), "", env=env) for _ in range(reps)]
+        stored = sum(p.stat().st_size for p in Path(cache).rglob("*.json"))
+    note = f"new process, index loaded from a {stored / 2**20:.1f} MB cache file"
+    line("first find_symbol, index cached on disk", median(finds, "seconds"), base, "ctags -R",
+         note)
+    line("first repo_map, index cached on disk", median(maps, "seconds"), base, "ctags -R", note)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--npm", action="store_true", help="also real packages from npm")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.child:
+        print(json.dumps(child(*opts.child)))
+        return
+    if shutil.which("ctags") is None:
+        print("ctags not found: the ctags baseline is skipped "
+              "(Debian: apt-get install universal-ctags)")
+    print(f"{'case':<44} {'ours':>10}  {'baseline':<12} {'':>10}  {'ratio':>7}")
+    tree_cases("CPython stdlib copy", _code_corpus.stdlib(), "HTTPConnection", "Python",
+               opts.reps)
+    tree_cases("generated TS/TSX/JS project", _code_corpus.ts_tree(), "FilterButtonService0_0",
+               "TypeScript,JavaScript", opts.reps)
+    if opts.npm:
+        npm = _code_corpus.npm_tree()
+        if npm is None:
+            print("\nnpm not found: the npm tree is skipped")
+        else:
+            tree_cases("npm packages (rxjs, typescript, @angular/core, lodash-es)", npm,
+                       "Observable", "TypeScript,JavaScript", opts.reps)
+    outline_case(opts.reps)
+    acc = accuracy(_code_corpus.stdlib())
+    print(f"\naccuracy vs ast on {acc['files']:,} stdlib .py files: {acc['agree']:,} of "
+          f"{acc['total']:,} (name, line) pairs agree = {100 * acc['agree'] / acc['total']:.3f}%")
+    for example in acc["examples"]:
+        print(f"  differs: {example}")
+
+
+def outline_case(reps: int) -> None:
+    path = _code_corpus.long_python()
+    ours = [run_child("outline", str(path.parent), path.name) for _ in range(reps)]
+    base = [run_child("ast", str(path), "") for _ in range(reps)]
+    print(f"\n10,000-line Python file ({path.stat().st_size / 2**10:.0f} KB, "
+          f"{base[-1]['found']} classes and functions)")
+    line("outline (read, parse, render)", median(ours, "seconds"), median(base, "seconds"),
+         "ast.parse+walk")
+    line("outline again after the file changed", median(ours, "warm"), median(base, "seconds"),
+         "ast.parse+walk")
+
+
+if __name__ == "__main__":
+    main()

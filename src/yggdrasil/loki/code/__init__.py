@@ -1,0 +1,19 @@
+"""Code navigation by structure (internal): outlines, symbols and a map of the repository.
+
+Owns the per-root code index (tree-sitter outlines and identifier lists, kept current by
+size/mtime/ctime/inode, bounded in memory, optionally cached under the user's cache
+folder), the language table, find_symbol's name matching, the PageRank that ranks
+definitions for the repo map, and how all of it is rendered. Imports ``files`` (Root,
+caps), ``search`` (the same walk, ignore rules and skipped counts as grep) and
+``errors``; tree-sitter (the ``code`` extra) is imported only when a file is parsed.
+"""
+
+from __future__ import annotations
+
+from ._code import MAX_BUDGET, MIN_BUDGET, Code
+from ._extract import grammars_available
+from ._languages import LANGUAGES
+from ._match import KINDS, MAX_NAME
+
+__all__ = ["KINDS", "LANGUAGES", "MAX_BUDGET", "MAX_NAME", "MIN_BUDGET", "Code",
+           "grammars_available"]

@@ -1,0 +1,262 @@
+"""The code tools of one root: outline, find_symbol, repo_map, and symbol line ranges.
+
+Each answer comes from the root's shared :class:`Index` (one per root per process,
+built lazily on first use). Where tree-sitter cannot help (no grammar for the file, a
+file over the size cap, the ``code`` extra not installed) the tools say so and fall
+back to what grep can say: lines that look like definitions, or where a name is used.
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+from pathlib import Path
+from typing import Annotated
+
+from annotated_types import Interval, MaxLen
+
+from ..errors import PathError, ToolError
+from ..files import MAX_HITS, Root, human_size
+from ..search import Search, skip_note
+from ._extract import Symbol, grammars_available, shallow
+from ._index import MAX_FILE_BYTES, Entry, Index, Scan
+from ._languages import extension_of
+from ._match import MAX_NAME, NameQuery
+from ._render import (
+    MAX_OUTLINE,
+    find_row,
+    map_lines,
+    outline_lines,
+    outline_notes,
+    scan_notes,
+    symbol_line,
+)
+from ._roots import cache_wanted, held_for
+
+__all__ = ["MAX_BUDGET", "MIN_BUDGET", "Code"]
+
+MIN_BUDGET, MAX_BUDGET = 200, 100_000  # repo_map's budget, in characters
+_FOLDER_FILES = 200  # files a folder outline parses; the rest are counted
+_FALLBACK_HITS = 20
+_INSTALL = "pip install 'yggdrasil-loki[code]'"
+# Lines that look like definitions in most languages; valid for ripgrep and Python re alike.
+_DEFINITION_LINES = (
+    r"^\s*((export|public|private|protected|internal|static|async|abstract|final|override|"
+    r"pub|local|inline)\s+)*(def|class|function|func|fn|sub|proc|procedure|module|struct|"
+    r"enum|interface|trait|type|impl|namespace|object|record|macro|defun|defmacro|defn|"
+    r"const|let|var)\b|^#{1,6}\s")
+
+
+class Code:
+    """The code tools bound to one root; ``cache`` keeps the index on disk (see _store)."""
+
+    def __init__(self, root: Root, *, cache: bool | None = None) -> None:
+        self.root = root
+        # The fallback greps use the Python engine: in process, every file opened from its
+        # folder's descriptor with O_NOFOLLOW, so no ripgrep is started for a fallback.
+        self.search = Search(root, backend="python")
+        self.cache = cache_wanted(cache)
+
+    @property
+    def index(self) -> Index:
+        return held_for(self.root, self.cache).index
+
+    # -- outline ------------------------------------------------------------------------
+
+    def outline(self, path: str = ".") -> str:
+        real = self._resolve(path)
+        rel = self.root.rel(real)
+        st = self.root.stat(real)
+        if st is None:
+            raise PathError(f"{rel} does not exist; give a source file or a folder")
+        if stat.S_ISDIR(st.st_mode):
+            return self._outline_folder(rel)
+        if not stat.S_ISREG(st.st_mode):
+            raise PathError(f"{rel} is not a regular file; give a source file or a folder")
+        if not grammars_available():
+            return self._definition_lines(rel, f"tree-sitter grammars are not installed "
+                                               f"({_INSTALL})")
+        entry = self._entry(rel)
+        if entry.note == "too large":
+            return self._definition_lines(rel, f"{rel} is {human_size(entry.key[0])}; outline "
+                                               f"parses files up to {MAX_FILE_BYTES >> 20} MB")
+        if entry.outline is None:
+            ext = extension_of(rel.rsplit("/", 1)[-1])
+            return self._definition_lines(rel, f"no grammar for {ext} files")
+        outline = entry.outline
+        if not outline.symbols:
+            return "\n".join([f"no definitions found in {rel} ({outline.language}, "
+                              f"{outline.lines} lines)", *outline_notes(rel, outline)])
+        return "\n".join(outline_lines(outline) + outline_notes(rel, outline))
+
+    def _entry(self, rel: str) -> Entry:
+        held = held_for(self.root, self.cache)
+        entry = held.index.entry(rel)
+        held.saved()
+        if entry.note == "binary":
+            raise ToolError(f"{rel} is a binary file; the code tools read source text")
+        if entry.note == "unreadable":
+            raise PathError(f"{rel} could not be read (it changed or vanished); try again")
+        return entry
+
+    def _outline_folder(self, rel: str) -> str:
+        if not grammars_available():
+            return self._definition_lines(rel, f"tree-sitter grammars are not installed "
+                                               f"({_INSTALL})")
+        scan = self._scan(rel, limit=_FOLDER_FILES)
+        lines: list[str] = []
+        shown = 0
+        for file_rel, entry in scan.files:
+            if entry.outline is None or not entry.outline.symbols:
+                continue
+            if len(lines) >= MAX_OUTLINE:
+                break
+            symbols = entry.outline.symbols
+            body = [symbol_line(s, s.depth + 1)
+                    for s, keep in zip(symbols, shallow(symbols), strict=True) if keep]
+            lines += [f"{file_rel}:", *body]
+            shown += 1
+        more = sum(1 for _, e in scan.files if e.outline and e.outline.symbols) - shown
+        more += scan.more
+        cut = lines[:MAX_OUTLINE]
+        if len(lines) > MAX_OUTLINE or more:
+            cut.append(f"[... outline cut at {MAX_OUTLINE} lines; {more} more source files not "
+                       "shown; outline a subfolder or one file]")
+        if not cut:
+            cut = [f"no definitions found under {scan.start}"]
+        return "\n".join(cut + scan_notes(scan) + [skip_note(scan.skipped, False)]).rstrip()
+
+    def _definition_lines(self, rel: str, why: str) -> str:
+        found = self.search.grep(_DEFINITION_LINES, path=rel)
+        if found.startswith("no matches"):
+            return f"[{why}; grep finds no lines that look like definitions]"
+        return f"[{why}; lines that look like definitions, found by grep:]\n{found}"
+
+    # -- find_symbol --------------------------------------------------------------------
+
+    def find_symbol(self, name: Annotated[str, MaxLen(MAX_NAME)], kind: str = "",
+                    path: str = ".", include_ignored: bool = False) -> str:
+        query = NameQuery.parse(name, kind)
+        if not grammars_available():
+            return self._uses(query, path, f"tree-sitter grammars are not installed ({_INSTALL})")
+        scan = self._scan(path, include_ignored=include_ignored, wanted=query)
+        hits = _matches(query, scan)
+        notes = [skip_note(scan.skipped, include_ignored), *scan_notes(scan)]
+        if not hits:
+            what = f"{kind} " if kind.strip() else ""
+            why = (f"no {what}definition named {query.text!r} in {scan.indexed} source files "
+                   f"under {scan.start}")
+            return "\n".join(n for n in [self._uses(query, path, why), *notes] if n)
+        rows = [find_row(rel, symbol) for _, rel, symbol in hits[:MAX_HITS]]
+        if hits[0][0][0] == 1:
+            rows.insert(0, f"[no definition matches {query.text!r} with this case; these match "
+                           "ignoring case]")
+        if len(hits) > MAX_HITS:
+            rows.append(f"[... {len(hits) - MAX_HITS} more definitions not shown; narrow with "
+                        "kind=, a path, or a dotted name like Class.method]")
+        return "\n".join(r for r in rows + notes if r)
+
+    def _uses(self, query: NameQuery, path: str, why: str) -> str:
+        """When no definition is found: where the name's word appears, by grep."""
+        word = re.sub(r"[^\w]", "", query.parts[-1].replace("*", "").replace("?", ""))
+        if not word:
+            return why
+        found = self.search.grep(rf"\b{word}\b", path=path).split("\n")
+        if found[0].startswith("no matches"):
+            return f"{why}; grep finds no use of {word!r} either"
+        rows = [r for r in found if not r.startswith("[")][:_FALLBACK_HITS]
+        return "\n".join([f"[{why}; grep finds {word!r} here:]", *rows])
+
+    # -- repo_map -----------------------------------------------------------------------
+
+    def repo_map(self, path: str = ".",
+                 budget: Annotated[int, Interval(ge=MIN_BUDGET, le=MAX_BUDGET)] = 8000) -> str:
+        if not MIN_BUDGET <= budget <= MAX_BUDGET:
+            raise ToolError(f"budget is the map's size in characters, {MIN_BUDGET}-{MAX_BUDGET}; "
+                            f"got {budget}")
+        if not grammars_available():
+            raise ToolError(f"repo_map needs the tree-sitter grammars: {_INSTALL}")
+        scan = self._scan(path)
+        files = [(rel, e) for rel, e in scan.files if e.outline is not None and e.outline.symbols]
+        notes = [n for n in [*scan_notes(scan), skip_note(scan.skipped, False)] if n]
+        if not files:
+            return "\n".join([f"no definitions found under {scan.start}", *notes])
+        total = sum(len(e.outline.symbols) for _, e in files if e.outline is not None)
+        head = (f"[repo map of {scan.start}: {{}} of {total} definitions in {{}} of {len(files)} "
+                "files, most referenced first; outline(path) and find_symbol(name) show more]")
+        room = budget - len(head) - 20 - sum(len(n) + 1 for n in notes)
+        held = held_for(self.root, self.cache)
+        with held.rank_lock:
+            ranked = held.ranker.rank(files)
+        lines, kept, kept_files = map_lines(files, ranked, max(0, room))
+        return "\n".join([head.format(kept, kept_files), *lines, *notes])
+
+    # -- read_file(symbol=...) ----------------------------------------------------------
+
+    def symbol_lines(self, path: str, symbol: str) -> tuple[int, int, str]:
+        """First and last line of ``symbol`` in the file at ``path`` (with its decorators
+        and doc comments), and a note naming other definitions that also matched."""
+        real = self._resolve(path)
+        rel = self.root.rel(real)
+        if not grammars_available():
+            raise ToolError(f"symbol= needs the tree-sitter grammars ({_INSTALL}); use "
+                            f"grep(pattern=..., path={rel!r}) and read_file with start and end")
+        entry = self._entry(rel)
+        if entry.outline is None:
+            why = "it is over the size cap" if entry.note else "no grammar reads this kind of file"
+            raise ToolError(f"symbol= cannot find definitions in {rel}: {why}; use "
+                            f"grep(pattern=..., path={rel!r}) and read_file with start and end")
+        query = NameQuery.parse(symbol)
+        found = sorted((q, i, s) for i, s in enumerate(entry.outline.symbols)
+                       if (q := query.match(s)) is not None)
+        if not found:
+            names = [s.qualified for s in entry.outline.symbols[:60]]
+            raise ToolError(f"no definition {symbol!r} in {rel}; it defines: {', '.join(names)}"
+                            + (" ..." if len(entry.outline.symbols) > 60 else ""))
+        best = found[0][2]
+        others = [f"L{s.line} ({s.kind} {s.qualified})" for _, _, s in found[1:6]]
+        note = (f"[{symbol!r} also matches {', '.join(others)}; read_file(path={rel!r}, "
+                f"start=N) reads one of those]") if others else ""
+        return best.first, best.end, note
+
+    # -- shared -------------------------------------------------------------------------
+
+    def _resolve(self, path: str) -> Path:
+        """Root.resolve, with the race of a link swapped in mid-resolve (realpath then
+        fails with EINVAL or ENOENT) reported as a path error, not a crash."""
+        try:
+            return self.root.resolve(path)
+        except OSError as exc:
+            raise PathError(f"{path} changed while it was being resolved ({exc.strerror}); "
+                            "try again") from exc
+
+    def _scan(self, path: str, **options: object) -> Scan:
+        held = held_for(self.root, self.cache)
+        scan = held.index.scan(path, **options)  # type: ignore[arg-type]
+        held.saved()
+        return scan
+
+
+def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, Symbol]]:
+    """Every matching definition with its sort key: exact case first, definitions before
+    prototypes, code before tests, outer before nested, then walk order. When any match
+    has the exact case, case-insensitive ones are left out."""
+    hits: list[tuple[tuple[int, ...], str, Symbol]] = []
+    for order, (rel, entry) in enumerate(scan.files):
+        symbols = entry.outline.symbols if entry.outline is not None else ()
+        for symbol in symbols:
+            quality = query.match(symbol)
+            if quality is not None:
+                key = (quality, symbol.kind == "prototype", _is_test(rel), symbol.depth, order)
+                hits.append((key, rel, symbol))
+    hits.sort(key=lambda h: (h[0], h[2].line))
+    if hits and hits[0][0][0] == 0:
+        hits = [h for h in hits if h[0][0] == 0]
+    return hits
+
+
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec|__tests__)(/|$)|(^|/)test_[^/]*$|_test\.")
+
+
+def _is_test(rel: str) -> bool:
+    return _TEST_PATH.search(rel) is not None

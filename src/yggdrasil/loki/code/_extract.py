@@ -1,0 +1,259 @@
+"""Parse one file with tree-sitter and list what it defines, nested, in file order.
+
+The grammars come from ``tree-sitter-language-pack`` (the ``code`` extra), imported on
+first use only. A file always gives an answer: tree-sitter recovers from syntax errors,
+so a broken file still yields the definitions it can see, plus the lines of the first
+errors. No step recurses on the tree, and tree-sitter queries are not used: on a tree
+nested tens of thousands of levels deep they take minutes, and with a progress callback
+they crash the process. Instead a walk with an explicit list visits only the containers
+of definitions, and nesting comes from byte ranges (a definition belongs to the nearest
+one that contains it). Bounds: a large file the grammar is slow on is parsed only up to
+a prefix; a walk visits at most ``_MAX_NODES`` nodes; definitions nested deeper than ``MAX_DEPTH``
+and those past ``MAX_SYMBOLS`` are counted, not kept.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from itertools import repeat
+from typing import Any
+
+from ._languages import Language
+from ._nodes import CONTAINERS
+from ._rules import describe
+
+__all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "Outline", "Symbol", "extract", "grammars_available",
+           "identifiers", "shallow"]
+
+MAX_DEPTH = 32  # nesting levels kept; deeper definitions are counted
+MAX_SYMBOLS = 10_000  # definitions kept per file
+_PARSE_WHOLE = 256 << 10  # files up to this size are parsed at once (at most ~2 s)
+_PROBE = 64 << 10  # a larger file is first parsed on this prefix...
+_PROBE_SECONDS = 0.1  # ...and only the prefix is kept when that took longer (< 640 KB/s)
+_MAX_NODES = 2_000_000  # nodes one file's walk visits at most
+_MAX_ERRORS = 3  # syntax-error lines reported per file
+# Identifier-like words; bytes >= 0x80 are UTF-8 letters of non-ASCII names (café).
+_IDENT = re.compile(rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
+_LEAF_KINDS = frozenset({"constant", "type", "macro", "prototype"})  # own no members
+_DOC_TYPES = frozenset({"comment", "line_comment", "block_comment", "doc_comment",
+                        "attribute_item", "inner_attribute_item", "annotation", "decorator"})
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    kind: str  # function, method, class, struct, interface, enum, constant, ...
+    name: str
+    scope: str  # dotted names of the definitions around it ('' at the top)
+    signature: str  # the source between the name and the body, on one line
+    line: int  # 1-based line of the name
+    end: int  # last line of the definition
+    first: int  # first line with its decorators, attributes and doc comments
+    depth: int  # 0 at the top of the file
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.scope}.{self.name}" if self.scope else self.name
+
+    def header(self, *, qualified: bool = False) -> str:
+        """'kind name(signature)' as outline shows it ('kind Owner.name(...)' qualified)."""
+        return f"{self.kind} {self.qualified if qualified else self.name}{_joined(self.signature)}"
+
+
+def _joined(signature: str) -> str:
+    """'(a, b)' and '<T>' and ': Int' follow the name; 'extends Base' and '= 3' get a space."""
+    if not signature:
+        return ""
+    tight = signature[0] in "([:" or (signature[0] == "<" and signature[1:2] not in (" ", ""))
+    return signature if tight else f" {signature}"
+
+
+@dataclass(frozen=True, slots=True)
+class Outline:
+    """What one parsed file defines."""
+
+    language: str
+    lines: int
+    symbols: tuple[Symbol, ...]
+    errors: tuple[int, ...] = ()  # first lines where the parser met a syntax error
+    dropped: int = 0  # definitions not kept (too deep or past MAX_SYMBOLS)
+    cut: int = 0  # the line where parsing stopped (a slow grammar), 0 when it did not
+
+
+_CALLABLES = frozenset({"function", "method"})
+
+
+def shallow(symbols: tuple[Symbol, ...]) -> list[bool]:
+    """For each definition: is it part of the file's API, i.e. not inside a function and
+    inside at most one type (namespaces and modules do not count)? A method is; a
+    function's local helper, or a class nested in a class, is not."""
+    flags: list[bool] = []
+    open_: list[Symbol] = []  # the definitions around the current one
+    for symbol in symbols:
+        while open_ and open_[-1].depth >= symbol.depth:
+            open_.pop()
+        flags.append(not any(o.kind in _CALLABLES for o in open_)
+                     and sum(o.kind in CONTAINERS for o in open_) <= 1)
+        open_.append(symbol)
+    return flags
+
+
+class _Grammars(threading.local):
+    """tree-sitter parsers are not thread-safe: one per grammar per thread."""
+
+    def __init__(self) -> None:
+        self.parsers: dict[str, Any] = {}
+
+
+_local = _Grammars()
+
+
+@cache
+def grammars_available() -> bool:
+    try:
+        import tree_sitter  # noqa: F401
+        import tree_sitter_language_pack  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _parser(lang: Language) -> Any:
+    parser = _local.parsers.get(lang.name)
+    if parser is None:
+        from tree_sitter_language_pack import get_parser
+
+        parser = _local.parsers[lang.name] = get_parser(lang.name)  # type: ignore[arg-type]
+    return parser
+
+
+def extract(lang: Language, src: bytes) -> Outline:
+    """Parse ``src`` (UTF-8 bytes) as ``lang`` and list its definitions."""
+    tree, cut = _parse(lang, src)
+    root = tree.root_node
+    nodes = sorted(_candidates(lang, root), key=lambda n: (n.start_byte, -n.end_byte))
+    symbols, dropped = _nest(lang, nodes, src)
+    errors = _error_lines(root) if root.has_error else ()
+    return Outline(lang.name, src.count(b"\n") + (not src.endswith(b"\n")), tuple(symbols),
+                   errors, dropped, cut)
+
+
+def _parse(lang: Language, src: bytes) -> tuple[Any, int]:
+    """The syntax tree, and the line where parsing was cut (0: it was not).
+
+    Some inputs make a grammar slow (``a<a<a<...`` costs C++'s grammar ~7 s per MB),
+    and tree-sitter 0.26 has no timeout (its chunked-input mode, which could stop early,
+    leaks every chunk). So a large file is first parsed on a ``_PROBE``-byte prefix; when
+    that is slower than ``_PROBE_SECONDS``, the prefix's tree is the answer.
+    """
+    parser = _parser(lang)
+    if len(src) <= _PARSE_WHOLE:
+        return parser.parse(src), 0
+    started = time.monotonic()
+    prefix = parser.parse(src[:_PROBE])
+    if time.monotonic() - started > _PROBE_SECONDS:
+        return prefix, src.count(b"\n", 0, _PROBE) + 1
+    return parser.parse(src), 0
+
+
+def _candidates(lang: Language, root: Any) -> list[Any]:
+    """The nodes that may define something: every node of a ``defs`` type among the
+    children of the root and of ``containers`` (walked with a list, not recursion;
+    expressions, where nothing is defined, are never entered). Types in ``top_only``
+    (a Python module's constants) count only as the root's own children."""
+    found: list[Any] = []
+    pending: list[Any] = []
+    for node in root.named_children:
+        if node.type in lang.defs:
+            found.append(node)
+        if node.type in lang.containers:
+            pending.append(node)
+    inner = {t for t in lang.defs if t not in lang.top_only}
+    visited = 0
+    while pending and visited < _MAX_NODES:
+        children = pending.pop().named_children
+        visited += len(children)
+        for node in children:
+            kind = node.type
+            if kind in inner:
+                found.append(node)
+            if kind in lang.containers:
+                pending.append(node)
+    return found
+
+
+def _nest(lang: Language, nodes: list[Any], src: bytes) -> tuple[list[Symbol], int]:
+    kinds = dict(lang.defs)
+    symbols: list[Symbol] = []
+    stack: list[tuple[int, Symbol]] = []  # (end byte, symbol) of the open definitions
+    dropped = 0
+    for node in nodes:
+        while stack and stack[-1][0] < node.end_byte:
+            stack.pop()
+        if len(stack) >= MAX_DEPTH or len(symbols) >= MAX_SYMBOLS:
+            dropped += 1
+            continue
+        found = describe(lang.name, kinds, node, src)
+        if found is None:
+            continue
+        parent = stack[-1][1] if stack else None
+        kind = found.kind
+        if kind == "function" and parent is not None and parent.kind in CONTAINERS:
+            kind = "method"
+        scope = ".".join(p for p in (parent.qualified if parent else "", found.scope) if p)
+        line = found.name_node.start_point[0] + 1
+        symbol = Symbol(kind, found.name, scope, found.signature or "", line,
+                        _end_line(node, line), _first_line(lang, node), len(stack))
+        symbols.append(symbol)
+        if kind not in _LEAF_KINDS:
+            stack.append((node.end_byte, symbol))
+    return symbols, dropped
+
+
+def _end_line(node: Any, line: int) -> int:
+    row, column = node.end_point
+    return max(line, row if column == 0 and row > node.start_point[0] else row + 1)
+
+
+def _first_line(lang: Language, node: Any) -> int:
+    """The first line of the definition with what belongs to it: decorators, an
+    ``export``/``template<>`` wrapper, attributes and doc comments right above it."""
+    top = node
+    if top.type in ("variable_declarator", "type_spec", "const_spec") and top.parent is not None:
+        top = top.parent  # the declaration that holds it
+    while top.parent is not None and top.parent.type in lang.wrappers:
+        top = top.parent
+    first = top.start_point[0]
+    before = top.prev_named_sibling
+    while before is not None and before.type in _DOC_TYPES and before.end_point[0] >= first - 1:
+        first = before.start_point[0]
+        before = before.prev_named_sibling
+    return first + 1
+
+
+def identifiers(src: bytes) -> tuple[str, bytes]:
+    """Every distinct identifier-like word of ``src``, in order of first use, as one string
+    ('\\nname\\n...\\n', so a name is found with a substring test), and how often each
+    was used (capped at 255). Comments and strings count: a mention is a use."""
+    counts = Counter(_IDENT.findall(src))
+    names = b"\n".join(counts).decode("utf-8", "replace")
+    return f"\n{names}\n" if names else "\n", bytes(map(min, counts.values(), repeat(255)))
+
+
+def _error_lines(root: Any) -> tuple[int, ...]:
+    """Lines of the first syntax errors, descending only into subtrees that have one."""
+    lines: list[int] = []
+    pending = [root]
+    budget = 100_000  # nodes looked at: enough to find the first errors of any real file
+    while pending and len(lines) < _MAX_ERRORS and budget > 0:
+        budget -= 1
+        node = pending.pop()
+        if node.type == "ERROR" or node.is_missing:
+            lines.append(node.start_point[0] + 1)
+            continue
+        pending.extend(c for c in reversed(node.children) if c.has_error)
+    return tuple(sorted(set(lines)))

@@ -1,0 +1,108 @@
+"""The code index on disk, so a new process (``loki call``, a new MCP server) starts warm.
+
+One JSON file per root under the user's cache folder (``$XDG_CACHE_HOME`` or
+``~/.cache``, then ``yggdrasil-loki/code/``), named by a hash of the root's path. Never
+inside the root: when the cache folder is inside it (a root of ``~``), nothing is stored.
+The file is a cache, not a source of truth: each entry is used only while the file's
+size, mtime, ctime and inode still match, and a file that does not load (another
+version, damaged, edited by hand) is ignored and rewritten.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import tempfile
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._extract import Outline, Symbol
+from ._index import Entry
+
+__all__ = ["Store", "cache_folder"]
+
+_FORMAT = 2
+
+
+def cache_folder() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "yggdrasil-loki" / "code"
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        grammars = version("tree-sitter-language-pack")
+    except Exception:  # not installed: nothing parsed, nothing worth keeping apart
+        grammars = "none"
+    return f"{_FORMAT}/{grammars}"
+
+
+@dataclass(frozen=True)
+class Store:
+    path: Path  # the JSON file of one root
+    root: str
+
+    @classmethod
+    def for_root(cls, root: Path) -> Store | None:
+        """The store of ``root``; None when the cache folder would be inside the root."""
+        folder = Path(os.path.realpath(cache_folder()))
+        if folder == root or folder.is_relative_to(root):
+            return None
+        name = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
+        return cls(folder / f"{name}.json", str(root))
+
+    def load(self) -> dict[str, Entry]:
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            if data.get("version") != _version() or data.get("root") != self.root:
+                return {}
+            return {rel: _entry(raw) for rel, raw in data["files"].items()}
+        except Exception:  # a damaged or foreign cache file is ignored, then rewritten
+            return {}
+
+    def save(self, entries: dict[str, Entry]) -> None:
+        data = {"version": _version(), "root": self.root,
+                "files": {rel: _raw(e) for rel, e in entries.items()}}
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".index-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, separators=(",", ":"))
+            os.replace(tmp, self.path)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def _raw(entry: Entry) -> list[Any]:
+    outline = entry.outline
+    parsed = None if outline is None else [
+        outline.language, outline.lines, list(outline.errors), outline.dropped, outline.cut,
+        [[s.kind, s.name, s.scope, s.signature, s.line, s.end, s.first, s.depth]
+         for s in outline.symbols]]
+    return [list(entry.key), entry.language, entry.names,
+            base64.b64encode(entry.counts).decode("ascii"), entry.note, parsed]
+
+
+def _entry(raw: list[Any]) -> Entry:
+    key, language, names, counts, note, parsed = raw
+    outline = None
+    if parsed is not None:
+        lang, lines, errors, dropped, cut, symbols = parsed
+        outline = Outline(str(lang), int(lines),
+                          tuple(Symbol(str(k), str(n), str(sc), str(sig), int(li), int(e),
+                                       int(f), int(d)) for k, n, sc, sig, li, e, f, d in symbols),
+                          tuple(int(x) for x in errors), int(dropped), int(cut))
+    size, mtime, ctime, inode = (int(x) for x in key)
+    names, counts = (None if names is None else str(names)), base64.b64decode(counts)
+    if names is not None and names.count("\n") - 1 != len(counts):
+        raise ValueError("names and counts do not line up")
+    return Entry((size, mtime, ctime, inode), str(language), names, counts, outline, str(note))

@@ -1,0 +1,352 @@
+"""outline, find_symbol, repo_map and read_file(symbol=) on real files, through every door:
+Toolbox.call, the `loki call` command and Loki.act's first message (MCP: test_mcp.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli_run import child_env, loki
+from fake_servers import FakeModelServer, openai_reply
+from yggdrasil.loki import Loki
+from yggdrasil.loki.code import Code
+from yggdrasil.loki.files import Root
+from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
+
+pytest.importorskip("tree_sitter_language_pack")
+
+APP = '''import os
+
+LIMIT = 10
+
+
+class Greeter:
+    """Says hello."""
+
+    def __init__(self, name):
+        self.name = name
+
+    @staticmethod
+    def greet(who: str) -> str:
+        return f"hi {who}"
+
+
+def main():
+    print(Greeter("x").greet("y"))
+'''
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+
+
+@pytest.fixture
+def app(root: Path) -> Path:
+    write(root, {"app.py": APP})
+    return root
+
+
+# -- outline ----------------------------------------------------------------------------
+
+
+def test_outline_of_a_file(app: Path, box: Toolbox) -> None:
+    assert box.call("outline", {"path": "app.py"}).split("\n") == [
+        "constant LIMIT = 10  L3-3",
+        "class Greeter  L6-14",
+        "  method __init__(self, name)  L9-10",
+        "  method greet(who: str) -> str  L13-14",
+        "function main()  L17-18",
+    ]
+
+
+def test_outline_of_a_folder_shows_each_file_and_what_it_skipped(root: Path, box: Toolbox) -> None:
+    write(root, {"pkg/a.py": "def a():\n    pass\n", "pkg/sub/b.go": "package b\nfunc B() {}\n",
+                 "pkg/notes.md": "# Notes\n", "pkg/build/gen.py": "def gen(): pass\n",
+                 "pkg/.gitignore": "build/\n", "pkg/empty.py": ""})
+    assert box.call("outline", {"path": "pkg"}).split("\n") == [
+        "pkg/a.py:",
+        "  function a()  L1-2",
+        "pkg/sub/b.go:",
+        "  function B()  L2-2",
+        "[no grammar for 1 files (.md 1); grep searches them]",
+        "[skipped: 1 ignored, 1 hidden; include_ignored=true searches ignored and hidden files]",
+    ]
+
+
+def test_outline_of_a_file_without_a_grammar_falls_back_to_grep(root: Path, box: Toolbox) -> None:
+    write(root, {"page.vue": "<script>\nexport default {}\nfunction helper() {}\n</script>\n",
+                 "README.md": "# Title\ntext\n## Usage\n"})
+    assert box.call("outline", {"path": "page.vue"}).split("\n") == [
+        "[no grammar for .vue files; lines that look like definitions, found by grep:]",
+        "page.vue:3: function helper() {}",
+    ]
+    assert box.call("outline", {"path": "README.md"}).split("\n")[1:] == [
+        "README.md:1: # Title", "README.md:3: ## Usage"]
+
+
+def test_outline_notes_syntax_errors_and_keeps_what_parsed(root: Path, box: Toolbox) -> None:
+    write(root, {"broken.py": "def ok():\n    return 1\n\ndef bad(:\n    pass\n\nclass Later:\n"
+                              "    def m(self):\n        pass\n"})
+    found = box.call("outline", {"path": "broken.py"}).split("\n")
+    assert found[0] == "function ok()  L1-2"
+    assert "class Later  L7-9" in found and "  method m(self)  L8-9" in found
+    assert found[-1].startswith("[broken.py: syntax errors near L4")
+
+
+def test_outline_errors_say_what_is_allowed(root: Path, box: Toolbox) -> None:
+    assert box.call("outline", {"path": "nope.py"}) == (
+        "ERROR: nope.py does not exist; give a source file or a folder")
+    assert box.call("outline", {"path": "../outside/secret.txt"}).startswith(
+        "ERROR: path '../outside/secret.txt' escapes the agent root")
+    write(root, {"blob.py": b"def f():\x00\x01 pass\n"})
+    assert box.call("outline", {"path": "blob.py"}) == (
+        "ERROR: blob.py is a binary file; the code tools read source text")
+
+
+# -- find_symbol ------------------------------------------------------------------------
+
+
+def test_find_symbol_by_name_dotted_name_glob_and_kind(app: Path, box: Toolbox) -> None:
+    write(app, {"lib/util.py": "def greet():\n    pass\n\nclass Tool:\n    def greet(self):\n"
+                               "        pass\n", "tests/test_app.py": "def test_greet():\n"
+                               "    pass\n\ndef test_main():\n    pass\n"})
+    assert box.call("find_symbol", {"name": "greet"}).split("\n") == [
+        "lib/util.py:1: function greet()",  # top level before members, code before tests
+        "app.py:13: method Greeter.greet(who: str) -> str",
+        "lib/util.py:5: method Tool.greet(self)",
+    ]
+    assert box.call("find_symbol", {"name": "Greeter.greet"}) == (
+        "app.py:13: method Greeter.greet(who: str) -> str")
+    assert box.call("find_symbol", {"name": "Tool::greet"}) == "lib/util.py:5: method Tool.greet(self)"
+    assert box.call("find_symbol", {"name": "test_*"}).split("\n") == [
+        "tests/test_app.py:1: function test_greet()", "tests/test_app.py:4: function test_main()"]
+    assert box.call("find_symbol", {"name": "greet", "kind": "methods"}).split("\n") == [
+        "app.py:13: method Greeter.greet(who: str) -> str", "lib/util.py:5: method Tool.greet(self)"]
+    assert box.call("find_symbol", {"name": "greet", "path": "lib"}).split("\n")[0] == (
+        "lib/util.py:1: function greet()")
+
+
+def test_find_symbol_is_forgiving_about_case_and_kind_names(app: Path, box: Toolbox) -> None:
+    assert box.call("find_symbol", {"name": "greeter"}).split("\n") == [
+        "[no definition matches 'greeter' with this case; these match ignoring case]",
+        "app.py:6: class Greeter",
+    ]
+    assert box.call("find_symbol", {"name": "main", "kind": "def"}) == "app.py:17: function main()"
+    assert box.call("find_symbol", {"name": "main", "kind": "widget"}).startswith(
+        "ERROR: kind 'widget' is not one of: class, struct, interface")
+    assert box.call("find_symbol", {"name": " "}).startswith("ERROR: name is empty")
+
+
+def test_find_symbol_not_found_says_where_grep_sees_the_word(app: Path, box: Toolbox) -> None:
+    write(app, {"templates/page.html": "<p>{{ render_page }}</p>\n"})
+    assert box.call("find_symbol", {"name": "render_page"}).split("\n") == [
+        "[no definition named 'render_page' in 1 source files under .; grep finds "
+        "'render_page' here:]",
+        "templates/page.html:1: <p>{{ render_page }}</p>",
+        "[no grammar for 1 files (.html 1); grep searches them]",
+    ]
+
+
+def test_find_symbol_skips_and_counts_what_grep_skips(root: Path, box: Toolbox) -> None:
+    write(root, {".gitignore": "build/\n*.gen.py\n", "build/out.py": "def target(): pass\n",
+                 "x.gen.py": "def target(): pass\n", ".hidden/h.py": "def target(): pass\n",
+                 "bin.py": b"def target(): pass\x00\n", "src/real.py": "def target(): pass\n"})
+    found = box.call("find_symbol", {"name": "target"}).split("\n")
+    grep = box.call("grep", {"pattern": "def target"}).split("\n")
+    assert found[0] == "src/real.py:1: function target()"
+    assert found[-1] == grep[-1] == (
+        "[skipped: 2 ignored, 2 hidden, 1 binary; include_ignored=true searches ignored and "
+        "hidden files]")
+    everything = box.call("find_symbol", {"name": "target", "include_ignored": True})
+    assert everything.split("\n")[:4] == [
+        ".hidden/h.py:1: function target()", "build/out.py:1: function target()",
+        "src/real.py:1: function target()", "x.gen.py:1: function target()"]
+
+
+def test_find_symbol_caps_its_list_and_says_how_to_narrow(root: Path, box: Toolbox) -> None:
+    write(root, {"many.py": "".join(f"def handler_{i}():\n    pass\n" for i in range(620))})
+    found = box.call("find_symbol", {"name": "handler_*"}).split("\n")
+    assert len(found) == 501 and found[0] == "many.py:1: function handler_0()"
+    assert found[-1] == ("[... 120 more definitions not shown; narrow with kind=, a path, or a "
+                         "dotted name like Class.method]")
+
+
+# -- read_file(symbol=) -----------------------------------------------------------------
+
+
+def test_read_file_symbol_reads_the_definition_with_its_decorators(app: Path, box: Toolbox) -> None:
+    assert box.call("read_file", {"path": "app.py", "symbol": "Greeter.greet"}).split("\n") == [
+        "12\t    @staticmethod", "13\t    def greet(who: str) -> str:",
+        "14\t        return f\"hi {who}\"",
+        "[showing lines 12-14 of 18; read_file(path='app.py', start=15) for more, or grep to "
+        "find a line]"]
+    assert box.call("read_file", {"path": "app.py", "symbol": "main", "start": 3}).split(
+        "\n")[:2] == ["17\tdef main():", "18\t    print(Greeter(\"x\").greet(\"y\"))"]
+
+
+def test_read_file_symbol_errors_list_what_the_file_defines(app: Path, box: Toolbox) -> None:
+    assert box.call("read_file", {"path": "app.py", "symbol": "Greeter.wave"}) == (
+        "ERROR: no definition 'Greeter.wave' in app.py; it defines: LIMIT, Greeter, "
+        "Greeter.__init__, Greeter.greet, main")
+    write(app, {"notes.txt": "hello\n"})
+    assert box.call("read_file", {"path": "notes.txt", "symbol": "hello"}).startswith(
+        "ERROR: symbol= cannot find definitions in notes.txt: no grammar reads this kind of "
+        "file; use grep")
+
+
+def test_read_file_symbol_names_other_matches(root: Path, box: Toolbox) -> None:
+    write(root, {"props.py": "class A:\n    @property\n    def x(self):\n        return 1\n\n"
+                             "    @x.setter\n    def x(self, v):\n        pass\n"})
+    found = box.call("read_file", {"path": "props.py", "symbol": "A.x"}).split("\n")
+    assert found[:3] == ["2\t    @property", "3\t    def x(self):", "4\t        return 1"]
+    assert found[-1] == ("['A.x' also matches L7 (method A.x); read_file(path='props.py', "
+                         "start=N) reads one of those]")
+
+
+# -- the index follows the files --------------------------------------------------------
+
+
+def test_the_index_sees_edits_writes_and_commands_and_reparses_only_those(app: Path) -> None:
+    write(app, {"other.py": "def stays():\n    pass\n"})
+    box = filesystem_toolbox(app, sandbox="off")
+    assert box.call("find_symbol", {"name": "main"}) == "app.py:17: function main()"
+    code = Code(Root.at(app))  # the same per-root index the toolbox uses
+    box.call("outline", {"path": "."})
+    before = dict(code.index.entries)
+    box.call("edit_file", {"path": "app.py", "old": "def main():", "new": "def start():"})
+    assert box.call("find_symbol", {"name": "start"}) == "app.py:17: function start()"
+    box.call("run", {"command": "printf 'def made_by_shell():\\n    pass\\n' > shell.py"})
+    assert box.call("find_symbol", {"name": "made_by_shell"}) == "shell.py:1: function made_by_shell()"
+    box.call("outline", {"path": "."})
+    after = code.index.entries
+    assert after["other.py"] is before["other.py"]  # not read again
+    assert after["app.py"] is not before["app.py"]
+    box.call("write_file", {"path": "other.py", "content": "def renamed():\n    pass\n"})
+    assert box.call("outline", {"path": "other.py"}) == "function renamed()  L1-2"
+
+
+# -- repo_map ---------------------------------------------------------------------------
+
+
+def test_repo_map_ranks_what_is_used_and_stays_in_budget(root: Path, box: Toolbox) -> None:
+    write(root, {"core/models.py": "class Account:\n    def balance(self):\n        return 0\n\n"
+                                   "class Unused:\n    pass\n",
+                 **{f"views/v{i}.py": f"from core.models import Account\n\ndef view_{i}():\n"
+                                      "    return Account().balance()\n" for i in range(6)}})
+    found = box.call("repo_map", {"budget": 2000}).split("\n")
+    assert found[0] == ("[repo map of .: 9 of 9 definitions in 7 of 7 files, most referenced "
+                        "first; outline(path) and find_symbol(name) show more]")
+    assert found[1:4] == ["core/models.py:", "  class Account  L1-3", "    method balance(self)  L2-3"]
+    small = box.call("repo_map", {"budget": 300})
+    assert len(small) <= 300
+    assert small.split("\n")[1:4] == ["core/models.py:", "  class Account  L1-3",
+                                      "    method balance(self)  L2-3"]
+    assert box.call("repo_map", {"budget": 50}).startswith(
+        "ERROR: argument 'budget' must be between 200 and 100000, got 50")
+
+
+def test_loki_act_puts_a_small_map_in_the_first_message(
+        app: Path, server: FakeModelServer) -> None:
+    server.queue(openai_reply("Done."), openai_reply("Done."))
+    agent = Loki("openai", model="gpt-fake", base_url=f"{server.url}/v1", api_key="sk-test")
+    agent.act("say hi", root=app)
+    agent.act("say hi", root=app, repo_map=0)
+    with_map, without = (post["messages"][1]["content"] for post in server.posts())
+    assert with_map.split("\n")[:5] == [
+        "Task: say hi", "",
+        "A map of the repository, its most referenced definitions (outline, find_symbol and "
+        "read_file with symbol= show more):",
+        "[repo map of .: 5 of 5 definitions in 1 of 1 files, most referenced first; "
+        "outline(path) and find_symbol(name) show more]",
+        "app.py:"]
+    assert without == "Task: say hi"
+    with pytest.raises(ValueError, match="repo_map is a size in characters"):
+        agent.act("x", root=app, repo_map=-1)
+
+
+def test_no_map_when_the_root_has_no_code_or_the_toolbox_no_repo_map(
+        root: Path, server: FakeModelServer) -> None:
+    write(root, {"notes.md": "# notes\n"})
+    server.queue(openai_reply("Done."), openai_reply("Done."))
+    agent = Loki("openai", model="gpt-fake", base_url=f"{server.url}/v1", api_key="sk-test")
+    agent.act("say hi", root=root)
+    box = filesystem_toolbox(root)
+    del box.tools["repo_map"]
+    agent.act("say hi", root=root, toolbox=box)
+    assert [post["messages"][1]["content"] for post in server.posts()] == ["Task: say hi"] * 2
+
+
+# -- the command line and the disk cache ------------------------------------------------
+
+
+def test_loki_call_outline_and_find_symbol(app: Path, tmp_path: Path) -> None:
+    done = loki(tmp_path, "call", "outline", "path=app.py", "--root", str(app))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[1] == "class Greeter  L6-14"
+    found = loki(tmp_path, "call", "find_symbol", "name=Greeter.greet", "--root", str(app))
+    assert found.stdout == "app.py:13: method Greeter.greet(who: str) -> str\n"
+    read = loki(tmp_path, "call", "read_file", "path=app.py", "symbol=main", "--root", str(app))
+    assert read.stdout.startswith("17\tdef main():\n")
+
+
+def test_the_disk_cache_is_outside_the_root_and_trusted_only_while_files_match(
+        app: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "user-cache"
+    env = {**child_env(tmp_path), "XDG_CACHE_HOME": str(cache), "LOKI_CODE_CACHE": "1"}
+
+    def outline() -> str:
+        return subprocess.run([sys.executable, "-m", "yggdrasil.loki", "call", "outline",
+                               "path=app.py", "--root", str(app)], capture_output=True,
+                              text=True, env=env, timeout=60, check=True).stdout
+
+    first = outline()
+    [stored] = (cache / "yggdrasil-loki" / "code").glob("*.json")
+    assert not any(p.name.endswith(".json") for p in app.rglob("*"))
+    data = json.loads(stored.read_text())
+    assert data["root"] == str(app.resolve())
+    symbols = data["files"]["app.py"][5][5]
+    symbols[1][1] = "Cached"  # a change only the cache knows: proves the next run reads it
+    stored.write_text(json.dumps(data))
+    assert "class Cached  L6-14" in outline()
+    os.utime(app / "app.py", ns=(1, 1))  # the file changed (mtime): the entry is stale
+    assert outline() == first
+    stored.write_text("{not json")  # a damaged cache is ignored and rewritten
+    assert outline() == first and json.loads(stored.read_text())["root"] == str(app.resolve())
+
+
+def test_no_disk_cache_when_the_cache_folder_is_inside_the_root(app: Path, tmp_path: Path) -> None:
+    env = {**child_env(tmp_path), "XDG_CACHE_HOME": str(app / ".cache"), "LOKI_CODE_CACHE": "1"}
+    subprocess.run([sys.executable, "-m", "yggdrasil.loki", "call", "outline", "path=app.py",
+                    "--root", str(app)], capture_output=True, env=env, timeout=60, check=True)
+    assert not (app / ".cache").exists()
+
+
+def test_without_the_grammars_the_tools_fall_back_to_grep(app: Path, tmp_path: Path) -> None:
+    script = ("import sys; sys.modules['tree_sitter_language_pack'] = None\n"
+              "from yggdrasil.loki.tools import filesystem_toolbox\n"
+              f"box = filesystem_toolbox({str(app)!r})\n"
+              "print(box.call('outline', {'path': 'app.py'}))\n"
+              "print(box.call('find_symbol', {'name': 'Greeter'}))\n"
+              "print(box.call('repo_map', {}))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=child_env(tmp_path), timeout=60, check=True)
+    assert done.stdout.split("\n") == [
+        "[tree-sitter grammars are not installed (pip install 'yggdrasil-loki[code]'); lines "
+        "that look like definitions, found by grep:]",
+        "app.py:6: class Greeter:", "app.py:9:     def __init__(self, name):",
+        "app.py:13:     def greet(who: str) -> str:", "app.py:17: def main():",
+        "[tree-sitter grammars are not installed (pip install 'yggdrasil-loki[code]'); grep "
+        "finds 'Greeter' here:]",
+        "app.py:6: class Greeter:", "app.py:18:     print(Greeter(\"x\").greet(\"y\"))",
+        "ERROR: repo_map needs the tree-sitter grammars: pip install 'yggdrasil-loki[code]'", ""]
