@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -9,6 +10,13 @@ import pytest
 
 from fake_servers import FakeModelServer, clear_engine_env, serve
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_basetemp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where this session's tmp folders live: process scans (fleet_kit) look only there,
+    not at what another test run on the same machine is doing."""
+    os.environ["LOKI_TEST_BASETEMP"] = str(tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(autouse=True)

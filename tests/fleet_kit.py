@@ -191,17 +191,30 @@ def leftovers(cache: Path) -> list[str]:
     return sorted(p.name for p in work.iterdir() if not p.name.startswith(".")) if work.exists() else []
 
 
-def marked_processes() -> list[int]:
-    """Processes still carrying a fleet attempt's marker (commands of a killed attempt)."""
+def marked_processes(settle: float = 3.0) -> list[int]:
+    """Processes still carrying a fleet attempt's marker (commands of a killed attempt),
+    whose working folder is in this test's tmp (other test runs on the machine have their
+    own), after giving a SIGKILL that was just sent up to ``settle`` seconds to land."""
+    deadline = time.monotonic() + settle
+    while True:
+        found = _marked_here()
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
+
+
+def _marked_here() -> list[int]:
+    base = os.environ.get("LOKI_TEST_BASETEMP", "")  # set by conftest for this session
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             environ = Path(f"/proc/{name}/environ").read_bytes()
+            cwd = os.readlink(f"/proc/{name}/cwd")
         except OSError:
             continue
-        if b"LOKI_FLEET_ATTEMPT=" in environ:
+        if b"LOKI_FLEET_ATTEMPT=" in environ and (not base or cwd.startswith(base)):
             found.append(int(name))
     return found
 

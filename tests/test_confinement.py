@@ -195,3 +195,30 @@ def test_prefix_sibling_is_not_inside(root: Path) -> None:
     with pytest.raises(PathError):
         where.resolve(str(root.parent / "root-secrets" / "key.txt"))
     assert not where.is_temporary(Path("/tmpfoo/x"))
+
+
+def test_a_link_swapped_during_resolve_is_a_clean_error(root: Path) -> None:
+    """realpath can meet a link that became a file between its lstat and readlink: the
+    tool must say so, not fail with a bare OSError."""
+    (root / "target.txt").write_text("inside\n")
+    box = filesystem_toolbox(root)
+    stop = threading.Event()
+
+    def swap() -> None:
+        tmp = root / ".swap.tmp"
+        while not stop.is_set():
+            tmp.write_text("plain\n")
+            os.replace(tmp, root / "swap.txt")
+            tmp.symlink_to("target.txt")
+            os.replace(tmp, root / "swap.txt")
+
+    thread = threading.Thread(target=swap)
+    thread.start()
+    try:
+        seen = {box.call("read_file", {"path": "swap.txt"}) for _ in range(20_000)}
+    finally:
+        stop.set()
+        thread.join()
+    assert not [s for s in seen if "failed:" in s], seen  # no bare exception
+    for observation in seen - {"1\tinside", "1\tplain"}:
+        assert observation.startswith(("ERROR: path 'swap.txt' ", "ERROR: swap.txt ")), seen

@@ -40,7 +40,11 @@ def resolve_inside(root: Path, path: str | os.PathLike[str]) -> Path:
     text = os.fspath(path)
     if "\0" in text:
         raise PathError(f"path {text!r} contains a NUL byte")
-    real = Path(os.path.realpath(root / (text or ".")))
+    try:
+        real = Path(os.path.realpath(root / (text or ".")))
+    except OSError as exc:  # a link swapped for a file between realpath's lstat and readlink
+        raise PathError(f"path {text!r} changed while it was being resolved (a link was "
+                        "swapped); try again") from exc
     if real != root and not real.is_relative_to(root):
         raise PathError(f"path {text!r} escapes the agent root; use a path inside {root}")
     return real
