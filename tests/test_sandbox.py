@@ -213,7 +213,8 @@ def test_sandbox_off_runs_unfenced(root: Path) -> None:
 
 
 def test_read_only_toolbox_has_no_command_status(root: Path) -> None:
-    assert filesystem_toolbox(root, read_only=True).status == ""
+    assert "Commands" not in filesystem_toolbox(root, read_only=True).status
+    assert filesystem_toolbox(root, read_only=True, protect=()).status == ""
 
 
 # -- a kernel without Landlock: a child whose seccomp filter answers ENOSYS ----------------
@@ -393,10 +394,15 @@ def test_status_says_when_a_hidden_path_is_not_hidden(tmp_path: Path,
     (tmp_path / "keys").mkdir()
     monkeypatch.setenv("HOME", str(home))
     box = filesystem_toolbox(home, hidden=["~/.ssh", "~/.aws", tmp_path / "keys"],
-                             writable=[tmp_path / "keys"])
+                             writable=[tmp_path / "keys"], protect=())
     status = box.status
     assert "~/.ssh is inside the root: NOT hidden" in status
     assert "~/.aws is inside the root: NOT hidden" in status
     assert f"{tmp_path / 'keys'} is inside writable folder {tmp_path / 'keys'}: NOT hidden" in status
     assert "cannot read" not in status and "/dev/shm" in status
     assert "PRIVATE KEY" in box.call("run", {"command": "cat .ssh/id_ed25519"})  # it says true
+    # Protected by default (.ssh/ and .aws/ are in DEFAULT_PROTECTED): masked after all.
+    box = filesystem_toolbox(home, hidden=["~/.ssh", "~/.aws"])
+    assert "~/.ssh is inside the root but protected (masked)" in box.status
+    out = box.call("run", {"command": "cat .ssh/id_ed25519"})
+    assert "PRIVATE KEY" not in out and "Permission denied" in out

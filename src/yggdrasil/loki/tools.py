@@ -14,12 +14,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .files import Files, Journal, OnSyntaxError, Root, SyntaxGate
+from .files import DEFAULT_PROTECTED, Files, Journal, OnSyntaxError, Root, SyntaxGate, protect_globs
+from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
-from .shell import DEFAULT_HIDDEN, JobLimits, SandboxMode, Shell, writable_paths
+from .search import protection
+from .shell import (
+    DEFAULT_HIDDEN,
+    CommandRules,
+    JobLimits,
+    RuleAction,
+    SandboxMode,
+    Shell,
+    parse_rules,
+    writable_paths,
+)
 from .tables import TableReader
 from .toolbox import (
+    AfterCall,
+    BeforeCall,
     Observation,
     Tool,
     Toolbox,
@@ -30,7 +43,8 @@ from .toolbox import (
     write_tools,
 )
 
-__all__ = ["Observation", "Tool", "Toolbox", "filesystem_toolbox", "sandbox_status"]
+__all__ = ["DEFAULT_PROTECTED", "Observation", "Tool", "Toolbox", "filesystem_toolbox",
+           "sandbox_status"]
 
 
 def filesystem_toolbox(
@@ -42,7 +56,7 @@ def filesystem_toolbox(
     confirm: Callable[[str], bool] | None = None,
     allow_private_hosts: bool = False,
     sandbox: SandboxMode = "auto",
-    network: bool = True,
+    network: bool | Sequence[str] = True,
     writable: Sequence[str | Path] = (),
     env: Mapping[str, str] | None = None,
     hidden: Sequence[str | Path] | None = None,
@@ -52,6 +66,12 @@ def filesystem_toolbox(
     max_jobs: int = 8,
     job_lifetime: float = 3600.0,
     job_buffer: int = 32_768,
+    protect: Sequence[str] | None = DEFAULT_PROTECTED,
+    rules: Sequence[tuple[str, str]] = (),
+    rules_default: RuleAction = "allow",
+    before_call: BeforeCall | None = None,
+    after_call: AfterCall | None = None,
+    hosts: Mapping[str, str] | None = None,
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
@@ -70,7 +90,12 @@ def filesystem_toolbox(
     ``sandbox="auto"`` fences with what this machine offers, ``"require"`` refuses
     commands (ERROR observation) unless every layer is there, ``"off"`` never fences.
     ``network=False`` gives commands a network namespace with loopback only, and blocks
-    TCP connect/bind with Landlock (ABI 4+) as well. ``git_writable=False`` (the default)
+    TCP connect/bind with Landlock (ABI 4+) as well. ``network=["pypi.org",
+    "*.github.com"]`` lets them reach those hosts over HTTP(S) and nothing else: a network
+    namespace whose only way out is the toolbox's proxy (``HTTP_PROXY``/``HTTPS_PROXY``),
+    which checks each host and the address it resolves to (the web tools' address
+    policy; ``allow_private_hosts`` opens private addresses, ``hosts`` maps names to
+    addresses instead of DNS: for tests with local servers). ``git_writable=False`` (the default)
     keeps ``.git/config`` and ``.git/hooks`` read-only for commands. ``writable`` adds folders
     commands may write besides the root and their scratch TMPDIR; ``hidden`` lists paths a
     fenced command cannot read (None: well-known credential stores such as ~/.ssh and
@@ -90,11 +115,30 @@ def filesystem_toolbox(
     bytes per stream of output not yet read (its head and tail). Jobs run under the same
     fence as ``run`` and stop with the toolbox: ``close()``, ``with ... as box:``, or the
     interpreter's exit.
+
+    ``protect``: globs (gitignore syntax, matched against root-relative paths) of files
+    that may hold secrets: no tool reads, lists, searches, edits, overwrites, moves or
+    deletes them (``list_dir`` shows they exist, marked ``[protected]``; find and grep
+    skip and count them), and commands see them as unreadable. ``DEFAULT_PROTECTED``
+    (.env, keys, credentials...) by default; a list replaces it, ``DEFAULT_PROTECTED +
+    (...)`` adds to it, ``()`` turns protection off.
+
+    ``rules``: ``[("deny", "git push"), ("ask", "rm -rf"), ("allow", "pytest")]`` match each
+    command a ``run`` line would run (pipelines, lists, subshells, ``$(...)``, ``bash -c``,
+    wrappers such as ``env``/``sudo``/``xargs`` looked into) by its leading words; the first
+    matching rule decides, ``rules_default`` decides the rest; deny is an ERROR naming the
+    rule, ask calls ``confirm("run <command>")`` (declined, or no ``confirm``: REFUSED).
+    ``run_python`` counts as the command ``python``.
+
+    ``before_call(tool, args)`` and ``after_call(tool, args, observation)`` are hooks
+    around every call: a string from ``before_call`` refuses the call with that message, a
+    string from ``after_call`` replaces the observation; an exception in a hook is an ERROR
+    observation.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
-    where = Root.at(root)
+    where = Root.at(root, protect=protection(protect_globs(protect)))
     guard_imports(where.path)  # what commands write in the root never runs in this process
-    box = Toolbox()
+    box = Toolbox(before_call=before_call, after_call=after_call)
     journal = Journal(where, box.record)
     box.journal = journal
     files = Files(where, confirm=confirm, on_change=journal.after_write,
@@ -103,19 +147,25 @@ def filesystem_toolbox(
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
     tools = read_tools(where, files, tables, code_cache=code_cache)
     if not read_only:
-        shell = Shell(where, journal, sandbox=sandbox, network=network,
+        proxy = None if isinstance(network, bool) else NetProxy(ProxyRules(
+            AllowedHosts(network), AddressPolicy(allow_private=allow_private_hosts),
+            dict(hosts or {})))
+        shell = Shell(where, journal, sandbox=sandbox, network=network is True, proxy=proxy,
                       writable=writable_paths(writable), env=env,
                       hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden),
                       git_writable=git_writable,
-                      limits=JobLimits(max_jobs, float(job_lifetime), job_buffer))
+                      limits=JobLimits(max_jobs, float(job_lifetime), job_buffer),
+                      rules=CommandRules(parse_rules(rules), rules_default), confirm=confirm)
         tools += write_tools(files, shell) + edit_tools(files, box) + job_tools(shell)
         box.attach(shell.jobs)
         box.status = shell.status()
     if allow_web:
         tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts,
                            tables=tables)
+    notes = [box.status, where.protect.describe() if where.protect else ""]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
-        box.status = "\n".join(s for s in (box.status, tables.status()) if s)
+        notes.append(tables.status())
+    box.status = "\n".join(s for s in notes if s)
     for tool in tools:
         box.add(tool)
     return box

@@ -1,7 +1,8 @@
 """What every ``loki`` subcommand shares: options, the toolbox, confirm, errors, exit codes.
 
 :func:`toolbox_options` / :func:`open_toolbox` (``--root``, ``--read-only``, ``--web``,
-``--sandbox``, ``--no-network``, ``--on-syntax-error``), :func:`subcommand` (registers
+``--sandbox``, ``--no-network``, ``--allow-host``, ``--protect``, ``--no-protect``,
+``--rule``, ``--rule-default``, ``--on-syntax-error``), :func:`subcommand` (registers
 one), :func:`terminal_confirm` (the y/N prompt for destructive operations, with the diff
 it asks about), :class:`CliError` and :func:`fail` (the error on stderr, a non-zero exit,
 never a traceback).
@@ -17,7 +18,7 @@ from typing import Any, TextIO
 
 from ..errors import LokiError
 from ..files import Confirm
-from ..tools import Toolbox, filesystem_toolbox
+from ..tools import DEFAULT_PROTECTED, Toolbox, filesystem_toolbox
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -134,6 +135,22 @@ def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
                             "default), always or refuse to run (require), never (off)")
     group.add_argument("--no-network", action="store_true",
                        help="block TCP connect/bind for run/run_python (Landlock ABI 4+)")
+    group.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                       help="commands may reach only the hosts given (repeatable; 'pypi.org', "
+                            "'*.github.com', 'host:8080') over HTTP(S), through loki's proxy")
+    group.add_argument("--protect", action="append", default=[], metavar="GLOB",
+                       help="also protect files matching GLOB (gitignore syntax, repeatable): "
+                            "no tool or command reads them; .env, keys, credentials are "
+                            "protected by default")
+    group.add_argument("--no-protect", action="store_true",
+                       help="drop the default protected files (.env, *.pem, ...); --protect "
+                            "globs still apply")
+    group.add_argument("--rule", action="append", default=[], metavar="ACTION:COMMAND",
+                       help="allow, ask about or deny commands by their leading words, e.g. "
+                            "--rule deny:'git push' --rule ask:'rm -rf' (repeatable, first "
+                            "match wins)")
+    group.add_argument("--rule-default", choices=("allow", "ask", "deny"), default="allow",
+                       help="what commands no --rule matches get (default: allow)")
     group.add_argument("--on-syntax-error", choices=("warn", "reject"), default="warn",
                        help="a write, edit or patch that breaks a .py/.json/.toml/.yaml file: "
                             "write it with a WARNING (warn, the default) or refuse it (reject)")
@@ -146,13 +163,27 @@ def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
 
 def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None) -> Toolbox:
     """The toolbox the parsed ``--root/--read-only/--web`` describe; CliError when it cannot be."""
+    if args.no_network and args.allow_host:
+        raise CliError("--no-network and --allow-host contradict each other; give one")
+    protect = tuple(args.protect) if args.no_protect else (*DEFAULT_PROTECTED, *args.protect)
+    network: bool | list[str] = list(args.allow_host) if args.allow_host else not args.no_network
     try:
         return filesystem_toolbox(args.root, read_only=args.read_only, allow_web=args.web,
-                                  confirm=confirm, sandbox=args.sandbox,
-                                  network=not args.no_network,
-                                  on_syntax_error=args.on_syntax_error)
-    except LokiError as exc:
+                                  confirm=confirm, sandbox=args.sandbox, network=network,
+                                  on_syntax_error=args.on_syntax_error,
+                                  protect=protect, rules=[_rule(r) for r in args.rule],
+                                  rules_default=args.rule_default)
+    except (LokiError, ValueError) as exc:
         raise CliError(str(exc)) from exc
+
+
+def _rule(text: str) -> tuple[str, str]:
+    """``deny:git push`` -> ("deny", "git push")."""
+    action, sep, words = text.partition(":")
+    if not sep or action not in ("allow", "ask", "deny"):
+        raise CliError(f"--rule {text!r}: write ACTION:COMMAND with ACTION allow, ask or deny, "
+                       "e.g. --rule deny:'git push'")
+    return action, words
 
 
 def subcommand(commands: Any, name: str, run: Callable[[argparse.Namespace], int], *,

@@ -3,7 +3,8 @@
 Owns ``Root`` (every path resolved and opened inside the agent root, no symlink followed
 out), the file tools (list, read a window, write, edit, apply a patch), the forgiving
 edit matcher, patches, diffs, the stale-view guard, the syntax gate,
-the run's journal (what each touched path was, and how to put it back) and the bounds on
+the run's journal (what each touched path was, and how to put it back), the protected
+paths ``Root`` refuses (``Protection``, ``DEFAULT_PROTECTED``) and the bounds on
 what any tool hands back to a model (``clip_*``, ``MAX_*``). Every other hand builds on
 this package; it imports only ``yggdrasil.loki.errors`` and ``yggdrasil.io``.
 """
@@ -25,11 +26,21 @@ from ._observe import (
     clip_text,
     human_size,
 )
+from ._protect import (
+    DEFAULT_PROTECTED,
+    HOW_TO_CHANGE,
+    GlobRules,
+    ProtectedError,
+    Protection,
+    protect_globs,
+)
 from ._root import DIR_FLAGS, READ_FLAGS, Root, resolve_inside
 from ._syntax import OnSyntaxError, SyntaxGate, syntax_problem
 
 __all__ = [
+    "DEFAULT_PROTECTED",
     "DIR_FLAGS",
+    "HOW_TO_CHANGE",
     "MAX_ENTRIES",
     "MAX_HITS",
     "MAX_LINE",
@@ -41,8 +52,11 @@ __all__ = [
     "ConfirmAction",
     "Diff",
     "Files",
+    "GlobRules",
     "Journal",
     "OnSyntaxError",
+    "ProtectedError",
+    "Protection",
     "Reverted",
     "Root",
     "SyntaxGate",
@@ -50,6 +64,7 @@ __all__ = [
     "clip_list",
     "clip_text",
     "human_size",
+    "protect_globs",
     "resolve_inside",
     "syntax_problem",
 ]

@@ -31,6 +31,7 @@ from ._diff import (
 from ._edit import apply_edits, edit_list, summary
 from ._observe import MAX_ENTRIES, clip_list, human_size
 from ._patch import parse_patch
+from ._protect import ProtectedError
 from ._root import Root, Staged
 from ._syntax import SyntaxGate
 from ._text import MAX_EDIT_BYTES, read_text, wide_codec
@@ -79,13 +80,18 @@ class Files:
 
     def _entry(self, folder: Path, entry: os.DirEntry[str]) -> str:
         rel = self.root.rel(folder / entry.name)
+        is_dir = entry.is_dir(follow_symlinks=False)
+        if self.root.protected(folder / entry.name, is_dir):  # shown to exist, never its size
+            return f"{rel}{'/' if is_dir else ''}  [protected]"
         if entry.is_symlink():
             try:
                 target = self.root.rel(self.root.resolve(rel))
+            except ProtectedError as exc:
+                return f"{rel}@ -> {exc.rel}  [protected]"
             except PathError:
                 return f"{rel}@ -> (outside the root, not followed)"
             return f"{rel}@ -> {target}"
-        if entry.is_dir(follow_symlinks=False):
+        if is_dir:
             return f"{rel}/"
         if entry.is_file(follow_symlinks=False):
             return f"{rel}  ({entry.stat(follow_symlinks=False).st_size}b)"

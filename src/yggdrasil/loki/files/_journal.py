@@ -138,9 +138,12 @@ class Journal:
     def line_counts(self, rel: str) -> tuple[int, int] | None:
         """(lines added, lines removed) in ``rel`` since the run began, where both sides are
         known text of at most DIFF_LIMIT bytes; None otherwise (a command changed a file
-        no copy was kept of, a deleted or binary file, a file too big to compare cheaply)."""
+        no copy was kept of, a deleted or binary file, a file too big to compare cheaply,
+        a protected file: its bytes are not read)."""
         entry = self.entries.get(rel)
         if entry is None or not entry.exists or (entry.existed and entry.backup is None):
+            return None
+        if self.root.protect is not None and self.root.protect.covering(rel, False):
             return None
         real = self.root.resolve(rel)
         now = self.root.stat(real)

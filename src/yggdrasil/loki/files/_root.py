@@ -5,6 +5,9 @@ paths and every symlink followed) and must land at or below the root, compared b
 components, never by string prefix. Opening then walks the resolved path from a file
 descriptor of the root, one component at a time with ``O_NOFOLLOW``, so a symlink swapped
 in between the check and the open is refused instead of followed.
+
+A Root may hold a :class:`~._protect.Protection`: then a protected path (``.env``,
+``*.pem``...) is refused wherever a path is resolved or a file opened, for every tool.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import overload
 
 from ..errors import PathError
+from ._protect import Protection
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -62,19 +66,39 @@ def _kind(mode: int) -> str:
 
 @dataclass(frozen=True)
 class Root:
-    """An agent root: a resolved folder that every path must stay inside."""
+    """An agent root: a resolved folder that every path must stay inside.
+
+    ``protect``: the protected paths, refused by ``resolve`` and ``open_file`` (None or
+    an empty Protection: nothing is protected).
+    """
 
     path: Path
+    protect: Protection | None = field(default=None, compare=False)
 
     @classmethod
-    def at(cls, path: str | os.PathLike[str]) -> Root:
+    def at(cls, path: str | os.PathLike[str], protect: Protection | None = None) -> Root:
         real = Path(os.path.realpath(os.fspath(path)))
         if not real.is_dir():
             raise PathError(f"root {os.fspath(path)!r} is not an existing folder")
-        return cls(real)
+        return cls(real, protect or None)
 
     def resolve(self, path: str | os.PathLike[str]) -> Path:
-        return resolve_inside(self.path, path)
+        """The resolved path inside the root; PathError when it escapes, ProtectedError
+        when it (as named, or where its links lead) is or lies in a protected path."""
+        real = resolve_inside(self.path, path)
+        if self.protect is not None:
+            self.protect.check(self.rel(real), os.path.isdir(real))
+            named = Path(os.path.normpath(self.path / os.fspath(path)))
+            if named != real and named.is_relative_to(self.path):  # a link named like a secret
+                self.protect.check(self.rel(named), os.path.isdir(named))
+        return real
+
+    def protected(self, real: Path, is_dir: bool) -> str | None:
+        """The glob protecting the resolved ``real`` (or a folder above it), or None."""
+        if self.protect is None or real == self.path:
+            return None
+        hit = self.protect.covering(self.rel(real), is_dir)
+        return hit[1] if hit is not None else None
 
     def rel(self, real: Path) -> str:
         """Root-relative POSIX form of a resolved path ('.' for the root itself)."""
@@ -120,6 +144,8 @@ class Root:
         parts = self._parts(real)
         if not parts:
             raise PathError(f"{self.rel(real)} is a folder, not a file")
+        if self.protect is not None:  # every read of a file's bytes passes here
+            self.protect.check(self.rel(real), False)
         try:
             with self.folder_fd(parts[:-1]) as dfd:
                 fd = os.open(parts[-1], READ_FLAGS, dir_fd=dfd)

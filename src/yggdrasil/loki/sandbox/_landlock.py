@@ -296,13 +296,17 @@ def drop_capabilities() -> None:
 def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
                   argv: list[str], hidden: list[str] | tuple[str, ...] = (),
                   namespaces: bool = False, mounts: Sequence[tuple[str, str]] = (),
-                  no_setid: bool = False) -> list[str]:
+                  no_setid: bool = False, proxy: str | None = None) -> list[str]:
     """The argv that runs ``argv`` under the fence (see the module docstring).
 
     ``namespaces``: run it in namespaces of its own (``_namespace``), applying ``mounts``
-    (``(kind, path)`` pairs) there; ``no_setid``: the seccomp filter of ``_seccomp``.
+    (``(kind, path)`` pairs) there; ``no_setid``: the seccomp filter of ``_seccomp``;
+    ``proxy`` (with namespaces): the control socket of the proxy that is then the
+    command's only way out (a network namespace of its own, loopback TCP allowed).
     """
     rules = ["--abi", str(abi), *([] if network else ["--no-network"])]
+    if proxy:
+        rules += ["--proxy", proxy]
     rules += [*(["--ns"] if namespaces else []), *(["--no-setid"] if no_setid else [])]
     for flag, paths in (("--write", writable), ("--hide", hidden)):
         for path in paths:
@@ -313,13 +317,15 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
 
 
 _USAGE = ("usage: _landlock.py --abi N [--no-network] [--ns] [--no-setid] [--write PATH]... "
-          "[--hide PATH]... [--mount KIND:PATH]... -- argv...  |  --status  |  --probe")
+          "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET] -- argv...  |  --status  "
+          "|  --probe")
 _SWITCHES = ("--no-network", "--ns", "--no-setid")
 
 
 def _parse(args: list[str]) -> tuple[dict[str, list[str]], set[str], list[str]]:
     """(--abi/--write/--hide/--mount values, switches given, argv)."""
-    values: dict[str, list[str]] = {"--abi": [], "--write": [], "--hide": [], "--mount": []}
+    values: dict[str, list[str]] = {"--abi": [], "--write": [], "--hide": [], "--mount": [],
+                                     "--proxy": []}
     switches: set[str] = set()
     i = 0
     while i < len(args) and args[i] != "--":
@@ -335,6 +341,8 @@ def _parse(args: list[str]) -> tuple[dict[str, list[str]], set[str], list[str]]:
     argv = args[i + 1 :]
     if len(values["--abi"]) != 1 or not values["--abi"][0].isdigit() or not argv:
         raise ValueError("need --abi N and a command after --")
+    if values["--proxy"] and "--ns" not in switches:
+        raise ValueError("--proxy needs --ns: only a network namespace makes it the only way out")
     return values, switches, argv
 
 
@@ -371,8 +379,10 @@ def _launch(args: list[str]) -> int:
     reaper = _sibling("_reaper")
     if not isolated:
         return int(reaper.run_reaped(start))
+    proxy = values["--proxy"][-1] if values["--proxy"] else None
     try:
-        status = _sibling("_namespace").run_isolated(plan, network=network, start=start)
+        status = _sibling("_namespace").run_isolated(plan, network=network, start=start,
+                                                      proxy=proxy)
     except OSError as exc:
         print(f"loki sandbox: refusing to run: cannot isolate the command: "
               f"{exc.strerror or exc}", file=sys.stderr)

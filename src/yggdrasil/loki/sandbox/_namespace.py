@@ -14,15 +14,29 @@ namespace it applies the mount plan the agent passed (``--mount KIND:PATH``, in 
   under a tmpfs, and cannot be renamed away (a mount point cannot move);
 - ``bind-ro:PATH`` the same, read-only: ``.git/config`` and ``.git/hooks``, the
   interpreter when it lives under /tmp;
-- ``mask:PATH``   PATH replaced by an empty read-only file or folder (a daemon's socket).
+- ``mask:PATH``   PATH replaced by an empty read-only file or folder (a daemon's socket);
+- ``protect:PATH`` PATH (a protected file or folder of the root: ``.env``, ``.aws/``)
+  replaced by an empty file or folder of mode 000, read-only: the command (which has no
+  capability to override permissions) gets EACCES reading or listing it, and since it is
+  a mount point it cannot be renamed, removed or hard-linked away (EBUSY, EXDEV).
 
-Sources are opened before the first mount, so a later mount never hides one. Then it
+Sources are opened before the first mount, so a later mount never hides one; the mode-000
+file that ``protect`` binds lives on a small tmpfs mounted first on the plan's first
+``tmpfs`` path, which that tmpfs then covers (nothing in the command's view names it). Then it
 forks the namespace's PID 1 (:func:`_init`), which mounts a /proc of its own, starts the
 command and reaps orphans; when the command exits, PID 1 exits and the kernel kills every
 process left in the namespace: nothing a command starts can outlive it, however it
 forks, and nothing inside can leave the namespace. The launcher waits outside, and on
 SIGTERM from the agent (a timeout, a stopped job) kills PID 1, which takes the whole
 namespace with it; it does the same by itself when the agent is gone (killed outright).
+
+With ``proxy`` (a command limited to some hosts), the launcher connects to the toolbox's
+proxy over its UNIX control socket before anything else, makes the network namespace,
+opens a TCP listener on 127.0.0.1 inside it and sends that listening socket to the proxy
+(``SCM_RIGHTS``), which accepts the command's connections on it from outside: the only
+way out. The command gets ``HTTP_PROXY``/``HTTPS_PROXY`` (both cases) and ``ALL_PROXY``
+pointing at it, ``NO_PROXY`` for loopback; what the proxy refuses comes back over the
+control socket and a helper forked by PID 1 writes it to the command's stderr.
 
 Mounts happen before the command fences itself: Landlock forbids mounting afterwards,
 and the command gives up every capability (in this user namespace too) before it execs,
@@ -48,7 +62,7 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 # mounts inherited from a more privileged namespace; dropping one is EPERM).
 _LOCKED = ((1, MS_RDONLY), (2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC),
            (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME))
-MOUNT_KINDS = ("tmpfs", "bind", "bind-ro", "mask")
+MOUNT_KINDS = ("tmpfs", "bind", "bind-ro", "mask", "protect")
 _PR_SET_PDEATHSIG = 1
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _WAITED = {signal.SIGCHLD, signal.SIGTERM}
@@ -123,16 +137,19 @@ def apply_mounts(plan: Sequence[tuple[str, str]]) -> None:
         if kind.startswith("bind") and path not in sources:
             with contextlib.suppress(FileNotFoundError):
                 sources[path] = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+    blank = _blank_file(plan) if any(kind == "protect" for kind, _ in plan) else None
     try:
         for kind, path in plan:
             if kind == "tmpfs":
                 _tmpfs(path)
             elif kind == "mask":
                 _mask(path)
+            elif kind == "protect":
+                _protect(path, blank)
             elif path in sources:
                 _bind(sources[path], path, read_only=kind == "bind-ro")
     finally:
-        for fd in sources.values():
+        for fd in [*sources.values(), *([blank] if blank is not None else [])]:
             os.close(fd)
 
 
@@ -172,6 +189,37 @@ def _mask(path: str) -> None:
                | MS_NOEXEC | _locked_flags(path))
 
 
+def _blank_file(plan: Sequence[tuple[str, str]]) -> int:
+    """An O_PATH fd of an empty mode-000 file on a tmpfs of its own, mounted on the first
+    tmpfs path of the plan, which the plan then covers with the command's own tmpfs."""
+    under = next((path for kind, path in plan if kind == "tmpfs" and os.path.isdir(path)
+                  and not os.path.islink(path)), None)
+    if under is None:
+        raise SetupError(2, "no tmpfs in the mount plan to hold the protected-file mask")
+    _mount(b"tmpfs", under, b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k,mode=0700")
+    path = os.path.join(under, "protected")
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0))
+    os.chmod(path, 0)
+    return os.open(path, os.O_PATH | os.O_CLOEXEC)
+
+
+def _protect(path: str, blank: int | None) -> None:
+    """``path`` covered by an unreadable, read-only, empty file or folder (mode 000)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return  # gone since the plan was made
+    if stat.S_ISLNK(st.st_mode):
+        return  # a link is judged by where it leads
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY
+    if stat.S_ISDIR(st.st_mode):
+        _mount(b"tmpfs", path, b"tmpfs", flags, b"size=4k,mode=000")
+        return
+    assert blank is not None
+    _mount(f"/proc/self/fd/{blank}".encode(), path, None, MS_BIND)
+    _mount(None, path, None, MS_REMOUNT | MS_BIND | flags | _locked_flags(path))
+
+
 def _mount_point(path: str, *, folder: bool) -> None:
     """Make ``path`` exist (inside a fresh tmpfs it does not) as a folder or a file."""
     if os.path.lexists(path):
@@ -188,16 +236,74 @@ def _locked_flags(path: str) -> int:
     return sum(ms for st_flag, ms in _LOCKED if found & st_flag)
 
 
+# -- the proxy: the only way out of a network namespace ----------------------------------
+
+_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+               "all_proxy")
+_LOOPBACK = "localhost,127.0.0.1,::1"
+
+
+def _connect(path: str) -> object:
+    import _socket  # the C module: `socket` would pull in enum and selectors
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError as exc:
+        sock.close()
+        raise SetupError(exc.errno or 1, f"cannot reach the toolbox's proxy at {path}: "
+                         f"{exc.strerror}") from exc
+    return sock
+
+
+def _hand_over(control: object) -> None:
+    """A listener on 127.0.0.1 of this (new) network namespace, sent to the proxy; the
+    command is told to use it."""
+    import _socket
+
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        port = listener.getsockname()[1]
+        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("i", listener.fileno()))]
+        control.sendmsg([b"L"], rights)  # type: ignore[attr-defined]
+    except OSError as exc:
+        raise SetupError(exc.errno or 1, f"cannot hand a listener to the proxy: {exc}") from exc
+    finally:
+        listener.close()
+    for name in _PROXY_VARS:
+        os.environ[name] = f"http://127.0.0.1:{port}"
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = _LOOPBACK
+
+
+def _echo(control: object) -> None:
+    """The proxy's refusals, onto the command's stderr (fd 2, inherited)."""
+    while True:
+        try:
+            data = control.recv(4096)  # type: ignore[attr-defined]
+        except OSError:
+            return
+        if not data:
+            return
+        with contextlib.suppress(OSError):
+            os.write(2, data)
+
+
 # -- PID 1 and the launcher's wait ------------------------------------------------------
 
 
 def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
-                 start: Callable[[], int]) -> int | None:
+                 start: Callable[[], int], proxy: str | None = None) -> int | None:
     """Enter the namespaces, mount ``plan``, run ``start`` (which execs the command) under
     a PID 1 of its own; return the command's wait status (None: stopped by the agent).
+    ``proxy``: the control socket of the proxy that is the command's only way out.
     Raises SetupError (nothing has run) when a namespace or a mount cannot be made."""
     starter = os.getppid()
-    enter(network=network)
+    control = _connect(proxy) if proxy else None  # its path is hidden once /tmp is private
+    enter(network=network and control is None)
+    if control is not None:
+        _hand_over(control)
     apply_mounts(plan)
     # The working folder still points into the host's tree (it was entered before the
     # mounts): `..` from there would walk the host's /tmp. Enter it again through ours.
@@ -207,7 +313,7 @@ def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
     init = os.fork()
     if init == 0:
         os.close(readable)
-        _init(writable, old_mask, start)
+        _init(writable, old_mask, start, control)
     os.close(writable)
     _drop_stdin()
     try:
@@ -216,9 +322,12 @@ def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
         os.close(readable)
 
 
-def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], int]) -> None:
+def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], int],
+          control: object = None) -> None:
     """PID 1: mount /proc, fork the command, reap everyone, report the command's status.
-    Its exit ends the namespace: the kernel kills whatever is left."""
+    Its exit ends the namespace: the kernel kills whatever is left. With a proxy it also
+    forks the helper that echoes the proxy's refusals (no thread can start here: a
+    process that unshared its PID namespace cannot make threads)."""
     code = 127
     try:
         _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the launcher died: end
@@ -232,6 +341,10 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
             os.close(report)
             os._exit(start())
         _drop_stdin()
+        if control is not None and os.fork() == 0:
+            os.close(report)
+            _echo(control)
+            os._exit(0)
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == child:

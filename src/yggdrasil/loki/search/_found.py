@@ -55,7 +55,7 @@ class Skips:
         self.seen.append((kind, path_key(rel)))
 
     def counts(self, before: Key | None = None) -> dict[str, int]:
-        out = {"ignored": 0, "hidden": 0, "binary": 0}
+        out = {"ignored": 0, "hidden": 0, "binary": 0, "protected": 0}
         for kind, key in self.seen:
             if before is None or key < before:
                 out[kind] += 1

@@ -254,11 +254,22 @@ class IgnoreFile:
         return bool(self.rules)
 
     def match(self, rel: str, is_dir: bool) -> bool | None:
+        rule = self.rule(rel, is_dir)
+        return None if rule is None else not rule.whitelist
+
+    def rule(self, rel: str, is_dir: bool) -> IgnoreRule | None:
+        """The line that decides ``rel`` (the last one matching it), or None."""
         rx, order = (self._all, self._order) if is_dir else (self._files_rx, self._files)
         m = rx.fullmatch(rel) if rx is not None else None
         if m is None or m.lastindex is None:
             return None
-        return not self.rules[order[m.lastindex - 1]].whitelist
+        return self.rules[order[m.lastindex - 1]]
+
+    def decisive(self, rel: str, is_dir: bool) -> tuple[str, bool] | None:
+        """(the deciding line as written, True unless it is a ``!`` whitelist): the
+        ``files.GlobRules`` a ``Protection`` asks."""
+        rule = self.rule(rel, is_dir)
+        return None if rule is None else (rule.original, not rule.whitelist)
 
 
 def _alternation(patterns: list[str]) -> LinearPattern | None:

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ..errors import ToolError
@@ -83,6 +83,7 @@ def fenced(args: list[str], root: str, extra_reads: list[str]) -> list[str]:
 class RgEngine:
     root: Root
     exe: str
+    protect: list[str] = field(default_factory=list)  # -g values skipping protected entries
     name: str = "rg"
 
     def find(self, query: Query, accept: Accept) -> Found:
@@ -96,7 +97,7 @@ class RgEngine:
                 tail = block[cut + 1 :]
                 if cut >= 0:
                     rels = [_rel(r) for r in block[:cut].decode(_FS, _FS_ERRORS).split("\0")]
-                    paths.extend([r for r in rels if accept(r)])
+                    paths.extend([r for r in rels if accept(r) and self._shown(r)])
             proc.wait()
             return paths.found(_skips(err, _everything))
 
@@ -108,17 +109,21 @@ class RgEngine:
         wanted = _name_filter(query)
         hits = HitCollector(MAX_HITS, COUNT_LIMIT)
         with self._run(query, _grep_args(pattern)) as (proc, err):
-            _read_hits(proc, hits, wanted)
+            _read_hits(proc, hits, wanted, self._shown)
             if not hits.over:
                 code = proc.wait()
                 _raise_on_error(code, err, pattern, hits)
                 return hits.found(_skips(err, wanted))
         first = HitCollector(MAX_HITS, MAX_HITS)
         with self._run(query, [*_grep_args(pattern), "--sort", "path"]) as (proc, err):
-            _read_hits(proc, first, wanted)
+            _read_hits(proc, first, wanted, self._shown)
             proc.kill()
             proc.wait()
             return first.found(_skips(err, wanted), limit=COUNT_LIMIT)
+
+    def _shown(self, rel: str) -> bool:
+        """Never a protected file, even if ripgrep's overrides let one through."""
+        return self.root.protect is None or self.root.protect.covering(rel, False) is None
 
     def _binary_file(self, rel: str) -> bool:
         # ripgrep searches a file named on its command line even when it is binary.
@@ -128,7 +133,8 @@ class RgEngine:
     @contextmanager
     def _run(self, query: Query, extra: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], IO[bytes]]]:
         with tempfile.TemporaryFile() as err, _parent_rules_file(query) as ignore_file:
-            args = [self.exe, *_walk_args(query, ignore_file), *extra, "--", _target(query)]
+            args = [self.exe, *_walk_args(query, ignore_file, self.protect), *extra, "--",
+                    _target(query)]
             args = fenced(args, str(self.root.path), [ignore_file] if ignore_file else [])
             proc = subprocess.Popen(args, cwd=self.root.path, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=err)
@@ -142,7 +148,7 @@ class RgEngine:
                 proc.wait()
 
 
-def _walk_args(query: Query, ignore_file: str | None) -> list[str]:
+def _walk_args(query: Query, ignore_file: str | None, protect: list[str]) -> list[str]:
     args = ["--no-config", "--debug", "--no-require-git", "--no-ignore-parent",
             "--no-ignore-global", "--no-ignore-exclude"]
     if query.include_ignored:
@@ -150,6 +156,8 @@ def _walk_args(query: Query, ignore_file: str | None) -> list[str]:
     else:
         args += ["-g", _HIDDEN_GLOB]
     args += ["-g", "!.git"]
+    for glob in protect:  # after "!.*": the last matching override is the one logged
+        args += ["-g", glob]
     if ignore_file:
         args += ["--ignore-file", ignore_file]
     return args
@@ -191,7 +199,7 @@ def _everything(rel: str) -> bool:
 
 
 def _read_hits(proc: subprocess.Popen[bytes], hits: HitCollector,
-               wanted: Callable[[str], object]) -> None:
+               wanted: Callable[[str], object], shown: Callable[[str], bool]) -> None:
     """Feed ripgrep's JSON lines to ``hits`` until it ends or ``hits`` has enough."""
     assert proc.stdout is not None
     for raw in proc.stdout:
@@ -199,7 +207,8 @@ def _read_hits(proc: subprocess.Popen[bytes], hits: HitCollector,
             data = json.loads(raw)["data"]
             text = _text(data["lines"]).removesuffix("\n").removesuffix("\r")
             rel = _rel(_text(data["path"]))
-            if wanted(rel) and hits.add(Hit(rel, data["line_number"], clip_line(text))):
+            if wanted(rel) and shown(rel) and hits.add(Hit(rel, data["line_number"],
+                                                           clip_line(text))):
                 return
         elif raw.startswith(b'{"type":"end"'):
             hits.end_file(json.loads(raw)["data"]["binary_offset"] is not None)
@@ -235,6 +244,8 @@ def _skip_kind(match: bytes, detail: bytes) -> str | None:
         return "ignored"
     if match == b"Override" and f'original: "{_HIDDEN_GLOB}"'.encode() in detail:
         return "hidden"
+    if match == b"Override" and b'original: "!.git"' not in detail:
+        return "protected"  # every other override we give is a protected glob
     return None  # .git, or a file the name glob leaves out
 
 

@@ -21,6 +21,7 @@ from ..errors import PathError, ToolError
 from ..files import Root
 from ._found import Accept, Found, Pattern, Query
 from ._globs import GlobError, glob_matcher, rebase_ignore_text
+from ._protected import rg_overrides
 from ._pysearch import COUNT_LIMIT, PythonEngine
 from ._rg import RgEngine, find_rg
 from ._walk import IGNORE_NAMES, read_ignore_text
@@ -47,10 +48,13 @@ class Search:
         if self.backend == "python":
             return PythonEngine(self.root)
         exe = find_rg()
-        if exe is not None:
-            return RgEngine(self.root, exe)
+        overrides = rg_overrides(self.root.protect)
+        if exe is not None and overrides is not None:
+            return RgEngine(self.root, exe, overrides)
         if self.backend == "rg":
-            raise ToolError("ripgrep 14 (rg) is not installed; pip install 'yggdrasil-loki[search]'")
+            raise ToolError("ripgrep 14 (rg) is not installed; pip install 'yggdrasil-loki[search]'"
+                            if exe is None else "ripgrep cannot skip these protected globs "
+                            "(an exception that is not a plain file name); use the Python engine")
         return PythonEngine(self.root)
 
     def find(self, pattern: str, path: str = ".", include_ignored: bool = False) -> str:
@@ -159,8 +163,9 @@ def _skip_note(found: Found, include_ignored: bool) -> str:
 
 
 def skip_note(counts: dict[str, int], include_ignored: bool, *, over: bool = False) -> str:
-    """'[skipped: 12 ignored, 3 hidden, 2 binary; ...]', or '' when nothing was skipped."""
-    parts = [f"{counts[kind]} {kind}" for kind in ("ignored", "hidden", "binary") if counts[kind]]
+    """'[skipped: 12 ignored, 3 hidden, 2 binary, 1 protected; ...]', or '' when nothing was skipped."""
+    parts = [f"{counts[kind]} {kind}" for kind in ("ignored", "hidden", "binary", "protected")
+             if counts.get(kind)]
     if not parts:
         return ""
     label = "skipped before the cut" if over else "skipped"

@@ -5,7 +5,9 @@ one through :class:`Root`), so it never follows a link, not even one swapped in 
 it walks (an ignore file that is a link is read where it points inside the root, since
 ripgrep reads it too). It skips what ripgrep skips, in ripgrep's order of precedence:
 
-1. ``.git`` (always, silently) and, unless ``include_ignored``, hidden names;
+1. ``.git`` (always, silently); protected entries (always: ``Root.protect``; a protected
+   folder counts once, its contents are never listed); unless ``include_ignored``, hidden
+   names;
 2. unless ``include_ignored``, ignore files: ``.rgignore`` lines beat ``.ignore`` lines,
    which beat ``.gitignore`` lines; within a kind the deepest folder wins; the rules of
    the folders above the start folder come last (``Query.parent_rules``);
@@ -54,6 +56,7 @@ class Visit:
 class Walker:
     def __init__(self, root: Root, query: Query, skips: Skips) -> None:
         self.root, self.query, self.skips = root, query, skips
+        self.protect = root.protect
         self.parents = IgnoreFile("\n".join(query.parent_rules)) if query.parent_rules else None
         self.name_rx = (glob_matcher(query.name_glob, literal_separator=False)
                         if query.name_glob else None)
@@ -83,6 +86,9 @@ class Walker:
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
+                continue
+            if self.protect is not None and self.protect.entry(rel, is_dir) is not None:
+                self.skips.add("protected", rel)
                 continue
             if not self.query.include_ignored and self._skipped(entry.name, rel, is_dir, levels):
                 continue

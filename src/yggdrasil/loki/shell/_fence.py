@@ -12,9 +12,11 @@ in the command's mount namespace (``(kind, path)`` pairs, see ``sandbox._namespa
 - for every ``.git`` folder of the root: the folder pinned (it cannot be moved or
   replaced) and its ``config`` and ``hooks/`` read-only, unless ``git_writable``;
 - the sockets of daemons that run programs for whoever connects (docker, containerd,
-  podman, systemd, the system bus) masked.
+  podman, systemd, the system bus) masked;
+- the root's protected files and folders (``Root.protect``: ``.env``, ``*.pem``, ``.aws/``)
+  covered by unreadable mode-000 stand-ins, last, so that they cover any bind above.
 
-Later layers (background jobs, protected files) add their mounts to the same list.
+Background jobs use the same plan.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ DAEMON_SOCKETS = (
     "/run/dbus/system_bus_socket", "/var/snap/lxd/common/lxd/unix.socket",
     "/var/lib/incus/unix.socket", "/run/screen",
 )
+# Name resolvers reached over a UNIX socket: a command without the network could still
+# send names (and so data) out through their DNS queries.
+RESOLVER_SOCKETS = ("/run/nscd/socket", "/var/run/nscd/socket",
+                    "/run/systemd/resolve/io.systemd.Resolve",
+                    "/run/systemd/resolve/io.systemd.Resolve.Monitor")
 GIT_READ_ONLY = ("config", "hooks")
 
 
@@ -68,9 +75,12 @@ def private_tmpfs() -> list[str]:
 
 
 def mount_plan(writable: Sequence[str], needed: Iterable[str], git_dirs: Iterable[str],
+               protected: Iterable[str] = (), *, closed_network: bool = False,
                ) -> list[tuple[str, str]]:
     """The mounts for one command: ``writable`` places (bound nosuid), ``needed`` read-only
-    places that must stay visible under a private tmpfs, ``git_dirs`` to protect."""
+    places that must stay visible under a private tmpfs, ``git_dirs`` to pin, and
+    ``protected`` files and folders (absolute) to make unreadable; ``closed_network``
+    (no network, or only through the proxy) masks the name resolvers' sockets too."""
     tmpfs = private_tmpfs()
     binds = [("bind", p) for p in _distinct(writable)]
     for path in _distinct(needed):
@@ -84,8 +94,10 @@ def mount_plan(writable: Sequence[str], needed: Iterable[str], git_dirs: Iterabl
         binds += [("bind-ro", os.path.join(git, name)) for name in GIT_READ_ONLY
                   if os.path.lexists(os.path.join(git, name))]
     binds.sort(key=lambda b: b[1].count("/"))  # outer before inner: the inner lands on top
-    masks = [("mask", p) for p in _distinct(DAEMON_SOCKETS) if os.path.lexists(p)]
-    return [*(("tmpfs", p) for p in tmpfs), *binds, *masks]
+    sockets = [*DAEMON_SOCKETS, *(RESOLVER_SOCKETS if closed_network else ())]
+    masks = [("mask", p) for p in _distinct(sockets) if os.path.lexists(p)]
+    secrets = [("protect", p) for p in protected]
+    return [*(("tmpfs", p) for p in tmpfs), *binds, *masks, *secrets]
 
 
 def needed_paths(env: Mapping[str, str], shell: str) -> list[str]:

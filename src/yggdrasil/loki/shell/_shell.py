@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +24,9 @@ from annotated_types import Interval
 
 from ..errors import PathError, ToolError
 from ..files import Diff, Journal, Root, clip_list
+from ..netproxy import NetProxy
 from ..sandbox import (
+    Completed,
     isolation_status,
     landlock_status,
     launcher_argv,
@@ -34,6 +36,8 @@ from ..sandbox import (
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
 from ._job import JobLimits
 from ._jobs import Jobs
+from ._protected import ProtectedPaths, walk_protected
+from ._rules import CommandRules
 from ._watch import ChangeTracker
 
 SandboxMode = Literal["auto", "require", "off"]
@@ -55,6 +59,8 @@ _FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR{ne
                "elsewhere fails with 'Permission denied'. Work inside the root, or ask the "
                "user to add a writable folder]\n")
 _NO_NETWORK = ", and may not open TCP connections"
+_PROTECTED_NOTE = ("[sandbox: protected files (they may hold secrets) are unreadable to commands, "
+                   "as to every tool; only the user can change that list]\n")
 # Seconds a command may run; the toolbox checks the limit before the call (bind_args).
 Timeout = Annotated[float, Interval(gt=0, le=3600)]
 PYCACHE_VAR = "PYTHONPYCACHEPREFIX"  # bytecode of commands goes to a cache outside the root
@@ -85,6 +91,9 @@ class Shell:
     shell: str = field(default_factory=lambda: shutil.which("bash") or "/bin/sh")
     git_writable: bool = False  # commands may change .git/config and .git/hooks
     limits: JobLimits = field(default_factory=JobLimits)  # background jobs
+    rules: CommandRules = field(default_factory=CommandRules)  # allow / ask / deny by words
+    confirm: Callable[[str], bool] | None = None  # asked for commands an ``ask`` rule matches
+    proxy: NetProxy | None = None  # network only to its hosts (with namespaces; else none)
     tracker: ChangeTracker = field(init=False, repr=False)
     jobs: Jobs = field(init=False, repr=False)
 
@@ -93,6 +102,8 @@ class Shell:
         if self.sandbox not in SANDBOX_MODES:
             raise ValueError(f"sandbox must be one of {SANDBOX_MODES}, not {self.sandbox!r}")
         self._pycache: Path | None = None
+        self._protected = ProtectedPaths(self.root.protect) if self.root.protect else None
+        self._masked: list[str] = []  # what the last command got masked (absolute)
         self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits)
 
     # -- the tools -----------------------------------------------------------------------
@@ -100,6 +111,7 @@ class Shell:
     def run(self, command: str, timeout: Timeout = 60, background: bool = False) -> str:
         if not command.strip():
             raise ToolError("command is empty; give a shell command to run in the root")
+        self.check_command(command)  # background jobs obey the rules too
         argv = [self.shell, "-c", command]
         if background:
             return self.jobs.start(command, lambda scratch: self._prepare(
@@ -108,6 +120,10 @@ class Shell:
             return self._execute(argv, self._env(scratch), scratch, timeout)
 
     def run_python(self, code: str, timeout: Timeout = 60, background: bool = False) -> str:
+        # Rules see it as `python <file>`: ("deny", "python") refuses it, and so does
+        # rules_default="deny" unless a rule allows python.
+        shown = code if len(code) <= 2000 else f"{code[:2000]}\n[... {len(code) - 2000} more chars]"
+        self.rules.check("python", self.confirm, action=f"run python code:\n{shown}")
         if background:
             first = next((ln for ln in code.splitlines() if ln.strip()), "")
             return self.jobs.start(f"python: {first}", lambda scratch: self._prepare(
@@ -125,6 +141,11 @@ class Shell:
             paths.append(env["PYTHONPATH"])
         env["PYTHONPATH"] = os.pathsep.join(paths)
         return [sys.executable, str(script)], env
+
+    def check_command(self, command: str) -> None:
+        """Raise unless the rules let ``command`` run (asking ``confirm`` for ``ask``);
+        background jobs call it too."""
+        self.rules.check(command, self.confirm)
 
     # -- the fence and the environment ---------------------------------------------------
 
@@ -157,7 +178,9 @@ class Shell:
         _, withheld = scrubbed(os.environ, self.env)
         env = (f"{len(withheld)} secret-looking environment "
                f"variable{'' if len(withheld) == 1 else 's'} withheld")
-        return f"{self._landlock_status(fence)}; {self._isolation_status(fence)}; {env}."
+        rules = f"\n{self.rules.describe()}" if self.rules else ""
+        return (f"{self._landlock_status(fence)}; {self._isolation_status(fence)}; "
+                f"{env}{self._protect_status(fence)}.{rules}")
 
     def _landlock_status(self, fence: Fence) -> str:
         if not fence.abi:
@@ -175,13 +198,27 @@ class Shell:
         if hidden:
             where += "; they cannot read " + ", ".join(_home_relative(p) for p in hidden)
         for path, inside in exposed:  # a write rule there grants read; Landlock only adds
-            where += f"; {_home_relative(path)} is inside {inside}: NOT hidden"
+            if fence.namespaces and self.root.protected(Path(path), os.path.isdir(path)):
+                where += f"; {_home_relative(path)} is inside {inside} but protected (masked)"
+            else:
+                where += f"; {_home_relative(path)} is inside {inside}: NOT hidden"
         return (f"Commands (run, run_python) are sandboxed by Landlock (ABI {fence.abi}): they "
                 f"can write only inside {where}")
 
     def _isolation_status(self, fence: Fence) -> str:
         if self.network:
             net = "network allowed"
+        elif self.proxy is not None and fence.namespaces:
+            net = (f"network only to {self.proxy.rules.allowed} over HTTP(S), through the "
+                   "toolbox's proxy (HTTP_PROXY/HTTPS_PROXY; a network namespace of their own "
+                   "with no other way out: other hosts, IP addresses, UDP and DNS fail)")
+        elif self.proxy is not None and self.sandbox != "off":
+            net = ("network limited to hosts is NOT possible here (it needs network "
+                   "namespaces), so commands get no network: " + (
+                       "TCP connect/bind blocked" if fence.abi >= 4 else
+                       "and the network is NOT blocked either (needs Landlock ABI 4)"))
+        elif self.proxy is not None:
+            net = 'network NOT limited to the allowed hosts (sandbox="off")'
         elif fence.namespaces:
             net = ("no network (a network namespace of their own, loopback only"
                    + ("; TCP connect/bind blocked too)" if fence.abi >= 4 else ")"))
@@ -206,6 +243,28 @@ class Shell:
         setid = ("setuid/setgid bits cannot be set" if fence.no_setid else
                  f"setuid/setgid bits are NOT blocked ({isolation_status().setid_reason})")
         return f"{net}; {iso}; {setid}"
+
+    def _protect_status(self, fence: Fence) -> str:
+        if not self.root.protect:
+            return ""
+        if fence.namespaces:
+            return ("; the protected files are unreadable to them (masked in their mount "
+                    "namespace; one that appears while a command runs is masked from the "
+                    "next command on)")
+        why = 'sandbox="off"' if self.sandbox == "off" else "masking them needs namespaces"
+        return f"; the protected files are NOT hidden from them ({why})"
+
+    def protected_paths(self) -> list[str]:
+        """The root's protected files and folders (absolute, outermost only) as of the
+        tracker's last ``begin()``, or from a walk when it has no complete view."""
+        if self._protected is None:
+            return []
+        tree = self.tracker.tree()
+        if tree is None:
+            rels = walk_protected(str(self.root.path), self._protected.protect)
+        else:
+            rels = self._protected.outermost(*tree)
+        return [os.path.join(self.root.path, rel) for rel in rels]
 
     def hidden_paths(self) -> list[str]:
         """The hidden paths that exist now, resolved (relative ones from the root)."""
@@ -266,15 +325,29 @@ class Shell:
         if self.sandbox != "off":
             writable.append(str(self.pycache))
         mounts: list[tuple[str, str]] = []
+        self._masked = []
         if fence.namespaces:
             git = [] if self.git_writable else self.tracker.git_dirs()
-            mounts = mount_plan(writable, needed_paths(env, self.shell), git)
+            self._masked = self.protected_paths()
+            mounts = mount_plan(writable, needed_paths(env, self.shell), git, self._masked,
+                                closed_network=not self.network)
+        proxy = self.proxy.control_path if self.proxy is not None and fence.namespaces else None
         python = sys.executable or shutil.which("python3") or "python3"
-        return launcher_argv(python, writable if fence.abi else [], network=self.network,
-                             abi=fence.abi, argv=argv,
+        return launcher_argv(python, writable if fence.abi else [],
+                             network=self.network or proxy is not None, abi=fence.abi, argv=argv,
                              hidden=self.hidden_paths() if fence.abi else [],
                              namespaces=fence.namespaces, mounts=mounts,
-                             no_setid=fence.no_setid)
+                             no_setid=fence.no_setid, proxy=proxy)
+
+    def _denied_note(self, done: Completed, fence: Fence, masked: Sequence[str]) -> str:
+        """Why a failed command met 'Permission denied': a protected file, or the fence."""
+        if done.exit_code == 0 or not (fence.abi or masked):
+            return ""
+        secret, other = _denied_lines(done.stderr.text(), masked)
+        note = _PROTECTED_NOTE if secret else ""
+        if other and fence.abi:
+            note += _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK)
+        return note
 
     def _check(self, argv: list[str], env: dict[str, str]) -> Fence:
         """The fence ``argv`` gets; ToolError when it must not or cannot run."""
@@ -308,6 +381,7 @@ class Shell:
         if self.journal is not None:
             self.journal.keep_originals(self.tracker.code_files())
         argv, env, reaped = self._wrap(argv, env, scratch, fence)
+        masked = [self.root.rel(Path(p)) for p in self._masked] if reaped else []
         try:
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
                                reaped=reaped)
@@ -317,12 +391,22 @@ class Shell:
                 self.journal.after_command(changes)
             self.jobs.resume()
         text = done.observation()
-        denied = fence.abi and done.exit_code != 0 and _DENIED in done.stderr.text()
-        note = _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK) if denied else ""
-        for extra in (_changed_section(changes), note):
+        for extra in (_changed_section(changes), self._denied_note(done, fence, masked)):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
         return text
+
+
+def _denied_lines(stderr: str, masked: Sequence[str]) -> tuple[bool, bool]:
+    """(a denial names a protected path, a denial names something else) in ``stderr``."""
+    secret = other = False
+    for line in stderr.splitlines():
+        if _DENIED in line:
+            if any(rel in line for rel in masked):
+                secret = True
+            else:
+                other = True
+    return secret, other
 
 
 def _home_relative(path: str) -> str:

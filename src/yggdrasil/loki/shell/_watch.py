@@ -327,6 +327,16 @@ class ChangeTracker:
             return self.before.files, self.before.skipped, self.before.sentinel
         return {}, {}, set()
 
+    def tree(self) -> tuple[Iterable[str], Iterable[str]] | None:
+        """(files, folders) of the root as of the last begin(), root-relative; the skipped
+        folders are listed but not their contents; None when that view is not complete
+        (too many files)."""
+        if self.watch is not None and self.watch.complete:
+            return self.watch.files.keys(), [*self.watch.dirs, *self.watch.skipped]
+        if self.before is not None and self.before.complete:
+            return self.before.files.keys(), [*self.before.dirs, *self.before.skipped]
+        return None
+
     def git_dirs(self) -> list[str]:
         """The root's ``.git`` folders and files (any depth), as absolute paths."""
         files, skipped, _ = self._view()

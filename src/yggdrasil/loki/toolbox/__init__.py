@@ -13,7 +13,7 @@ Imports the hands (``files``, ``search``, ``shell``, ``tables``, ``web``), ``san
 
 from __future__ import annotations
 
-from ._box import Part, Toolbox
+from ._box import AfterCall, BeforeCall, Part, Toolbox
 from ._calls import Observation
 from ._catalog import job_tools, read_tools, web_tools, write_tools
 from ._catalog_edits import edit_tools
@@ -23,6 +23,8 @@ from ._tool import Tool
 
 __all__ = [
     "FLAVORS",
+    "AfterCall",
+    "BeforeCall",
     "Flavor",
     "Observation",
     "Part",

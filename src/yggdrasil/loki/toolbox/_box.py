@@ -17,11 +17,16 @@ from ._flavors import FLAVORS, Flavor, reshape
 from ._schema import bind_args
 from ._tool import Tool
 
-__all__ = ["Part", "Toolbox"]
+__all__ = ["AfterCall", "BeforeCall", "Part", "Toolbox"]
 
 log = logging.getLogger("yggdrasil.loki.tools")
 
 _CLOSE_WAIT = 30.0  # seconds close() waits for cancelled calls to wind up
+
+# before_call(tool, args) -> None to go on, or a message that refuses the call;
+# after_call(tool, args, observation) -> None to keep it, or the observation to show instead.
+BeforeCall = Callable[[str, Any], "str | None"]
+AfterCall = Callable[[str, Any, str], "str | None"]
 
 
 class Part(Protocol):
@@ -73,6 +78,13 @@ class Toolbox:
 
     A toolbox has a lifetime: ``close()`` (or leaving ``with filesystem_toolbox(...) as
     box:``) also stops every background job; the interpreter's exit does too.
+
+    ``before_call(tool, args)`` runs before every call of a known tool: a string refuses
+    the call (the model reads ``REFUSED: <message>``); ``after_call(tool, args,
+    observation)`` runs after it: a string replaces the observation (run a formatter after
+    each edit and append what it said). Both run in the call's turn (a mutating call's
+    lock held, so a hook may call the box's tools and their changes count for the call);
+    an exception in either is an ``ERROR:`` observation, never raised.
     """
 
     tools: dict[str, Tool] = field(default_factory=dict)
@@ -81,6 +93,8 @@ class Toolbox:
     _status: str = field(default="", init=False, repr=False, compare=False)
     _parts: list[Part] = field(default_factory=list, init=False, repr=False, compare=False)
     closed: bool = field(default=False, init=False, compare=False)
+    before_call: BeforeCall | None = field(default=None, repr=False, compare=False)
+    after_call: AfterCall | None = field(default=None, repr=False, compare=False)
     _calls: RunningCalls = field(default_factory=RunningCalls, init=False, repr=False,
                                  compare=False)
     _touched: dict[str, None] | None = field(default=None, init=False, repr=False, compare=False)
@@ -258,7 +272,7 @@ class Toolbox:
         event = cancel if cancel is not None else threading.Event()
         with self._calls.track(event):
             if not tool.mutates:
-                return Observation.of(self._invoke(tool, args, event))
+                return Observation.of(self._hooked(tool, args, event))
             with self._calls.exclusive(event) as turn:
                 if not turn or event.is_set():
                     return Observation.of(f"ERROR: {name} was cancelled before it started")
@@ -268,7 +282,7 @@ class Toolbox:
                 mine: tuple[str, ...] = ()
                 try:
                     self._settle()  # what background jobs changed meanwhile is theirs
-                    text = self._invoke(tool, args, event)
+                    text = self._hooked(tool, args, event)
                     mine = tuple(list(touched)[start:])
                     return Observation.of(text, mine)
                 finally:
@@ -288,6 +302,29 @@ class Toolbox:
         """Block until no call is running (True), or ``timeout`` seconds passed (False)."""
         return self._calls.wait_idle(timeout)
 
+    def _hooked(self, tool: Tool, args: Any, cancel: threading.Event) -> str:
+        """The tool's observation, with ``before_call`` and ``after_call`` around it."""
+        if self.before_call is not None:
+            try:
+                refusal = self.before_call(tool.name, _copy(args))
+            except Exception as exc:
+                log.debug("before_call raised for %s", tool.name, exc_info=True)
+                return (f"ERROR: the before_call hook failed on {tool.name} "
+                        f"({type(exc).__name__}: {exc}); the call did not run")
+            if refusal is not None:
+                text = str(refusal)
+                return text if text.startswith(("ERROR:", "REFUSED:")) else f"REFUSED: {text}"
+        text = self._invoke(tool, args, cancel)
+        if self.after_call is None:
+            return text
+        try:
+            replaced = self.after_call(tool.name, _copy(args), text)
+        except Exception as exc:
+            log.debug("after_call raised for %s", tool.name, exc_info=True)
+            return (f"ERROR: the after_call hook failed on {tool.name} ({type(exc).__name__}: "
+                    f"{exc}); the tool ran, and said:\n{text}")
+        return text if replaced is None else clip_text(str(replaced))
+
     def _invoke(self, tool: Tool, args: Any, cancel: threading.Event) -> str:
         try:
             with cancel_scope(cancel):
@@ -298,3 +335,8 @@ class Toolbox:
             log.debug("tool %s raised", tool.name, exc_info=True)
             return f"ERROR: {tool.name} failed: {type(exc).__name__}: {exc}"
         return clip_text(result if isinstance(result, str) else str(result))
+
+
+def _copy(args: Any) -> Any:
+    """What a hook is shown: a copy of the arguments, so it cannot change the call."""
+    return dict(args) if isinstance(args, dict) else args

@@ -1,0 +1,235 @@
+"""Protected files through every file tool: refused, skipped and counted, marked; and off.
+
+Each default pattern gets a file holding a secret; every tool is asked for it and must
+answer with the protected ERROR (or skip it and say so), and the secret never appears in
+any observation. Commands are tested in test_protect_commands.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from yggdrasil.loki.files import Root
+from yggdrasil.loki.search import Search, find_rg, protection, rg_overrides
+from yggdrasil.loki.tools import DEFAULT_PROTECTED, Toolbox, filesystem_toolbox
+
+SECRET = "s3cret-7f2a"
+# One path per default glob (several at depth), and the exceptions that stay readable.
+PROTECTED = [".env", ".env.local", "app/.env.production", "certs/server.pem", "tls.key",
+             "store.p12", "store.pfx", "id_rsa", "keys/id_rsa.pub", "id_ed25519", "id_ecdsa",
+             ".netrc", ".npmrc", ".pypirc", ".git-credentials", "vault.kdbx",
+             "credentials.json", "cfg/service-account-prod.json", "secrets.yaml",
+             ".aws/credentials", ".ssh/config"]
+EXCEPTIONS = [".env.example", ".env.sample", ".env.template"]
+ENGINES = ["python", *(["rg"] if find_rg() else [])]
+
+
+def secret_text(rel: str) -> str:
+    if rel.endswith(".json"):
+        return f'[{{"key": "{SECRET}"}}]\n'
+    if rel.endswith(".yaml"):
+        return f"key: {SECRET}\n"
+    return f"name,value\nkey,{SECRET}\n"
+
+
+@pytest.fixture
+def tree(root: Path) -> Path:
+    for rel in [*PROTECTED, *EXCEPTIONS, "src/app.py", "data.csv"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(secret_text(rel) if rel in PROTECTED else f"ok {rel}\n")
+    (root / "data.csv").write_text("name,value\na,1\n")
+    return root
+
+
+def assert_protected(out: str, rel: str) -> None:
+    assert out.startswith("ERROR: ") and " is protected: it may hold secrets" in out, out
+    assert "protect=" in out and "--no-protect" in out  # names the option that changes it
+    assert SECRET not in out
+
+
+@pytest.mark.parametrize("rel", PROTECTED)
+def test_every_file_tool_refuses_each_default_pattern(tree: Path, rel: str) -> None:
+    box = filesystem_toolbox(tree, allow_web=True, allow_private_hosts=True)
+    before = (tree / rel).read_bytes()
+    calls = [
+        ("read_file", {"path": rel}),
+        ("read_file", {"path": f"./{rel}"}),
+        ("read_file", {"path": str(tree / rel)}),
+        ("read_file", {"path": f"src/../{rel}"}),
+        ("write_file", {"path": rel, "content": "replaced"}),
+        ("edit_file", {"path": rel, "old": SECRET, "new": "x"}),
+        ("read_table", {"path": rel}),
+        ("query_table", {"sql": f"SELECT * FROM '{rel}'"}),
+        ("grep", {"pattern": "key", "path": rel}),
+        ("find", {"pattern": "*", "path": rel}),
+        # the save target is checked before anything is downloaded (port 9 answers nothing)
+        ("web_table", {"url": "http://127.0.0.1:9/t.csv", "save": rel}),
+        ("web_image", {"url": "http://127.0.0.1:9/i.png", "save": rel}),
+    ]
+    for name, args in calls:
+        assert_protected(box.call(name, args), rel)
+    folder = rel.split("/")[0] if rel.startswith((".aws/", ".ssh/")) else None
+    if folder:  # the contents of a protected folder cannot be listed
+        assert_protected(box.call("list_dir", {"path": folder}), folder)
+        assert_protected(box.call("write_file", {"path": f"{folder}/new", "content": "x"}), folder)
+    assert (tree / rel).read_bytes() == before and box.changed == []
+
+
+def test_exceptions_and_other_files_stay_readable(tree: Path) -> None:
+    box = filesystem_toolbox(tree)
+    for rel in EXCEPTIONS:
+        assert box.call("read_file", {"path": rel}) == f"1\tok {rel}"
+    assert "shape=(1, 2)" in box.call("read_table", {"path": "data.csv"})
+
+
+def test_list_dir_marks_protected_entries_without_their_size(tree: Path) -> None:
+    box = filesystem_toolbox(tree)
+    listing = box.call("list_dir", {"path": "."}).splitlines()
+    assert ".aws/  [protected]" in listing and ".ssh/  [protected]" in listing
+    assert ".env  [protected]" in listing and "tls.key  [protected]" in listing
+    assert ".env.example  (16b)" in listing and "data.csv  (15b)" in listing
+    assert box.call("list_dir", {"path": "certs"}) == "certs/server.pem  [protected]"
+    os.symlink(".env", tree / "innocent.txt")
+    assert "innocent.txt@ -> .env  [protected]" in box.call("list_dir", {"path": "."})
+    assert_protected(box.call("read_file", {"path": "innocent.txt"}), ".env")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_grep_and_find_skip_and_count_them(tree: Path, engine: str) -> None:
+    search = Search(Root.at(tree, protection(DEFAULT_PROTECTED)), backend=engine)  # type: ignore[arg-type]
+    out = search.grep("key", include_ignored=True)
+    assert SECRET not in out
+    # 21 protected paths, two of them inside .aws/ and .ssh/, which count once each
+    assert out.endswith("[skipped: 21 protected]"), out
+    names = search.find("*", include_ignored=True)
+    assert names.splitlines()[:3] == [".env.example", ".env.sample", ".env.template"]
+    assert "credentials.json" not in names and names.endswith("[skipped: 21 protected]")
+    # Without include_ignored the hidden ones count as protected too: protection comes first.
+    assert search.grep(SECRET).endswith("[skipped: 3 hidden, 21 protected; include_ignored="
+                                        "true searches ignored and hidden files]")
+
+
+def test_both_engines_agree_on_protected_trees(tree: Path) -> None:
+    if len(ENGINES) < 2:
+        pytest.skip("ripgrep 14 is not installed: nothing to compare")
+    (tree / ".gitignore").write_text("!.env\n*.log\n!secrets.*\n")  # whitelists change nothing
+    (tree / "sub" / ".env.example").parent.mkdir()
+    (tree / "sub" / ".env.example").write_text(f"ok {SECRET}\n")
+    (tree / "sub" / ".env.examplex").write_text(f"no {SECRET}\n")
+    (tree / "run.log").write_text(f"{SECRET}\n")
+    root = Root.at(tree, protection(DEFAULT_PROTECTED))
+    for ignored in (False, True):
+        got = [Search(root, backend=b).grep(SECRET, include_ignored=ignored) for b in ENGINES]  # type: ignore[arg-type]
+        assert got[0] == got[1]
+        found = [Search(root, backend=b).find("*", include_ignored=ignored) for b in ENGINES]  # type: ignore[arg-type]
+        assert found[0] == found[1]
+    assert "sub/.env.example:1: ok" in got[0] and "examplex" not in got[0]
+
+
+def test_exceptions_ripgrep_cannot_express_fall_back_to_python(tree: Path) -> None:
+    globs = ("conf/*", "!keep.yml")
+    assert rg_overrides(protection(globs)) is None
+    (tree / "conf").mkdir()
+    (tree / "conf" / "keep.yml").write_text(f"ok {SECRET}\n")
+    (tree / "conf" / "db.yml").write_text(f"no {SECRET}\n")
+    box = filesystem_toolbox(tree, protect=globs)
+    out = box.call("grep", {"pattern": SECRET, "path": "conf"})
+    assert out == f"conf/keep.yml:1: ok {SECRET}\n[skipped: 1 protected]"
+
+
+def test_protect_off_restores_access(tree: Path) -> None:
+    box = filesystem_toolbox(tree, protect=())
+    assert SECRET in box.call("read_file", {"path": ".env"})
+    assert box.call("list_dir", {"path": ".aws"}) == ".aws/credentials  (27b)"
+    assert SECRET in box.call("grep", {"pattern": SECRET, "include_ignored": True})
+    assert "Protected files" not in box.status
+
+
+def test_a_list_replaces_and_a_sum_adds(tree: Path) -> None:
+    (tree / "local.sqlite").write_text(SECRET)
+    replaced = filesystem_toolbox(tree, protect=["*.sqlite"])
+    assert SECRET in replaced.call("read_file", {"path": ".env"})
+    assert_protected(replaced.call("read_file", {"path": "local.sqlite"}), "local.sqlite")
+    added = filesystem_toolbox(tree, protect=(*DEFAULT_PROTECTED, "*.sqlite"))
+    assert_protected(added.call("read_file", {"path": ".env"}), ".env")
+    assert_protected(added.call("read_file", {"path": "local.sqlite"}), "local.sqlite")
+    assert "*.sqlite" in added.status
+
+
+def test_a_protected_folder_name_protects_everything_below(root: Path) -> None:
+    (root / "deploy" / "secrets.d").mkdir(parents=True)
+    (root / "deploy" / "secrets.d" / "db.txt").write_text(SECRET)
+    box = filesystem_toolbox(root, protect=["secrets.d/"])
+    for path in ("deploy/secrets.d/db.txt", "deploy/secrets.d", "deploy/secrets.d/new.txt"):
+        out = box.call("read_file" if "." in path[-4:] else "list_dir", {"path": path})
+        assert_protected(out, path)
+    # ... and a link that leads there, from outside it, is refused as well
+    os.symlink("deploy/secrets.d", root / "shortcut")
+    assert_protected(box.call("read_file", {"path": "shortcut/db.txt"}), "shortcut/db.txt")
+
+
+def test_bad_protect_globs_are_refused_when_the_toolbox_is_made(root: Path) -> None:
+    with pytest.raises(ValueError, match="one line"):
+        filesystem_toolbox(root, protect=["a\nb"])
+    with pytest.raises(ValueError, match="not a valid glob"):
+        filesystem_toolbox(root, protect=["[z-a]"])
+    box = filesystem_toolbox(root, protect=".env")  # one string is one glob, not letters
+    (root / "e").write_text("fine")
+    assert box.call("read_file", {"path": "e"}) == "1\tfine"
+
+
+def test_tools_of_a_read_only_toolbox_refuse_too(tree: Path) -> None:
+    box: Toolbox = filesystem_toolbox(tree, read_only=True)
+    assert_protected(box.call("read_file", {"path": ".env"}), ".env")
+    assert "Protected files (they may hold secrets" in box.status
+
+
+@pytest.mark.parametrize("patch", [
+    "*** Begin Patch\n*** Update File: .env\n@@\n-name,value\n+name,x\n*** End Patch",
+    "*** Begin Patch\n*** Delete File: certs/server.pem\n*** End Patch",
+    "*** Begin Patch\n*** Add File: .ssh/authorized_keys\n+ssh-ed25519 AAAA attacker\n*** End Patch",
+    "*** Begin Patch\n*** Update File: data.csv\n*** Move to: secrets.csv\n@@\n-a,1\n+a,2\n"
+    "*** End Patch",
+    "*** Begin Patch\n*** Update File: tls.key\n*** Move to: stolen.txt\n@@\n-name,value\n"
+    "+name,value\n*** End Patch",
+    "--- a/.env.local\n+++ b/.env.local\n@@ -1,2 +1,2 @@\n-name,value\n+name,v\n key,x\n",
+])
+def test_apply_patch_refuses_protected_paths(tree: Path, patch: str) -> None:
+    box = filesystem_toolbox(tree)
+    before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
+    for dry_run in (True, False):
+        out = box.call("apply_patch", {"patch": patch, "dry_run": dry_run})
+        assert out.startswith("ERROR: ") and "is protected: it may hold secrets" in out, out
+        assert SECRET not in out
+    assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before
+
+
+def test_undo_edit_refuses_protected_paths(tree: Path) -> None:
+    box = filesystem_toolbox(tree)
+    box.call("run", {"command": "echo made > .env.new"})
+    for path in (".env", ".env.new", ".aws/credentials"):
+        assert_protected(box.call("undo_edit", {"path": path}), path)
+    assert (tree / ".env").read_text() == secret_text(".env")
+
+
+def test_edit_file_with_edits_refuses_too(tree: Path) -> None:
+    box = filesystem_toolbox(tree)
+    out = box.call("edit_file", {"path": "credentials.json",
+                                 "edits": [{"old": SECRET, "new": "x"}]})
+    assert_protected(out, "credentials.json")
+
+
+def test_code_navigation_refuses_and_skips_them(root: Path) -> None:
+    pytest.importorskip("tree_sitter_language_pack")
+    (root / "secrets.py").write_text(f"def leak_{SECRET.replace('-', '_')}():\n    return 1\n")
+    (root / "app.py").write_text("def main():\n    return 2\n")
+    box = filesystem_toolbox(root)
+    assert_protected(box.call("outline", {"path": "secrets.py"}), "secrets.py")
+    assert_protected(box.call("read_file", {"path": "secrets.py", "symbol": "leak"}), "secrets.py")
+    for name, args in (("outline", {"path": "."}), ("repo_map", {}),
+                       ("find_symbol", {"name": "leak", "include_ignored": True})):
+        out = box.call(name, args)
+        assert "leak" not in out.replace("'leak'", "") and out.endswith("[skipped: 1 protected]"), out
