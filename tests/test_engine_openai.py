@@ -44,7 +44,9 @@ def test_native_tool_calls_edit_real_files(server: FakeModelServer, root: Path) 
             "new": "parser = argparse.ArgumentParser()\nparser.add_argument('--verbose')\n"})]),
         openai_reply("Added a --verbose flag to cli.py."),
     )
-    result = loki_at(server).act("add a --verbose flag to cli.py", root=root)
+    # strict, as OpenAI's own endpoint gets it (a local server gets the plain schema)
+    result = loki_at(server, schema_flavor="openai-strict").act("add a --verbose flag to cli.py",
+                                                                 root=root)
     assert "parser.add_argument('--verbose')" in (root / "cli.py").read_text()
     assert result.completed and result.answer == "Added a --verbose flag to cli.py."
     assert result.files_changed == ["cli.py"]
@@ -234,3 +236,21 @@ def test_the_system_prompt_names_a_job_started_during_the_run(
     first, second = server.posts()
     assert "Background jobs running" not in first["messages"][0]["content"]
     assert "Background jobs running: job 1 `sleep 30`" in second["messages"][0]["content"]
+
+
+def test_a_local_server_gets_plain_schemas_and_openai_strict_ones(
+        server: FakeModelServer, root: Path) -> None:
+    """Ollama and other local servers may reject type lists such as ["integer", "null"]
+    and small models fill in every 'required' argument: only OpenAI and Azure get strict."""
+    from yggdrasil.loki.engines.openai import OpenAIEngine
+
+    server.queue(openai_reply("Nothing to do."))
+    loki_at(server).act("say hi", root=root)
+    read_file = server.posts()[0]["tools"][1]["function"]
+    assert "strict" not in read_file
+    assert read_file["parameters"]["properties"]["start"]["type"] == "integer"
+    assert read_file["parameters"]["properties"]["start"]["default"] == 1
+    assert OpenAIEngine("m", base_url=f"{server.url}/v1").schema_flavor == "neutral"
+    assert OpenAIEngine("m", api_key="k").schema_flavor == "openai-strict"  # api.openai.com
+    assert OpenAIEngine("m", base_url="https://x.openai.azure.com/openai/v1",
+                        api_key="k").schema_flavor == "openai-strict"

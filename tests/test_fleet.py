@@ -435,3 +435,13 @@ def test_many_attempts_share_one_mirror_at_once(tmp_path: Path) -> None:
     assert leftovers(tmp_path / "cache") == []
     mirror = next((tmp_path / "cache" / "mirrors").glob("*.git"))
     assert not (mirror / "worktrees").exists() or list((mirror / "worktrees").iterdir()) == []
+
+
+def test_the_gated_engine_keeps_the_schema_flavor_its_api_wants() -> None:
+    """A fleet run must send the same tool schemas as a single run (strict for OpenAI)."""
+    from yggdrasil.loki.engines.openai import OpenAIEngine
+    from yggdrasil.loki.fleet._gate import GatedEngine
+
+    for flavor in ("openai-strict", "neutral"):
+        inner = OpenAIEngine("m", base_url="http://127.0.0.1:9/v1", schema_flavor=flavor)
+        assert GatedEngine(inner, gate=None, holder="t").schema_flavor == flavor  # type: ignore[arg-type]

@@ -42,6 +42,8 @@ def _outside(prop: dict[str, Any]) -> list[Any]:
         found.append(prop["exclusiveMinimum"])
     if "maximum" in prop:
         found.append(prop["maximum"] + 1)
+    if found:  # NaN compares false with every bound; JSON decoding lets NaN and Infinity in
+        found += [float("nan"), float("inf")]
     return found
 
 

@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..brain import (
     DEFAULT_TIMEOUT,
@@ -45,18 +46,20 @@ _KEY_HINT = "set OPENAI_API_KEY or pass api_key="
 class OpenAIEngine:
     """Chat completions at ``base_url`` (default: the SDK's, i.e. OpenAI or OPENAI_BASE_URL).
 
-    Tools go in strict form (``schema_flavor``): every argument required and optional
-    ones nullable, no ``default``, so OpenAI's strict mode and validators that reject
-    ``default`` (Azure) take them; local servers read them as plain JSON Schema.
+    Tools go to OpenAI itself and to Azure in strict form (``schema_flavor``
+    ``"openai-strict"``): every argument required and optional ones nullable, no
+    ``default``, which their strict mode and validators want. Every other OpenAI-compatible
+    server (Ollama, vLLM, llama.cpp, LM Studio...) gets the plain schema: some reject a
+    type list such as ``["string", "null"]``, and a small model told that every optional
+    argument is required fills them all in. ``schema_flavor=`` chooses either way.
     """
-
-    schema_flavor = "openai-strict"
 
     def __init__(
         self, model: str | None = None, *, base_url: str | None = None,
         api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None, native_tools: bool = True,
         max_tokens: int | None = None, temperature: float | None = None, name: str = "openai",
+        schema_flavor: str | None = None,
     ) -> None:
         try:
             import openai
@@ -73,6 +76,7 @@ class OpenAIEngine:
             raise EngineConfigError(f"the openai engine has no API key: {_KEY_HINT}, "
                                     "or base_url= for a local server") from exc
         self.name = name
+        self.schema_flavor = schema_flavor or strict_for(str(self._client.base_url))
         self.model = model or DEFAULT_MODEL
         self.native_tools = native_tools
         self.timeout = timeout
@@ -170,6 +174,13 @@ def _completion(response: Any, model: str) -> Completion:
                "output_tokens": getattr(usage, "completion_tokens", 0) or 0},
         model=getattr(response, "model", "") or model,
         truncated=choices[0].finish_reason == "length")
+
+
+def strict_for(base_url: str) -> str:
+    """The schema flavor for an endpoint: strict for OpenAI and Azure, plain elsewhere."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    vendor = host == "openai.com" or host.endswith((".openai.com", ".azure.com"))
+    return "openai-strict" if vendor else "neutral"
 
 
 def ollama_engine(

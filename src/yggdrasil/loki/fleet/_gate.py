@@ -109,6 +109,7 @@ class GatedEngine:
         self.name = str(getattr(inner, "name", "custom"))
         self.model = str(getattr(inner, "model", ""))
         self.native_tools = bool(getattr(inner, "native_tools", False))
+        self.schema_flavor = str(getattr(inner, "schema_flavor", "neutral"))  # what its API wants
 
     def complete(self, messages: Sequence[Message], *, system: str,
                  tools: Sequence[Mapping[str, Any]] | None = None) -> Completion:

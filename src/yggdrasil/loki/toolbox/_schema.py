@@ -13,6 +13,7 @@ enforces them from that same schema, so what is shown is what is checked.
 from __future__ import annotations
 
 import inspect
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -175,6 +176,8 @@ def _coerce(key: str, value: Any, schema: Mapping[str, Any]) -> Any:
 
 def _out_of_limits(value: Any, schema: Mapping[str, Any]) -> bool:
     if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):  # NaN compares false with every bound; inf is no amount
+            return True
         return (("minimum" in schema and value < schema["minimum"])
                 or ("maximum" in schema and value > schema["maximum"])
                 or ("exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"])
