@@ -269,3 +269,27 @@ def test_a_job_output_wait_is_cut_short_by_cancel(box: Toolbox) -> None:
     began = time.monotonic()
     obs = box.call("job_output", {"job": job, "wait": 60}, cancel=stop)
     assert obs.startswith(f"job {job} running") and time.monotonic() - began < 30
+
+
+def test_reading_a_job_never_waits_behind_a_command_nor_holds_one_up(
+        root: Path, box: Toolbox) -> None:
+    """job_output and jobs change nothing: they answer while a foreground command runs
+    (here one that waits for the test), and a job_output waiting for output does not hold
+    up a write (it ends while the reader still waits)."""
+    job = started_id(box.call("run", {"command": "echo ready; sleep 60", "background": True}))
+    command = threading.Thread(target=box.call, args=(
+        "run", {"command": "echo x > waiting; while [ ! -e go ]; do sleep 0.05; done"}))
+    command.start()
+    wait_for_file(root / "waiting")  # the foreground command holds the mutating lock now
+    assert box.call("jobs", {}).startswith("1 of at most 8 jobs running")
+    assert box.call("job_output", {"job": job}).startswith(f"job {job} running")
+    assert command.is_alive()  # both answered while it ran
+    (root / "go").touch()
+    command.join()
+    reader = threading.Thread(target=box.call, args=("job_output", {"job": job, "wait": 30}))
+    reader.start()
+    time.sleep(0.3)  # let the reader start waiting (a late start only weakens the check)
+    assert box.call("write_file", {"path": "w.txt", "content": "x"}).startswith("created w.txt")
+    assert reader.is_alive()  # the write did not wait the reader's 30 s out
+    box.call("job_stop", {"job": job})
+    reader.join()

@@ -69,3 +69,26 @@ def test_toolbox_names_lists_the_tools_in_catalog_order(tmp_path: Path) -> None:
     assert box.names() == ["list_dir", "read_file", "find", "grep", "outline", "find_symbol",
                            "repo_map", "read_table", "query_table"]
     assert box.names() == [tool.name for tool in box]
+
+
+EXPORTS = {  # each public module's __all__, exactly: a new public name is a decision
+    "yggdrasil.loki.agent": ["ActResult", "ActStep", "Loki"],
+    "yggdrasil.loki.engine": ["DEFAULT_TIMEOUT", "ENGINES", "Completion", "Decision", "Engine",
+                              "Message", "NotADecision", "RetryPolicy", "ToolCall",
+                              "choose_engine", "create_engine", "decisions_from",
+                              "parse_decision", "register_engine"],
+    "yggdrasil.loki.fleet": ["BACKENDS", "Fleet", "FleetStatus", "Task", "TaskResult"],
+    "yggdrasil.loki.adapters": ["ToolFailedError", "google_adk", "langchain", "openai_agents",
+                                "pydantic_ai", "smolagents"],
+    "yggdrasil.io": ["FORMATS", "QueryResult", "TableError", "TablePreview", "TableRef",
+                     "find_table_refs", "human_size", "preview_table", "query_tables",
+                     "scan_table"],
+    "yggdrasil.loki.errors": ['ContextLengthError', 'EngineAuthError', 'EngineConfigError', 'EngineError', 'EngineRateLimited', 'EngineRequestError', 'EngineTimeout', 'EngineUnavailable', 'LokiError', 'PathError', 'Refused', 'ToolDefinitionError', 'ToolError', 'ToolsUnsupportedError'],
+}
+
+
+@pytest.mark.parametrize("module", sorted(EXPORTS))
+def test_public_all_is_pinned(module: str) -> None:
+    loaded = importlib.import_module(module)
+    assert loaded.__all__ == EXPORTS[module]
+    assert all(getattr(loaded, name, None) is not None for name in loaded.__all__)

@@ -24,6 +24,23 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = [
+    "ContextLengthError",
+    "EngineAuthError",
+    "EngineConfigError",
+    "EngineError",
+    "EngineRateLimited",
+    "EngineRequestError",
+    "EngineTimeout",
+    "EngineUnavailable",
+    "LokiError",
+    "PathError",
+    "Refused",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolsUnsupportedError",
+]
+
 
 class LokiError(Exception):
     """Base of every error this package raises on purpose."""
@@ -43,12 +60,13 @@ class PathError(ToolError):
 
 
 class Refused(ToolError):
-    """The user declined a destructive operation through ``confirm``."""
+    """The user declined a destructive operation through ``confirm`` (or, with
+    ``message``, it needed a confirmation nobody can give here)."""
 
     prefix = "REFUSED"
 
-    def __init__(self, verb: str, path: str) -> None:
-        super().__init__(f"user declined to {verb} {path}")
+    def __init__(self, verb: str, path: str, message: str = "") -> None:
+        super().__init__(message or f"user declined to {verb} {path}")
         self.verb = verb
         self.path = path
 

@@ -134,7 +134,8 @@ def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
                        help="fence run/run_python with Landlock: when available (auto, the "
                             "default), always or refuse to run (require), never (off)")
     group.add_argument("--no-network", action="store_true",
-                       help="block TCP connect/bind for run/run_python (Landlock ABI 4+)")
+                       help="no network for commands: a network namespace of their own with only "
+                            "loopback (without namespaces, Landlock ABI 4+ blocks TCP only)")
     group.add_argument("--allow-host", action="append", default=[], metavar="HOST",
                        help="commands may reach only the hosts given (repeatable; 'pypi.org', "
                             "'*.github.com', 'host:8080') over HTTP(S), through loki's proxy")

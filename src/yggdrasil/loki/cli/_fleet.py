@@ -58,7 +58,8 @@ def add_fleet(commands: Any) -> None:
     parser.add_argument("--sandbox", choices=("require", "auto", "off"), default="require",
                         help="fence the agent's commands and verify: require (default), auto, off")
     parser.add_argument("--no-network", action="store_true",
-                        help="block TCP connect/bind for the agent's commands and verify")
+                        help="no network for the agent's commands and verify (a network "
+                             "namespace with only loopback)")
     parser.add_argument("--cache", metavar="DIR",
                         help="each node's mirrors and working copies (default "
                              "~/.cache/yggdrasil-loki/fleet)")

@@ -179,8 +179,11 @@ class _Session:
         while True:
             for fd, _ in poller.poll():
                 if fd == self.control.fileno():
-                    if not self.control.recv(4096):
-                        return  # the launcher is gone: the command is over
+                    try:
+                        if not self.control.recv(4096):
+                            return  # the launcher is gone: the command is over
+                    except OSError:  # reset: the launcher died first
+                        return
                     continue
                 try:
                     client, _ = listener.accept()

@@ -48,7 +48,7 @@ JobId = Annotated[int, Interval(ge=1)]
 InputText = Annotated[str, MaxLen(MAX_INPUT)]
 # (argv, env, reaped) for a job, given its scratch folder: the shell's fence and launcher.
 Prepare = Callable[[Path], tuple[list[str], dict[str, str], bool]]
-Lock = Callable[[], AbstractContextManager[object]]
+Lock = Callable[..., AbstractContextManager[bool]]  # (blocking=True): False when not taken
 
 
 class Jobs:
@@ -92,6 +92,7 @@ class Jobs:
                 f"writes to its stdin, job_stop(job={job.id}) stops it]\n")
 
     def output(self, job: JobId, wait: Wait = 0) -> str:
+        """A read tool: it runs beside a foreground command, and waits holding no lock."""
         found = self._get(job)
         if wait:
             found.wait_quietly(wait, current_cancel())
@@ -124,7 +125,7 @@ class Jobs:
         return self._report(found)
 
     def listing(self) -> str:
-        self.settle()
+        self._settle_if_free()
         if not self._jobs:
             return "no jobs; run(command, background=true) starts one"
         running = sum(job.running for job in self._jobs.values())
@@ -238,8 +239,15 @@ class Jobs:
                             "check with job_output that it is waiting for input")
         return sent
 
+    def _settle_if_free(self) -> None:
+        """Settle unless a mutating call is running (it settles when it ends): reading a
+        job's output never waits behind a command."""
+        with self.lock(blocking=False) as turn:
+            if turn:
+                self.settle()
+
     def _report(self, job: Job) -> str:
-        self.settle()
+        self._settle_if_free()
         text = job.read()
         if job.changes:
             lines = clip_list([f"{verb} {rel}" for rel, verb in job.changes.items()],
@@ -267,14 +275,19 @@ def _short(label: str, limit: int = 120) -> str:
 
 
 @contextmanager
-def _lock_of(lock: threading.RLock) -> Iterator[object]:
-    with lock:
-        yield lock
+def _lock_of(lock: threading.RLock, blocking: bool) -> Iterator[bool]:
+    if not lock.acquire(blocking=blocking):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
 
 
 def _private_lock() -> Lock:
     lock = threading.RLock()
-    return lambda: _lock_of(lock)
+    return lambda blocking=True: _lock_of(lock, blocking)
 
 
 # -- every job ends with the interpreter -------------------------------------------------

@@ -137,7 +137,9 @@ class CommandRules:
             if confirm is None:
                 why = f"the rule {verdict.rule} asks first" if verdict.rule else (
                     verdict.why or "commands no rule allows are asked about")
-                raise Refused("run", f"{line} ({why}, and this toolbox has no confirm to ask)")
+                raise Refused("run", line, f"run {line} needs the user's confirmation ({why}), "
+                              "and nobody can be asked here (no confirm); a rule that allows "
+                              "it would let it run")
             if not confirm(action):
                 raise Refused("run", line)
 

@@ -32,7 +32,7 @@ AfterCall = Callable[[str, Any, str], "str | None"]
 class Part(Protocol):
     """What a toolbox owns across calls (background jobs): see ``Toolbox.attach``."""
 
-    lock: Callable[[], AbstractContextManager[object]]
+    lock: Callable[..., AbstractContextManager[bool]]
 
     def settle(self, exclude: Collection[str] = ()) -> None: ...
 
@@ -149,10 +149,11 @@ class Toolbox:
         self._parts.append(part)
 
     @contextmanager
-    def serialized(self) -> Iterator[bool]:
+    def serialized(self, *, blocking: bool = True) -> Iterator[bool]:
         """Hold the lock mutating calls take (for work outside a call, such as a job
-        settling what it changed when it ends)."""
-        with self._calls.exclusive(threading.Event()) as turn:
+        settling what it changed when it ends); with ``blocking=False`` yield False at once
+        when a mutating call holds it."""
+        with self._calls.exclusive(threading.Event(), blocking=blocking) as turn:
             yield turn
 
     def close(self) -> None:

@@ -67,12 +67,18 @@ class RunningCalls:
                 self._idle.notify_all()
 
     @contextmanager
-    def exclusive(self, event: threading.Event) -> Iterator[bool]:
-        """Hold the mutating lock for the block; yields False if cancelled while waiting."""
-        while not self._writer.acquire(timeout=_LOCK_CHECK):
-            if event.is_set():
+    def exclusive(self, event: threading.Event, *, blocking: bool = True) -> Iterator[bool]:
+        """Hold the mutating lock for the block; yields False if cancelled while waiting,
+        or at once when ``blocking`` is false and another thread holds it."""
+        if not blocking:
+            if not self._writer.acquire(blocking=False):
                 yield False
                 return
+        else:
+            while not self._writer.acquire(timeout=_LOCK_CHECK):
+                if event.is_set():
+                    yield False
+                    return
         try:
             yield True
         finally:

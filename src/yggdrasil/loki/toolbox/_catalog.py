@@ -114,7 +114,7 @@ def job_tools(shell: Shell) -> list[Tool]:
         Tool("job_output", "What a background job printed since the last read, then "
              "'job <id> running' or its exit code, and the files it changed so far.",
              {"job": job, "wait": "seconds to wait for new output or the end, 0-60 (default 0)"},
-             jobs.output, mutates=True, read_only=True, title="Read a job's output"),
+             jobs.output, title="Read a job's output"),
         Tool("job_input", "Write a line to a background job's stdin (answer a prompt, drive "
              "a REPL); shows what it printed in reply.",
              {"job": job, "text": "what to send; a newline is added unless it ends with one",
@@ -124,7 +124,7 @@ def job_tools(shell: Shell) -> list[Tool]:
              "everything it started) and show its last output and exit code.",
              {"job": job}, jobs.stop, mutates=True, title="Stop a job"),
         Tool("jobs", "List this run's background jobs: id, state, age, output size, command.",
-             {}, jobs.listing, mutates=True, read_only=True, title="List background jobs"),
+             {}, jobs.listing, title="List background jobs"),
     ]
 
 

@@ -1,10 +1,11 @@
 """The web_* tools (internal): fetch a page, preview a remote table, inspect an image.
 
-Owns the address policy (no private, loopback or metadata addresses unless opted in),
-the guarded transport that checks every address at connect time, capped and decoded
-downloads, and page text. httpx, trafilatura and pillow (extra ``web``) are imported
-when a tool first runs. Imports ``files`` (Root, ``Files.write_bytes`` for ``save``),
-``yggdrasil.io`` (table previews) and ``errors``.
+Owns the guarded transport that checks every address at connect time against the
+address policy (``netproxy``'s: no private, loopback or metadata addresses unless opted
+in), capped and decoded downloads, and page text. httpx, trafilatura and pillow (extra
+``web``) are imported when a tool first runs. Imports ``files`` (Root,
+``Files.write_bytes`` for ``save``), ``netproxy`` (the policy), ``yggdrasil.io`` (table
+previews) and ``errors``.
 """
 
 from __future__ import annotations
