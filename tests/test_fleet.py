@@ -445,3 +445,21 @@ def test_the_gated_engine_keeps_the_schema_flavor_its_api_wants() -> None:
     for flavor in ("openai-strict", "neutral"):
         inner = OpenAIEngine("m", base_url="http://127.0.0.1:9/v1", schema_flavor=flavor)
         assert GatedEngine(inner, gate=None, holder="t").schema_flavor == flavor  # type: ignore[arg-type]
+
+
+def test_key_fixtures_are_protected_from_the_agent_unless_asked_but_verify_sees_them(
+        tmp_path: Path) -> None:
+    """Repositories ship key and certificate test fixtures (tests/certs/server.pem): the
+    default protects them from the agent; protect=() lets it read them; verify, the task
+    author's command, always sees every file."""
+    repo = tmp_path / "repo"
+    make_repo(repo, {"tests/certs/server.pem": "-----BEGIN CERT-----\n"})
+    write_script(tmp_path / "s", "pem", run("cat tests/certs/server.pem"), done())
+    task = Task(id="pem", repo=str(repo), prompt="x", verify="grep -q BEGIN tests/certs/server.pem")
+    for protect, out in ((None, "out-default"), ((), "out-open")):
+        [result] = fleet(tmp_path, str(tmp_path / "s" / "{id}.jsonl"), out=tmp_path / out,
+                         protect=protect).run([task])
+        lines = (tmp_path / out / "pem" / "transcript.jsonl").read_text().splitlines()
+        [seen] = [json.loads(x)["observation"] for x in lines if '"type": "step"' in x]
+        assert ("BEGIN CERT" in seen) is (protect == ()), seen
+        assert result.verified is True, result.verify_output

@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Any
 
+from ..tools import DEFAULT_PROTECTED
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, CliError, wrap
 
 __all__ = ["add_fleet", "run_fleet"]
@@ -60,6 +61,12 @@ def add_fleet(commands: Any) -> None:
     parser.add_argument("--no-network", action="store_true",
                         help="no network for the agent's commands and verify (a network "
                              "namespace with only loopback)")
+    parser.add_argument("--protect", action="append", default=[], metavar="GLOB",
+                        help="also protect these files from the agent (repeatable; added to "
+                             "the default .env, keys, credentials...)")
+    parser.add_argument("--no-protect", action="store_true",
+                        help="protect nothing but --protect globs from the agent (repos with key "
+                             "or certificate test fixtures); verify always sees every file")
     parser.add_argument("--cache", metavar="DIR",
                         help="each node's mirrors and working copies (default "
                              "~/.cache/yggdrasil-loki/fleet)")
@@ -77,7 +84,8 @@ def run_fleet(args: argparse.Namespace) -> int:
         fleet = Fleet(args.engine, model=args.model, base_url=args.base_url,
                       backend=args.backend, workers=args.workers, out=args.out,
                       address=args.address, max_in_flight=args.max_in_flight,
-                      sandbox=args.sandbox, network=not args.no_network, cache_dir=args.cache)
+                      sandbox=args.sandbox, network=not args.no_network, cache_dir=args.cache,
+                      protect=_protect(args))
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     display = Display(fleet, live=sys.stderr.isatty())
@@ -180,3 +188,10 @@ def _clock(seconds: float) -> str:
     seconds = int(seconds)
     hours, rest = divmod(seconds, 3600)
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def _protect(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The agent's protected globs: the default plus --protect, or only --protect."""
+    if args.no_protect:
+        return tuple(args.protect)
+    return (*DEFAULT_PROTECTED, *args.protect) if args.protect else None

@@ -22,7 +22,7 @@ from ..agent import Loki
 from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy, create_engine
 from ..errors import EngineAuthError, EngineConfigError, EngineError
 from ..sandbox import run_process
-from ..tools import filesystem_toolbox
+from ..tools import DEFAULT_PROTECTED, filesystem_toolbox
 from ._copies import CopyError, WorkingCopy
 from ._gate import GateClient, GatedEngine
 from ._git import GitError, Snapshots
@@ -49,6 +49,7 @@ class Settings:
     protocol: str = "auto"
     sandbox: str = "require"
     network: bool = True
+    protect: tuple[str, ...] | None = None  # the agent's protected files (None: the default)
     cache_dir: str = ""
     max_patch_bytes: int = 20 << 20
 
@@ -128,8 +129,9 @@ def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Pa
         engine = GatedEngine(_engine(task, settings), gate, holder, settings.retry)
         loki = Loki(engine, protocol=settings.protocol)  # type: ignore[arg-type]
         # closed before the patch is taken: no background job may change the copy after
+        protect = DEFAULT_PROTECTED if settings.protect is None else settings.protect
         with filesystem_toolbox(root, sandbox=settings.sandbox,  # type: ignore[arg-type]
-                                network=settings.network) as box:
+                                network=settings.network, protect=protect) as box:
             return loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
                             transcript=log)
     except (EngineConfigError, EngineAuthError) as exc:
@@ -163,9 +165,11 @@ def _verify(task: Task, settings: Settings, space: Workspace, scratch: Path, com
             except GitError as exc:
                 return {"verified": False, "verify_exit": None,
                         "verify_output": _tail(f"the patch does not apply: {exc}")}
-        box = filesystem_toolbox(fresh.path, sandbox=settings.sandbox,  # type: ignore[arg-type]
-                                 network=settings.network)
-        said = box.call("run", {"command": task.verify, "timeout": min(3600.0, _left(deadline))})
+        # the task author's command, graded apart from the agent: nothing is protected
+        with filesystem_toolbox(fresh.path, sandbox=settings.sandbox,  # type: ignore[arg-type]
+                                network=settings.network, protect=()) as box:
+            said = box.call("run", {"command": task.verify,
+                                    "timeout": min(3600.0, _left(deadline))})
     finally:
         fresh.remove()
     found = _EXIT.match(said)

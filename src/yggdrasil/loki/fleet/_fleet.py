@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -90,7 +90,9 @@ class Fleet:
     the cluster to join; by default the one ``ray.init`` finds or starts). ``workers``
     attempts run at once; ``max_in_flight`` (default: ``workers``) bounds model requests
     in flight across the fleet. Commands are fenced (``sandbox="require"``), ``network``
-    as in ``filesystem_toolbox``. ``cache_dir`` is where each node keeps its mirrors and
+    and ``protect`` as in ``filesystem_toolbox`` for the agent (``protect=()`` lets it read
+    key and certificate fixtures such as ``tests/certs/server.pem``, which its test runs may
+    need); ``verify``, the task author's command, runs with nothing protected. ``cache_dir`` is where each node keeps its mirrors and
     working copies (default ``~/.cache/yggdrasil-loki/fleet``). A failed attempt is
     retried until ``attempts`` (default 2) were made.
     """
@@ -102,6 +104,7 @@ class Fleet:
         address: str | None = None, max_in_flight: int | None = None,
         timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
         protocol: str = "auto", sandbox: str = "require", network: bool = True,
+        protect: Sequence[str] | None = None,
         cache_dir: str | os.PathLike[str] | None = None, attempts: int = 2,
         cpus_per_task: float = 1.0, max_patch_bytes: int = 20 << 20, **engine_options: Any,
     ) -> None:
@@ -134,7 +137,8 @@ class Fleet:
             engine=engine, model=model, base_url=base_url, api_key=api_key,
             request_timeout=timeout, retry=retry or RetryPolicy(),
             engine_options=dict(engine_options), protocol=protocol, sandbox=sandbox,
-            network=network, cache_dir=os.fspath(cache_dir) if cache_dir else "",
+            network=network, protect=None if protect is None else tuple(protect),
+            cache_dir=os.fspath(cache_dir) if cache_dir else "",
             max_patch_bytes=max_patch_bytes)
         self.status = FleetStatus()
 
