@@ -158,6 +158,7 @@ def filesystem_toolbox(
                       rules=CommandRules(parse_rules(rules), rules_default), confirm=confirm)
         tools += write_tools(files, shell) + edit_tools(files, box) + job_tools(shell)
         box.attach(shell.jobs)
+        box.own(shell, *([proxy] if proxy is not None else []))
         box.status = shell.status()
     if allow_web:
         tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts,
@@ -166,6 +167,7 @@ def filesystem_toolbox(
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
         notes.append(tables.status())
     box.status = "\n".join(s for s in notes if s)
+    box.own(tables)
     for tool in tools:
         box.add(tool)
     return box

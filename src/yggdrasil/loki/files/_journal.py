@@ -168,6 +168,14 @@ class Journal:
         return {self.root.rel(self.root.resolve(p)) + ("/" if p.endswith("/") else "")
                 for p in paths}
 
+    def discard(self) -> None:
+        """Delete every original copy: statuses stay known, nothing can be restored now."""
+        if self._store is not None:
+            shutil.rmtree(self._store, ignore_errors=True)
+            self._store = None
+        for entry in self.entries.values():
+            entry.backup = None
+
     def private_dirs(self) -> list[Path]:
         return [self._store] if self._store is not None else []
 

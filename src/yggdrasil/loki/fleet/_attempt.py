@@ -132,8 +132,11 @@ def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Pa
         protect = DEFAULT_PROTECTED if settings.protect is None else settings.protect
         with filesystem_toolbox(root, sandbox=settings.sandbox,  # type: ignore[arg-type]
                                 network=settings.network, protect=protect) as box:
-            return loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
-                            transcript=log)
+            try:
+                return loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
+                                transcript=log)
+            finally:  # workers end with os._exit: no finalizer would remove the undo copies
+                box.discard_undo()
     except (EngineConfigError, EngineAuthError) as exc:
         raise AttemptError(f"{type(exc).__name__}: {exc}", final=True,
                            transcript=_read(log)) from exc

@@ -300,6 +300,14 @@ class Shell:
             env.setdefault("PYTHONUNBUFFERED", "1")
         return env
 
+    def close(self) -> None:
+        """Let go of the change watch (an inotify descriptor) and the bytecode cache; a
+        later command makes them again."""
+        self.tracker.close()
+        if self._pycache is not None:
+            shutil.rmtree(self._pycache, ignore_errors=True)
+            self._pycache = None
+
     @property
     def pycache(self) -> Path:
         """Where commands' Python keeps bytecode: private to this shell, outside the root."""

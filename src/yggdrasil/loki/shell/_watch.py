@@ -366,6 +366,12 @@ class ChangeTracker:
             raise OSError("too many files to watch")
         return self.watch
 
+    def close(self) -> None:
+        """Close the watch (its inotify descriptor); the next ``begin`` builds it again."""
+        if self.watch is not None:
+            self.watch.notify.close()
+            self.watch = None
+
     def _give_up_watching(self) -> None:
         if self.watch is not None:
             self.watch.notify.close()

@@ -41,6 +41,10 @@ class Part(Protocol):
     def close(self) -> None: ...
 
 
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
 class _ChangedList(list[str]):
     """``Toolbox.changed``: a plain list to everyone, which notes when it is edited from
     outside ``record`` (then ``record`` re-indexes it once instead of trusting its index)."""
@@ -92,6 +96,8 @@ class Toolbox:
     journal: Journal | None = field(default=None, repr=False, compare=False)
     _status: str = field(default="", init=False, repr=False, compare=False)
     _parts: list[Part] = field(default_factory=list, init=False, repr=False, compare=False)
+    _resources: list[Closeable] = field(default_factory=list, init=False, repr=False,
+                                        compare=False)
     closed: bool = field(default=False, init=False, compare=False)
     before_call: BeforeCall | None = field(default=None, repr=False, compare=False)
     after_call: AfterCall | None = field(default=None, repr=False, compare=False)
@@ -157,15 +163,29 @@ class Toolbox:
             yield turn
 
     def close(self) -> None:
-        """Stop what runs: calls in flight are cancelled, every background job is
-        stopped with all it started. Safe to call twice; file tools keep working."""
-        if self.closed:
-            return
+        """Stop what runs and release what the toolbox holds: calls in flight are
+        cancelled, every background job is stopped with all it started, and the table
+        worker process, the command proxy, the change watch and scratch folders are let go
+        of (started again if a tool needs them later). Safe to call twice; file tools and
+        ``revert()`` keep working (the undo copies stay until ``discard_undo()`` or the
+        toolbox is collected). Each call lets go again of what was started since."""
         self.closed = True
         self.cancel()
         self.wait_idle(_CLOSE_WAIT)
         for part in self._parts:
             part.close()
+        for resource in self._resources:
+            resource.close()
+
+    def own(self, *resources: Closeable) -> None:
+        """Close these with the toolbox (a table worker, a proxy, a shell's watch)."""
+        self._resources.extend(resources)
+
+    def discard_undo(self) -> None:
+        """Delete the copies ``revert()`` restores from: after this nothing can be undone.
+        For a process about to exit without running finalizers (a fleet's attempt)."""
+        if self.journal is not None:
+            self.journal.discard()
 
     def __enter__(self) -> Toolbox:
         return self
