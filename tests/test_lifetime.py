@@ -3,6 +3,7 @@ scratch folders; the undo copies only when discarded."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -30,10 +31,8 @@ def _children(marker: str) -> list[int]:
 def _inotify_fds() -> int:
     count = 0
     for fd in os.listdir("/proc/self/fd"):
-        try:
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone already
             count += os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
-        except OSError:
-            pass
     return count
 
 
