@@ -272,3 +272,35 @@ def test_a_query_past_the_time_limit_is_an_error_naming_the_files(tables: Path) 
         assert reader.read_table("ok.csv").startswith("ok.csv  shape=(2, 2)")
     finally:
         reader.close()
+
+
+def test_a_cancelled_call_stops_the_worker_and_the_next_starts_a_fresh_one(
+        tables: Path) -> None:
+    """A call waiting on the worker honours its cancel event (Toolbox.cancel, close(), an
+    MCP cancellation): the worker is stopped instead of running to its time limit."""
+    import threading
+
+    from yggdrasil.loki.sandbox import cancel_scope
+
+    worker = FencedWorker("worker_probe", [str(tables)], name="table worker",
+                          limits=WorkerLimits(wall_seconds=120))
+    event, outcome = threading.Event(), []
+
+    def call() -> None:
+        with cancel_scope(event):
+            try:
+                worker.call("sleep", {"seconds": 100})
+            except WorkerFailed as exc:
+                outcome.append(str(exc))
+
+    try:
+        caller = threading.Thread(target=call)
+        caller.start()
+        time.sleep(0.5)
+        event.set()
+        caller.join(30)
+        assert not caller.is_alive()  # not the 100 s sleep nor the 120 s limit
+        assert outcome == ["it was cancelled (the table worker was stopped)"]
+        assert worker.call("echo", {"text": "again"}) == {"ok": "again"}
+    finally:
+        worker.close()

@@ -130,8 +130,8 @@ async def _serve(box: Toolbox, sdk: Sdk, instructions: str) -> None:
         tg.start_soon(_stop_on_signals, box, tg.cancel_scope)
         await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()  # the client closed stdin: stop watching for signals
-    box.cancel()  # nothing may outlive the server (handlers already waited for theirs)
-    box.wait_idle()
+    # nothing may outlive the server: serve()'s box.close() cancels what still runs (a
+    # command's tree, a table worker's parse) and waits for it a bounded time
 
 
 def serve(box: Toolbox, *, root: str | None = None) -> None:
@@ -146,5 +146,5 @@ def serve(box: Toolbox, *, root: str | None = None) -> None:
     try:
         anyio.run(_serve, box, sdk, instructions)
     finally:
-        box.close()  # background jobs end with the server, however it ends
+        box.close()  # calls in flight and background jobs end with the server, however it ends
     log.info("stopped")

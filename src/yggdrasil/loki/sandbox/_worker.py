@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,10 +40,12 @@ from typing import IO, Any
 
 from yggdrasil.io import human_size
 
+from ._cancel import current_cancel
 from ._env import scrubbed
 from ._landlock import landlock_status
 from ._readonly import interpreter_paths
 
+_CANCEL_CHECK = 0.1  # seconds between looks at the call's cancel event
 _HEADER = struct.Struct("!I")
 MAX_REPLY = 64 * 2**20  # a reply larger than this is a worker gone wrong
 _START_SECONDS = 60.0  # importing polars on a cold, busy machine
@@ -184,6 +187,7 @@ class FencedWorker:
         return _HEADER.pack(len(body)) + body
 
     def _read_reply(self, sock: socket.socket, timeout: float) -> dict[str, Any]:
+        _await_reply(sock, timeout)
         sock.settimeout(timeout)
         (size,) = _HEADER.unpack(self._read_exactly(sock, _HEADER.size))
         if size > MAX_REPLY:
@@ -209,8 +213,11 @@ class FencedWorker:
     def _failed(self, exc: BaseException) -> WorkerFailed:
         proc = self._proc
         timed_out = isinstance(exc, TimeoutError)
-        if proc is not None and timed_out:
+        if proc is not None and (timed_out or isinstance(exc, _Cancelled)):
             _kill(proc, None)
+        if isinstance(exc, _Cancelled):
+            self._stop()  # the next call starts a fresh worker
+            return WorkerFailed(f"it was cancelled (the {self.name} was stopped)")
         code = None
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -280,3 +287,20 @@ def _kill(proc: subprocess.Popen[bytes], sock: socket.socket | None) -> None:
         proc.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(5)
+
+
+class _Cancelled(OSError):
+    """The call's cancel event was set while the worker was still working."""
+
+
+def _await_reply(sock: socket.socket, timeout: float) -> None:
+    """Wait until the worker starts to answer, checking the call's cancel event (the toolbox
+    cancels calls on request, and everything when it closes); TimeoutError past ``timeout``."""
+    event = current_cancel()
+    deadline = time.monotonic() + timeout
+    while not select.select([sock], [], [], max(0.0, min(_CANCEL_CHECK,
+                                                        deadline - time.monotonic())))[0]:
+        if event is not None and event.is_set():
+            raise _Cancelled("cancelled")
+        if time.monotonic() >= deadline:
+            raise TimeoutError("no reply in time")
