@@ -25,6 +25,8 @@ from ._observe import (
     clip_list,
     clip_text,
     human_size,
+    json_text,
+    printable,
 )
 from ._protect import (
     DEFAULT_PROTECTED,
@@ -64,6 +66,8 @@ __all__ = [
     "clip_list",
     "clip_text",
     "human_size",
+    "json_text",
+    "printable",
     "protect_globs",
     "resolve_inside",
     "syntax_problem",

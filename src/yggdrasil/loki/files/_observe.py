@@ -6,11 +6,12 @@ never flood a model's context, and a cut always says what was cut and how to nar
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from yggdrasil.io import human_size
 
-__all__ = ["clip_line", "clip_list", "clip_text", "human_size"]
+__all__ = ["clip_line", "clip_list", "clip_text", "human_size", "json_text", "printable"]
 
 MAX_OBSERVATION = 100_000  # characters: the last guard, applied by Toolbox.call
 MAX_LINE = 2_000  # characters of one line shown by read_file and grep
@@ -40,3 +41,28 @@ def clip_text(text: str, limit: int = MAX_OBSERVATION) -> str:
     head, tail = text[: limit * 3 // 4], text[-(limit // 4) :]
     cut = len(text) - len(head) - len(tail)
     return f"{head}\n[... {cut} characters cut from the middle; ask for less at a time ...]\n{tail}"
+
+
+def printable(text: str) -> str:
+    """``text`` as valid Unicode for any wire or terminal. A file name of stray bytes comes
+    from the OS as lone surrogates (``\\udcff``), and JSON from a model may hold any lone
+    surrogate: neither can be encoded, so they are shown escaped (``\\xff``, ``\\ud800``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate that is no escaped byte
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def json_text(value: object, *, indent: int | None = None) -> str:
+    """``value`` as JSON that a UTF-8 writer always takes: readable (non-ASCII kept) unless
+    it holds a lone surrogate, which is then written as a ``\\u`` escape (lossless)."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, indent=indent, default=str)
+    return text

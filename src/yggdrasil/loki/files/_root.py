@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import overload
 
 from ..errors import PathError
+from ._observe import printable
 from ._protect import Protection
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -40,6 +41,11 @@ def resolve_inside(root: Path, path: str | os.PathLike[str]) -> Path:
     text = os.fspath(path)
     if "\0" in text:
         raise PathError(f"path {text!r} contains a NUL byte")
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:  # a lone surrogate in JSON that no file name can hold
+        raise PathError(f"path '{printable(text)}' holds a character no file name can "
+                        "(a lone surrogate); name the file as list_dir or find show it") from None
     try:
         real = Path(os.path.realpath(root / (text or ".")))
     except OSError as exc:  # a link swapped for a file between realpath's lstat and readlink

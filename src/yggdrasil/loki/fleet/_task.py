@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..files import json_text
+
 __all__ = ["Task", "TaskResult", "check_unique", "is_url"]
 
 # An id names the task's folder under ``out``: one safe path component.
@@ -168,7 +170,7 @@ class TaskResult:
         return asdict(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+        return json_text(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskResult:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from ..files import json_text
 
 __all__ = ["ActResult", "ActStep", "ProtocolName"]
 
@@ -54,4 +55,4 @@ class ActResult:
         return asdict(self)
 
     def to_json(self, indent: int | None = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        return json_text(self.to_dict(), indent=indent)

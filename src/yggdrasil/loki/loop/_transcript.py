@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import IO, Any
+
+from ..files import json_text
 
 __all__ = ["Transcript"]
 
@@ -17,8 +18,7 @@ class Transcript:
 
     def write(self, kind: str, **fields: Any) -> None:
         if self._file is not None:
-            self._file.write(json.dumps({"type": kind, **fields}, ensure_ascii=False,
-                                        default=str) + "\n")
+            self._file.write(json_text({"type": kind, **fields}) + "\n")
             self._file.flush()
 
     def close(self) -> None:

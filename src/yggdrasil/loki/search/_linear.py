@@ -22,15 +22,45 @@ class LinearError(ValueError):
 
 
 def compile_linear(pattern: str | bytes, *, ignore_case: bool = False) -> LinearPattern:
-    """``pattern`` compiled by RE2 (UTF-8; a bytes pattern matches bytes)."""
+    """``pattern`` compiled by RE2 (UTF-8; a bytes pattern matches bytes). A str pattern
+    also matches text that cannot be UTF-8 (a file name of stray bytes, which Python keeps
+    as lone surrogates): those characters are matched as U+FFFD, which ``*`` matches."""
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = not ignore_case
     options.max_mem = 64 << 20  # a huge pattern fails to compile instead of growing
     try:
-        return re2.compile(pattern, options)
+        compiled = re2.compile(pattern, options)
     except re2.error as exc:
         detail = exc.args[0] if exc.args else "RE2 refused it"
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
         raise LinearError(str(detail)) from None
+    return compiled if isinstance(pattern, bytes) else _AnyText(compiled)
+
+
+class _AnyText:
+    """A str pattern that takes any str: RE2 must encode the text as UTF-8, and a lone
+    surrogate (a stray byte of a file name) cannot be; such text is matched with U+FFFD in
+    its place (the common case costs one failed attempt only for such names)."""
+
+    __slots__ = ("_rx",)
+
+    def __init__(self, rx: Any) -> None:
+        self._rx = rx
+
+    def fullmatch(self, text: str) -> Any:
+        return self._call(self._rx.fullmatch, text)
+
+    def match(self, text: str) -> Any:
+        return self._call(self._rx.match, text)
+
+    def search(self, text: str) -> Any:
+        return self._call(self._rx.search, text)
+
+    @staticmethod
+    def _call(method: Any, text: str) -> Any:
+        try:
+            return method(text)
+        except UnicodeEncodeError:
+            return method(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import ToolDefinitionError, ToolError
-from ..files import Journal, Reverted, clip_text
+from ..files import Journal, Reverted, clip_text, printable
 from ..sandbox import cancel_scope
 from ._calls import Observation, RunningCalls
 from ._flavors import FLAVORS, Flavor, reshape
@@ -351,11 +351,11 @@ class Toolbox:
             with cancel_scope(cancel):
                 result = tool.run(**bind_args(tool.name, tool.input_schema, args))
         except ToolError as exc:
-            return exc.observation()
+            return printable(exc.observation())
         except Exception as exc:
             log.debug("tool %s raised", tool.name, exc_info=True)
-            return f"ERROR: {tool.name} failed: {type(exc).__name__}: {exc}"
-        return clip_text(result if isinstance(result, str) else str(result))
+            return printable(f"ERROR: {tool.name} failed: {type(exc).__name__}: {exc}")
+        return clip_text(printable(result if isinstance(result, str) else str(result)))
 
 
 def _copy(args: Any) -> Any:
