@@ -9,8 +9,12 @@ inside a guarded root:
 
 - takes the installed one instead when there is one (the root's copy only shadows it);
 - refuses with ImportError the optional modules the tools need (:data:`TOOL_MODULES`)
-  when they are not installed at all;
-- lets anything else through: the user's own modules still import from their project.
+  when they are not installed at all, and any module that installed code asks for (the
+  standard library or an installed package: ``sqlglot`` tries ``import sqlglotrs``, and
+  countless packages try an optional accelerator the same way), since such a module can
+  only be the root's copy;
+- lets anything else through: the user's own modules (imported by the user's code, in the
+  project or elsewhere, not by an installed package) still import from their project.
 
 Submodules are found through their package, so a package loaded from outside a root
 keeps loading its submodules from outside.
@@ -18,13 +22,15 @@ keeps loading its submodules from outside.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+import sysconfig
 import threading
 from collections.abc import Sequence
 from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec, PathFinder
-from types import ModuleType
+from types import FrameType, ModuleType
 
 # What the tools import lazily (and what those import): never from an agent root.
 TOOL_MODULES = frozenset({
@@ -68,6 +74,11 @@ class _ShadowGuard(MetaPathFinder):
             raise ImportError(f"refusing to import {fullname!r} from the agent root "
                               f"({spec.origin}): the tools import it from the installed "
                               "packages only, and it is not installed", name=fullname)
+        asker = _importer()
+        if _installed(asker) and not self._inside(asker):
+            raise ModuleNotFoundError(
+                f"refusing to import {fullname!r} from the agent root ({spec.origin}) for "
+                f"installed code ({asker}): it is not installed", name=fullname)
         return None
 
     def _from_root(self, spec: ModuleSpec) -> bool:
@@ -75,7 +86,46 @@ class _ShadowGuard(MetaPathFinder):
         return any(p and self._inside(p) for p in places)
 
 
+def _importer() -> str:
+    """The file of the code that asked for the import being looked up: the first frame
+    that is not the import system (``importlib``, frozen or not)."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith("<frozen importlib") or name.startswith(_IMPORTLIB)):
+            return name
+        frame = frame.f_back
+    return ""
+
+
+def _installed_places() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    found = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib")
+             if paths.get(k)}
+    found |= {os.path.realpath(p) for p in sys.path
+              if p and ("site-packages" in p or "dist-packages" in p)}
+    found.add(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))))
+    return tuple(sorted(p.rstrip("/") + "/" for p in found))
+
+
+def _installed(filename: str) -> bool:
+    """Whether ``filename`` is code of the standard library or of an installed package
+    (frozen standard modules such as ``<frozen runpy>`` included)."""
+    if filename.startswith("<frozen "):
+        return True
+    if not filename or filename.startswith("<"):
+        return False  # `python -c`, the REPL, exec'd text: the user's own code
+    return os.path.realpath(filename).startswith(_INSTALLED)
+
+
+_IMPORTLIB = os.path.dirname(os.path.realpath(importlib.__file__)) + "/"
+_INSTALLED = _installed_places()
 _GUARD = _ShadowGuard()
+
+
+def guarded_roots() -> list[str]:
+    """The roots guarded in this process (a worker process guards the same ones)."""
+    return list(_GUARD.roots)
 
 
 def guard_imports(root: str | os.PathLike[str]) -> None:

@@ -42,6 +42,7 @@ from yggdrasil.io import human_size
 
 from ._cancel import current_cancel
 from ._env import scrubbed
+from ._imports import guarded_roots
 from ._landlock import landlock_status
 from ._readonly import interpreter_paths
 
@@ -166,7 +167,8 @@ class FencedWorker:
         found = (os.path.abspath(p) for p in sys.path if p)
         path = list(dict.fromkeys([own, *(p for p in found if not _holds_home(p))]))
         system = interpreter_paths(path)
-        return {"fd": fd, "path": path, "handler": self.handler, "abi": self.abi,
+        guard = sorted({*guarded_roots(), *(os.path.realpath(p) for p in self.readable)})
+        return {"fd": fd, "path": path, "guard": guard, "handler": self.handler, "abi": self.abi,
                 "read": self.readable, "exec": system,
                 "memory": self.limits.memory, "cpu": self.limits.cpu_seconds}
 

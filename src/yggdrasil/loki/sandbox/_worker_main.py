@@ -2,7 +2,9 @@
 
 Run by path as ``python -I .../_worker_main.py CONFIG_JSON``. In order, before it reads
 any request: it puts the parent's module folders on ``sys.path`` (``-I`` dropped the
-working folder and PYTHONPATH), sets its resource limits (data memory, no core file,
+working folder and PYTHONPATH) and guards the parent's roots against planted modules
+(``_imports``: a ``polars.py`` in the root, on the path when the agent was started from
+it, is never imported), sets its resource limits (data memory, no core file,
 tiny files), asks to die with its parent, fences itself read-only with Landlock
 (``_landlock.restrict_reads``) and drops every capability, imports the handler module
 and says ready. Each request names a handler function; its file descriptors arrive with
@@ -30,9 +32,10 @@ _MAX_FDS = 64
 _HEADER = struct.Struct("!I")
 
 
-def _landlock() -> ModuleType:
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_landlock.py")
-    spec = importlib.util.spec_from_file_location("_loki_landlock", path)
+def _sibling(name: str) -> ModuleType:
+    """A module of this folder loaded by path (the package itself is not imported)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_loki{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -103,10 +106,13 @@ def _answer(handler: ModuleType, request: dict[str, Any], fds: list[int]) -> dic
 def main(argv: list[str]) -> int:
     config = json.loads(argv[0])
     sys.path[:] = config["path"]
+    guard = _sibling("_imports")  # a module planted in the root never runs here either
+    for root in config.get("guard", ()):
+        guard.guard_imports(root)
     sock = socket.socket(fileno=config["fd"])
     _limit(config)
     if config["abi"]:
-        landlock = _landlock()
+        landlock = _sibling("_landlock")
         landlock.restrict_reads(config["read"], abi=config["abi"], executable=config["exec"])
         landlock.drop_capabilities()
     handler = importlib.import_module(config["handler"])

@@ -1,0 +1,76 @@
+"""The third red team: attacks on the seams between features that were each hardened alone.
+
+A hostile model, a hostile file in the root and a hostile page each try to get past one
+feature through another: a protected file read through the code index, the table worker
+or the fleet's bookkeeping; a module planted in the root run by a library's optional
+import; a protected file moved out of the command mask's sight. Each test failed before
+its fix (see the commit that adds it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from yggdrasil.loki.sandbox import isolation_status
+
+HERE = Path(__file__).resolve().parent
+SRC = str(HERE.parent / "src")
+ISO = isolation_status()
+isolated = pytest.mark.skipif(not ISO.namespaces, reason=f"no namespaces here: {ISO}")
+SECRET = "sk-SEAM-SECRET-42"
+
+
+# --- modules planted in the root --------------------------------------------------------
+
+_AGENT_SCRIPT = """
+import os, sys
+from yggdrasil.loki.tools import filesystem_toolbox
+here = os.path.dirname(os.path.abspath(__file__))
+assert os.path.realpath(sys.path[0]) == os.path.realpath(here)  # the root is on the path
+box = filesystem_toolbox(here)
+print(box.call(sys.argv[1], {sys.argv[2]: sys.argv[3]}).splitlines()[0])
+import mine
+print('own module:', mine.X)
+"""
+
+
+def _agent_in_root(root: Path, *call: str) -> list[str]:
+    """Run a program started from ``root`` (so the root is on its sys.path) that builds a
+    toolbox there and makes one call; what it printed."""
+    (root / ".env").write_text(f"API_KEY={SECRET}\n")
+    (root / "a.csv").write_text("a,b\n1,2\n")
+    (root / "mine.py").write_text("X = 'mine'\n")  # the user's own module still imports
+    (root / "agent.py").write_text(_AGENT_SCRIPT)
+    done = subprocess.run([sys.executable, "agent.py", *call], cwd=root, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert SECRET not in done.stdout and "planted" not in done.stdout, done.stdout
+    return done.stdout.splitlines()
+
+
+def test_a_library_s_optional_import_never_takes_a_module_planted_in_the_root(
+        tmp_path: Path) -> None:
+    """sqlglot tries ``import sqlglotrs`` (an accelerator that is not installed): with the
+    root on sys.path, a ``sqlglotrs.py`` a command wrote there ran in the agent, with its
+    API keys in the environment."""
+    (tmp_path / "sqlglotrs.py").write_text("open('sqlglotrs.ran', 'w').close()\n")
+    said = _agent_in_root(tmp_path, "query_table", "sql", "SELECT * FROM 'a.csv'")
+    assert said == ["result  shape=(1, 2)  columns=['a', 'b']", "own module: mine"], said
+    assert not (tmp_path / "sqlglotrs.ran").exists()
+
+
+def test_the_table_worker_never_imports_a_module_planted_in_the_root(tmp_path: Path) -> None:
+    """The table worker starts with the agent's module folders: with the root among them,
+    it imported a planted ``polars.py``, which read the protected .env (the worker may
+    read the whole root) and sent it back as the error the model reads."""
+    (tmp_path / "polars.py").write_text(
+        "import os, sys\n"
+        "here = [p for p in sys.path if os.path.exists(os.path.join(p, '.env'))][0]\n"
+        "raise SystemExit('planted polars: ' + open(os.path.join(here, '.env')).read())\n")
+    said = _agent_in_root(tmp_path, "read_table", "path", "a.csv")
+    assert said == ["a.csv  shape=(1, 2)  columns=['a', 'b']", "own module: mine"], said
