@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from yggdrasil.loki.sandbox import isolation_status
+from yggdrasil.loki.tools import filesystem_toolbox
 
 HERE = Path(__file__).resolve().parent
 SRC = str(HERE.parent / "src")
@@ -74,3 +75,30 @@ def test_the_table_worker_never_imports_a_module_planted_in_the_root(tmp_path: P
         "raise SystemExit('planted polars: ' + open(os.path.join(here, '.env')).read())\n")
     said = _agent_in_root(tmp_path, "read_table", "path", "a.csv")
     assert said == ["a.csv  shape=(1, 2)  columns=['a', 'b']", "own module: mine"], said
+
+
+# --- the command mask and the change tracker ----------------------------------------------
+
+_FLOOD = ("python3 -c \"import os\nfor i in range(60000):\n"
+          "    open(f'j{i}', 'w').close(); os.unlink(f'j{i}')\"")  # overflows inotify's queue
+
+
+@isolated
+@pytest.mark.parametrize("hide", [
+    "mkdir -p node_modules && mv config node_modules/",  # a folder the tracker never walks
+    f"touch config/pyvenv.cfg; {_FLOOD}",  # a virtualenv, once the tracker rebuilds its view
+])
+def test_a_protected_file_moved_out_of_the_masks_sight_stays_masked(root: Path, hide: str) -> None:
+    """Masks were computed from the change tracker's view, which does not look into
+    node_modules, virtualenvs or caches: renaming the folder above a masked .env into
+    one (or planting a pyvenv.cfg and flooding inotify so the view is rebuilt) left the
+    next command free to read it."""
+    (root / "config").mkdir()
+    (root / "config" / ".env").write_text(f"API_KEY={SECRET}\n")
+    box = filesystem_toolbox(root)
+    assert "Permission denied" in box.call("run", {"command": "cat config/.env"})
+    box.call("run", {"command": hide})
+    out = box.call("run", {"command": "cat config/.env node_modules/config/.env"})
+    assert SECRET not in out and "Permission denied" in out, out
+    out = box.call("run", {"command": "grep -r API_KEY . ; tar cf - . | tar xOf -"})
+    assert SECRET not in out, out

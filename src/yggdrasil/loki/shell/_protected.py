@@ -10,6 +10,13 @@ new since the last one (and a set difference over the tree), not a match per fil
 Folders the tracker does not walk (``.git``, ``node_modules``, virtualenvs, caches) are
 not looked into: what matches there is package data (certifi's ``cacert.pem``), and
 masking it would break the tools that read it.
+
+A path once masked stays masked while it exists, wherever it goes: a command cannot
+rename or remove a masked path (it is a mount point), but it can rename a folder above
+it (``mv config node_modules/``, a folder not walked) or make that folder look like a
+virtualenv (a ``pyvenv.cfg``), which took the file out of the list. So each masked path
+is remembered by identity (device, inode); one that is no longer where it was is looked
+for in the whole tree, skipped folders included, and masked where it is found.
 """
 
 from __future__ import annotations
@@ -51,6 +58,72 @@ class ProtectedPaths:
         outer = [d for d in covered if not _inside(d, covered)]
         found = [f for f in self._hits & files if not _inside(f, covered)]
         return sorted(outer + found)
+
+
+class MaskedPaths:
+    """Every path masked so far, by identity: ``follow`` adds those still in the tree to
+    a command's list, where they are now (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> root-relative
+
+    def follow(self, root: str, found: list[str]) -> list[str]:
+        """``found`` plus every path masked before that still exists, outermost only."""
+        for rel in found:
+            if (key := _identity(root, rel)) is not None:
+                self._known[key] = rel
+        keep = set(found)
+        lost = {}
+        for key, rel in self._known.items():
+            if rel not in keep:
+                if _identity(root, rel) == key:
+                    keep.add(rel)
+                else:
+                    lost[key] = rel
+        if lost:  # moved with a folder above it, or gone (the user removed it)
+            moved = _find_identities(root, set(lost))
+            for key in lost:
+                if key in moved:
+                    self._known[key] = moved[key]
+                    keep.add(moved[key])
+                else:
+                    del self._known[key]
+        return sorted(rel for rel in keep if not _inside(rel, keep))
+
+
+def _identity(root: str, rel: str) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(os.path.join(root, rel))
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _find_identities(root: str, keys: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """Where each (device, inode) of ``keys`` lives below ``root``: a walk of every folder
+    (skipped ones too), links not followed, stopped once all are found."""
+    found: dict[tuple[int, int], str] = {}
+    inodes = {ino for _, ino in keys}
+    stack = [""]
+    while stack and len(found) < len(keys):
+        folder = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, folder)) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{folder}/{entry.name}" if folder else entry.name
+            try:
+                if entry.inode() in inodes:
+                    st = entry.stat(follow_symlinks=False)
+                    if (st.st_dev, st.st_ino) in keys:
+                        found[(st.st_dev, st.st_ino)] = rel
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(rel)
+            except OSError:
+                continue
+    return found
 
 
 def _inside(rel: str, folders: set[str]) -> bool:

@@ -36,7 +36,7 @@ from ..sandbox import (
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
 from ._job import JobLimits
 from ._jobs import Jobs
-from ._protected import ProtectedPaths, walk_protected
+from ._protected import MaskedPaths, ProtectedPaths, walk_protected
 from ._rules import CommandRules
 from ._watch import ChangeTracker
 
@@ -103,6 +103,7 @@ class Shell:
             raise ValueError(f"sandbox must be one of {SANDBOX_MODES}, not {self.sandbox!r}")
         self._pycache: Path | None = None
         self._protected = ProtectedPaths(self.root.protect) if self.root.protect else None
+        self._masked_before = MaskedPaths()  # a masked file moved out of sight is followed
         self._masked: list[str] = []  # what the last command got masked (absolute)
         self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits)
 
@@ -264,6 +265,7 @@ class Shell:
             rels = walk_protected(str(self.root.path), self._protected.protect)
         else:
             rels = self._protected.outermost(*tree)
+        rels = self._masked_before.follow(str(self.root.path), rels)
         return [os.path.join(self.root.path, rel) for rel in rels]
 
     def hidden_paths(self) -> list[str]:
