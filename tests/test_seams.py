@@ -9,13 +9,19 @@ its fix (see the commit that adds it).
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fleet_kit import done, run, write_script
+from yggdrasil.loki.fleet import Fleet, Task
 from yggdrasil.loki.sandbox import isolation_status
 from yggdrasil.loki.tools import filesystem_toolbox
 
@@ -102,3 +108,40 @@ def test_a_protected_file_moved_out_of_the_masks_sight_stays_masked(root: Path, 
     assert SECRET not in out and "Permission denied" in out, out
     out = box.call("run", {"command": "grep -r API_KEY . ; tar cf - . | tar xOf -"})
     assert SECRET not in out, out
+
+
+# --- the fleet's bookkeeping beside the root -----------------------------------------------
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A folder outside /tmp (a command's /tmp is a private tmpfs, which would hide what
+    lies there anyway): where a real fleet keeps its cache, under ~/.cache."""
+    where = Path(tempfile.mkdtemp(prefix="loki-seams-", dir="/var/tmp"))
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
+
+
+@isolated
+def test_a_fleet_attempt_cannot_read_protected_files_through_the_fleets_own_copies(
+        outside_tmp: Path) -> None:
+    """An attempt's snapshots (a git store of the whole copy, protected files included) sit
+    beside the root in the scratch folder, and the task's own folder is a plain path: the
+    agent's commands read the .env from both while the copy's .env was masked."""
+    source = outside_tmp / "notes"
+    source.mkdir()
+    (source / "notes.txt").write_text("draft\n")
+    (source / ".env").write_text(f"API_KEY={SECRET}\n")
+    steal = ("cat .env; cat ../snapshots.git/snapshot-index >/dev/null && echo index-read; "
+             "for f in ../snapshots.git/objects/??/*; do python3 -c \"import zlib, sys; "
+             "print(zlib.decompress(open(sys.argv[1], 'rb').read()))\" $f; done; "
+             f"cat {source}/.env; ls ../..")
+    write_script(outside_tmp / "s", "t1", run(steal), done())
+    fleet = Fleet("scripted", model=str(outside_tmp / "s" / "{id}.jsonl"), backend="local",
+                  workers=1, out=outside_tmp / "out", cache_dir=outside_tmp / "cache")
+    [result] = list(fleet.run([Task(id="t1", repo=str(source), prompt="x")]))
+    assert result.status == "done", result
+    said = (outside_tmp / "out" / "t1" / "transcript.jsonl").read_text()
+    observation = next(json.loads(line) for line in said.splitlines()
+                       if json.loads(line)["type"] == "step")["observation"]
+    assert SECRET not in said and "index-read" not in observation, observation
+    assert observation.count("Permission denied") >= 3, observation

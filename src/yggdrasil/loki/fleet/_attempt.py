@@ -22,12 +22,13 @@ from ..agent import Loki
 from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy, create_engine
 from ..errors import EngineAuthError, EngineConfigError, EngineError
 from ..sandbox import run_process
+from ..shell import DEFAULT_HIDDEN
 from ..tools import DEFAULT_PROTECTED, filesystem_toolbox
 from ._copies import CopyError, WorkingCopy
 from ._gate import GateClient, GatedEngine
 from ._git import GitError, Snapshots
 from ._scratch import MARKER, Workspace
-from ._task import Task
+from ._task import Task, is_url
 
 __all__ = ["Settings", "run_attempt"]
 
@@ -96,7 +97,7 @@ def _attempt(task: Task, settings: Settings, gate: GateClient, holder: str, scra
             _setup(task, copy.path, deadline)
         snapshots = Snapshots(scratch / "snapshots.git", copy.path, copy.objects)
         before = snapshots.take()
-        act = _act(task, settings, gate, holder, copy.path, log)
+        act = _act(task, settings, gate, holder, copy.path, log, _hidden(task, space))
         after = snapshots.take()
         patch = snapshots.diff(before, after, settings.max_patch_bytes)
         if patch is None:
@@ -123,15 +124,26 @@ def _setup(task: Task, path: Path, deadline: float) -> None:
         raise AttemptError(f"setup failed ({why}): {_tail(done.observation())}")
 
 
+def _hidden(task: Task, space: Workspace) -> tuple[str, ...]:
+    """What an attempt's commands may not read besides the usual credential stores: the
+    node's scratch folders (this attempt's snapshots and transcript, which hold copies of
+    the root's protected files, and other attempts' copies) and the task's own folder when
+    it is a local path (its .env is not masked: it is not the root). The root inside the
+    scratch folder stays theirs (its own rule lets them read and write it)."""
+    source = () if is_url(task.repo) else (os.path.realpath(os.path.expanduser(task.repo)),)
+    return (*DEFAULT_HIDDEN, str(space.work), *source)
+
+
 def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Path,
-         log: Path) -> Any:
+         log: Path, hidden: tuple[str, ...]) -> Any:
     try:
         engine = GatedEngine(_engine(task, settings), gate, holder, settings.retry)
         loki = Loki(engine, protocol=settings.protocol)  # type: ignore[arg-type]
         # closed before the patch is taken: no background job may change the copy after
         protect = DEFAULT_PROTECTED if settings.protect is None else settings.protect
         with filesystem_toolbox(root, sandbox=settings.sandbox,  # type: ignore[arg-type]
-                                network=settings.network, protect=protect) as box:
+                                network=settings.network, protect=protect,
+                                hidden=hidden) as box:
             try:
                 return loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
                                 transcript=log)
@@ -169,8 +181,10 @@ def _verify(task: Task, settings: Settings, space: Workspace, scratch: Path, com
                 return {"verified": False, "verify_exit": None,
                         "verify_output": _tail(f"the patch does not apply: {exc}")}
         # the task author's command, graded apart from the agent: nothing is protected
+        # (but it runs code the agent wrote: the node's other scratch folders stay hidden)
         with filesystem_toolbox(fresh.path, sandbox=settings.sandbox,  # type: ignore[arg-type]
-                                network=settings.network, protect=()) as box:
+                                network=settings.network, protect=(),
+                                hidden=_hidden(task, space)) as box:
             said = box.call("run", {"command": task.verify,
                                     "timeout": min(3600.0, _left(deadline))})
     finally:
