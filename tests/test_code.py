@@ -15,7 +15,8 @@ from cli_run import child_env, loki
 from fake_servers import FakeModelServer, openai_reply
 from yggdrasil.loki import Loki
 from yggdrasil.loki.code import Code
-from yggdrasil.loki.files import Root
+from yggdrasil.loki.files import DEFAULT_PROTECTED, Root
+from yggdrasil.loki.search import protection
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 pytest.importorskip("tree_sitter_language_pack")
@@ -221,7 +222,8 @@ def test_the_index_sees_edits_writes_and_commands_and_reparses_only_those(app: P
     write(app, {"other.py": "def stays():\n    pass\n"})
     box = filesystem_toolbox(app, sandbox="off")
     assert box.call("find_symbol", {"name": "main"}) == "app.py:17: function main()"
-    code = Code(Root.at(app))  # the same per-root index the toolbox uses
+    # the same per-root index the toolbox uses (one per root and protected list)
+    code = Code(Root.at(app, protect=protection(DEFAULT_PROTECTED)))
     box.call("outline", {"path": "."})
     before = dict(code.index.entries)
     box.call("edit_file", {"path": "app.py", "old": "def main():", "new": "def start():"})

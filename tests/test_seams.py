@@ -145,3 +145,50 @@ def test_a_fleet_attempt_cannot_read_protected_files_through_the_fleets_own_copi
                        if json.loads(line)["type"] == "step")["observation"]
     assert SECRET not in said and "index-read" not in observation, observation
     assert observation.count("Permission denied") >= 3, observation
+
+
+# --- the code index, shared by toolboxes and kept on disk ----------------------------------
+
+def _code_root(root: Path) -> None:
+    (root / "secrets.py").write_text(f'API_KEY = "{SECRET}"\n\ndef leak():\n    pass\n')
+    (root / "app.py").write_text("from secrets import API_KEY\n\ndef main():\n"
+                                 "    return API_KEY\n")
+
+
+def test_the_shared_code_index_answers_each_toolbox_with_its_own_protected_files(
+        root: Path) -> None:
+    """The index is shared by every toolbox of a root in the process: one made with
+    ``protect=()`` parsed secrets.py, and a protected toolbox then showed its constant."""
+    _code_root(root)
+    open_box = filesystem_toolbox(root, read_only=True, protect=())
+    assert SECRET in open_box.call("find_symbol", {"name": "API_KEY"})
+    box = filesystem_toolbox(root, read_only=True)
+    for tool, args in (("find_symbol", {"name": "API_KEY"}), ("outline", {"path": "."}),
+                       ("repo_map", {}), ("find_symbol", {"name": "leak"})):
+        out = box.call(tool, args)
+        assert SECRET not in out and "leak" not in out.replace("'leak'", ""), (tool, out)
+        assert "1 protected" in out, (tool, out)
+
+
+_CACHED = """
+import sys
+from yggdrasil.loki.tools import filesystem_toolbox
+kw = {} if sys.argv[2] == "on" else {"protect": ()}
+box = filesystem_toolbox(sys.argv[1], read_only=True, code_cache=True, **kw)
+print(box.call("repo_map", {}))
+"""
+
+
+def test_a_code_cache_written_without_protection_loses_the_protected_files(
+        root: Path, tmp_path: Path) -> None:
+    """The disk copy of the index sits in ~/.cache, which commands can read: one written
+    by a toolbox that protected nothing kept secrets.py's constants there for good."""
+    _code_root(root)
+    env = {**os.environ, "PYTHONPATH": SRC, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for protect in ("off", "on"):
+        done = subprocess.run([sys.executable, "-c", _CACHED, str(root), protect], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert (SECRET in done.stdout) == (protect == "off"), done.stdout
+    [cached] = (tmp_path / "cache").rglob("*.json")
+    assert SECRET not in cached.read_text() and "secrets.py" not in cached.read_text()

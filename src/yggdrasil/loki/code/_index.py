@@ -100,14 +100,22 @@ class Wanted(Protocol):
     def in_bytes(self, data: bytes) -> bool: ...
 
 
+def _protected(root: Root, rel: str) -> bool:
+    return root.protect is not None and root.protect.covering(rel, False) is not None
+
+
 class Index:
     """The index of one root; thread-safe (one call at a time walks it)."""
 
     def __init__(self, root: Root, entries: dict[str, Entry] | None = None) -> None:
         self.root = root
-        self.entries: dict[str, Entry] = entries or {}
+        loaded = entries or {}
+        # A disk copy written by a toolbox that protected less (or by an older version)
+        # may hold protected files: they are dropped, and the copy rewritten without them.
+        self.entries: dict[str, Entry] = {rel: e for rel, e in loaded.items()
+                                          if not _protected(root, rel)}
         self.held = sum(e.held() for e in self.entries.values())
-        self.changed = 0  # entries added or replaced since the last save
+        self.changed = len(loaded) - len(self.entries)  # entries changed since the last save
         self.lock = threading.Lock()
 
     # -- one file -------------------------------------------------------------------------

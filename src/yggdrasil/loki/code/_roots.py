@@ -1,4 +1,5 @@
-"""One index per root, shared by every toolbox of this process, and its disk copy.
+"""One index per root (and protected list), shared by the toolboxes of this process, and
+its disk copy.
 
 A root's :class:`Held` keeps its :class:`Index`, its :class:`Ranker` and, when asked
 for, the :class:`Store` that saves the index to the user's cache folder: after the
@@ -61,13 +62,17 @@ def _save_all() -> None:
 
 _MAX_ROOTS = 8
 _exit_hook: list[object] = []  # filled once the exit save is registered
-_held_by_root: OrderedDict[str, Held] = OrderedDict()
+_held_by_root: OrderedDict[tuple[str, tuple[str, ...]], Held] = OrderedDict()
 _registry_lock = threading.Lock()
 
 
 def held_for(root: Root, cache: bool) -> Held:
-    """The shared state of ``root``, made on first use (loaded from disk when ``cache``)."""
-    key = str(root.path)
+    """The shared state of ``root``, made on first use (loaded from disk when ``cache``).
+
+    Shared by the toolboxes of one root *with the same protected files*: the index walks
+    with the Root it was made with, so a toolbox with ``protect=()`` must not answer
+    another toolbox's ``find_symbol`` or ``repo_map`` with a ``secrets.py`` it parsed."""
+    key = (str(root.path), root.protect.globs if root.protect else ())
     with _registry_lock:
         found = _held_by_root.get(key)
         if found is None:
