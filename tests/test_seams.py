@@ -192,3 +192,49 @@ def test_a_code_cache_written_without_protection_loses_the_protected_files(
         assert (SECRET in done.stdout) == (protect == "off"), done.stdout
     [cached] = (tmp_path / "cache").rglob("*.json")
     assert SECRET not in cached.read_text() and "secrets.py" not in cached.read_text()
+
+
+# --- git's config and hooks through the file tools ----------------------------------------
+
+_GIT_WRITES = {
+    "write_file hook": ("write_file", {"path": ".git/hooks/pre-commit",
+                                       "content": "#!/bin/sh\ntouch ../pwned\n"}),
+    "edit config": ("edit_file", {"path": ".git/config", "old": "[core]",
+                                  "new": "[core]\n\tfsmonitor = touch ../pwned; echo"}),
+    "patch adds a hook": ("apply_patch", {"patch": "*** Begin Patch\n*** Add File: "
+                                          ".git/hooks/post-checkout\n+#!/bin/sh\n*** End Patch"}),
+    "patch moves into hooks": ("apply_patch", {"patch": "*** Begin Patch\n*** Update File: "
+                                               "notes.txt\n*** Move to: .git/hooks/pre-push\n"
+                                               "*** End Patch"}),
+    "commondir": ("write_file", {"path": ".git/commondir", "content": "../evil\n"}),
+    "a .git file": ("write_file", {"path": "sub/.git", "content": "gitdir: ../evil\n"}),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(_GIT_WRITES))
+def test_the_file_tools_never_write_what_git_runs(root: Path, attack: str) -> None:
+    """Commands get .git/config and .git/hooks read-only (git_writable=False), but the
+    file tools wrote them: an fsmonitor set with edit_file ran, unfenced, at the user's
+    next 'git status'."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "notes.txt").write_text("[core]\n")
+    config = (root / ".git" / "config").read_bytes()
+    box = filesystem_toolbox(root, sandbox="off")
+    tool, args = _GIT_WRITES[attack]
+    out = box.call(tool, args)
+    assert out.startswith("ERROR: ") and "read-only for the tools" in out, out
+    assert "git_writable=True" in out
+    assert (root / ".git" / "config").read_bytes() == config
+    assert not any((root / ".git" / "hooks" / n).exists()
+                   for n in ("pre-commit", "post-checkout", "pre-push"))
+    assert not (root / ".git" / "commondir").exists() and not (root / "sub" / ".git").exists()
+    assert (root / "notes.txt").exists()
+
+
+def test_git_writable_lets_the_tools_write_them(root: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    box = filesystem_toolbox(root, sandbox="off", git_writable=True)
+    out = box.call("edit_file", {"path": ".git/config", "old": "[core]",
+                                 "new": "[core]\n\tautocrlf = false"})
+    assert out.startswith("edited .git/config"), out
+    assert "restored .git/config" in str(box.revert())

@@ -136,7 +136,8 @@ def filesystem_toolbox(
     observation.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
-    where = Root.at(root, protect=protection(protect_globs(protect)))
+    where = Root.at(root, protect=protection(protect_globs(protect)),
+                    git_writable=git_writable)
     guard_imports(where.path)  # what commands write in the root never runs in this process
     box = Toolbox(before_call=before_call, after_call=after_call)
     journal = Journal(where, box.record)

@@ -37,7 +37,7 @@ import tempfile
 import weakref
 from collections.abc import Callable, Collection, Iterable
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import cast
 
@@ -118,7 +118,9 @@ class Reverted:
 
 class Journal:
     def __init__(self, root: Root, record: Record) -> None:
-        self.root = root
+        # Undo puts back what the user had: the rule that keeps the model's tools off
+        # git's config and hooks (Root.git_writable) does not bind it.
+        self.root = replace(root, git_writable=True)
         self.record = record
         self.entries: dict[str, Entry] = {}
         self.created_dirs: list[str] = []

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import overload
 
 from ..errors import PathError
+from ._gitfiles import HOW_TO_ALLOW_GIT, git_code_path
 from ._observe import printable
 from ._protect import Protection
 
@@ -75,18 +76,22 @@ class Root:
     """An agent root: a resolved folder that every path must stay inside.
 
     ``protect``: the protected paths, refused by ``resolve`` and ``open_file`` (None or
-    an empty Protection: nothing is protected).
+    an empty Protection: nothing is protected). ``git_writable=False``: the files git
+    takes commands from (``.git/config``, hooks, ``commondir``: ``_gitfiles``) are never
+    written through ``stage``/``write_atomic``.
     """
 
     path: Path
     protect: Protection | None = field(default=None, compare=False)
+    git_writable: bool = field(default=True, compare=False)
 
     @classmethod
-    def at(cls, path: str | os.PathLike[str], protect: Protection | None = None) -> Root:
+    def at(cls, path: str | os.PathLike[str], protect: Protection | None = None, *,
+           git_writable: bool = True) -> Root:
         real = Path(os.path.realpath(os.fspath(path)))
         if not real.is_dir():
             raise PathError(f"root {os.fspath(path)!r} is not an existing folder")
-        return cls(real, protect or None)
+        return cls(real, protect or None, git_writable)
 
     def resolve(self, path: str | os.PathLike[str]) -> Path:
         """The resolved path inside the root; PathError when it escapes, ProtectedError
@@ -212,6 +217,10 @@ class Root:
         if not parts:
             raise PathError("the root itself is a folder, not a file")
         rel = self.rel(real)
+        if not self.git_writable and git_code_path(rel):
+            raise PathError(f"{rel} is read-only for the tools: git takes commands from it "
+                            "(hooks, core.fsmonitor, aliases, another git folder), which "
+                            f"would run outside the sandbox; {HOW_TO_ALLOW_GIT}")
         with self.folder_fd(parts[:-1], create=True) as dfd:
             name = parts[-1]
             old = _lstat_at(dfd, name)
