@@ -238,3 +238,28 @@ def test_git_writable_lets_the_tools_write_them(root: Path) -> None:
                                  "new": "[core]\n\tautocrlf = false"})
     assert out.startswith("edited .git/config"), out
     assert "restored .git/config" in str(box.revert())
+
+
+_COMMONDIR = ("mkdir -p evil/hooks evil/objects evil/refs && cp .git/HEAD evil/ && "
+              "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch "
+              "\"$PWD/../pwned\"; echo\\n' > evil/config && echo ../evil > .git/commondir")
+
+
+@pytest.mark.parametrize("how", ["run", "job"])
+def test_a_command_cannot_point_git_at_a_config_of_its_own(root: Path, how: str) -> None:
+    """.git/config is read-only to commands, but a .git/commondir (which need not exist,
+    so no mount covers it) made git read evil/config instead: its fsmonitor ran, unfenced,
+    at the user's next 'git status'. A command's change to such a file is put back."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    box = filesystem_toolbox(root)
+    if how == "run":
+        out = box.call("run", {"command": _COMMONDIR})
+        assert "[sandbox: put back .git/commondir" in out, out
+    else:
+        box.call("run", {"command": _COMMONDIR + "; sleep 30", "background": True})
+        box.call("jobs", {})  # settles what the job changed
+    box.close()
+    assert not (root / ".git" / "commondir").exists()
+    subprocess.run(["git", "status"], cwd=root, capture_output=True, check=False)
+    assert not (root.parent / "pwned").exists()
+    assert box.changes.get(".git/commondir") == "transient", box.changes

@@ -42,6 +42,7 @@ from pathlib import Path, PurePosixPath
 from typing import cast
 
 from ..errors import LokiError
+from ._gitfiles import git_code_path
 from ._root import Root
 
 DIFF_LIMIT = 1 << 20  # bytes: larger files get no line counts
@@ -121,6 +122,7 @@ class Journal:
         # Undo puts back what the user had: the rule that keeps the model's tools off
         # git's config and hooks (Root.git_writable) does not bind it.
         self.root = replace(root, git_writable=True)
+        self.git_writable = root.git_writable  # else a command's change to one is undone
         self.record = record
         self.entries: dict[str, Entry] = {}
         self.created_dirs: list[str] = []
@@ -240,7 +242,34 @@ class Journal:
         self._saw(rel, entry)
         self.record(rel)
 
-    def after_command(self, diff: Diff) -> None:
+    def after_command(self, diff: Diff) -> list[str]:
+        """Record what a command changed; with git's code files read-only for the run
+        (``Root.git_writable``), put back at once those it changed (a ``.git/commondir``
+        naming a folder of the root, whose config then runs at the user's next ``git
+        status``: a mount cannot cover a file that does not exist yet). The paths put back."""
+        self._record_command(diff)
+        if self.git_writable:
+            return []
+        return [rel for rel in (*diff.created, *diff.modified, *diff.deleted)
+                if git_code_path(rel) and self._put_back(rel)]
+
+    def _put_back(self, rel: str) -> bool:
+        entry = self.entries.get(rel)
+        try:
+            if entry is None or not entry.existed:
+                self._remove(rel, folder=False)
+                if entry is not None:
+                    entry.exists, entry.seen = False, None
+            elif entry.backup is not None:
+                self._restore(rel, entry.backup, entry.mode)
+                entry.exists = True
+            else:
+                return False
+        except (LokiError, OSError):
+            return False
+        return True
+
+    def _record_command(self, diff: Diff) -> None:
         for rel in diff.created_dirs:
             if rel not in self._created_dirs:
                 self._created_dirs.add(rel)

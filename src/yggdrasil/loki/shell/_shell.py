@@ -392,16 +392,18 @@ class Shell:
             self.journal.keep_originals(self.tracker.code_files())
         argv, env, reaped = self._wrap(argv, env, scratch, fence)
         masked = [self.root.rel(Path(p)) for p in self._masked] if reaped else []
+        put_back: list[str] = []
         try:
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
                                reaped=reaped)
         finally:  # interrupted too (Ctrl-C): what the command did so far is the run's
             changes = self.tracker.end(skip)
             if self.journal is not None:
-                self.journal.after_command(changes)
+                put_back = self.journal.after_command(changes)
             self.jobs.resume()
         text = done.observation()
-        for extra in (_changed_section(changes), self._denied_note(done, fence, masked)):
+        for extra in (_changed_section(changes), self._denied_note(done, fence, masked),
+                      _put_back_note(put_back)):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
         return text
@@ -422,6 +424,13 @@ def _denied_lines(stderr: str, masked: Sequence[str]) -> tuple[bool, bool]:
 def _home_relative(path: str) -> str:
     home = os.path.expanduser("~")
     return "~" + path[len(home):] if path.startswith(home + "/") else path
+
+
+def _put_back_note(paths: Sequence[str]) -> str:
+    if not paths:
+        return ""
+    return (f"[sandbox: put back {', '.join(paths)}: git takes commands from it, which would "
+            "run outside the sandbox (git_writable=False)]\n")
 
 
 def _check_program(program: str, env: Mapping[str, str]) -> None:
