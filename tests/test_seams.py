@@ -263,3 +263,24 @@ def test_a_command_cannot_point_git_at_a_config_of_its_own(root: Path, how: str)
     subprocess.run(["git", "status"], cwd=root, capture_output=True, check=False)
     assert not (root.parent / "pwned").exists()
     assert box.changes.get(".git/commondir") == "transient", box.changes
+
+
+# --- command rules and background jobs ----------------------------------------------------
+
+@pytest.mark.parametrize("shell", ["bash", "sh -s", "cat | bash -i"])
+def test_a_shell_job_s_input_is_judged_by_the_rules(root: Path, shell: str) -> None:
+    """``run`` lines obey the rules, but ``run('bash', background=true)`` then
+    ``job_input('git push')`` ran what a deny rule refused, and an ask rule never asked."""
+    asked: list[str] = []
+    box = filesystem_toolbox(root, rules=[("deny", "touch"), ("ask", "rm")],
+                             confirm=lambda action: asked.append(action) is not None)
+    assert box.call("run", {"command": shell, "background": True}).startswith("started job 1")
+    out = box.call("job_input", {"job": 1, "text": "echo ok; touch pwned"})
+    assert out.startswith("ERROR: the command 'touch pwned' is refused by the rule"), out
+    out = box.call("job_input", {"job": 1, "text": "rm -f notes.txt"})
+    assert out.startswith("REFUSED: user declined to run rm -f notes.txt"), out
+    assert asked == ["run rm -f notes.txt"]
+    out = box.call("job_input", {"job": 1, "text": "echo fine > fine.txt"})
+    assert out.startswith("job 1: sent 21 bytes"), out
+    box.close()
+    assert not (root / "pwned").exists() and (root / "fine.txt").read_text() == "fine\n"

@@ -185,6 +185,22 @@ def _line(text: str, words: list[Word], depth: int) -> Iterator[Command]:
     yield from found
 
 
+def reads_commands(line: str) -> bool:
+    """Whether ``line`` runs a shell that takes its commands from stdin (``bash``,
+    ``sh -s``, ``cat | bash``): what a background job of it is sent is a command line too."""
+    try:
+        commands = list(simple_commands(line))
+    except Unreadable:
+        return False
+    for words, _ in commands:
+        if words and os.path.basename(words[0].text) in _SHELLS and not any(
+                w.text == "--" or not w.text.startswith(("-", "+"))
+                or (w.text.startswith("-") and not w.text.startswith("--") and "c" in w.text[1:])
+                for w in words[1:]):
+            return True
+    return False
+
+
 def _shell_script(args: list[Word], depth: int) -> Iterator[Command]:
     """``bash -c 'SCRIPT'`` (also ``-lc``, ``-e -c``): the commands of SCRIPT."""
     for i, word in enumerate(args):

@@ -129,6 +129,7 @@ class Job:
         self.stopped_by = ""  # the signal that ended a stopped job
         self.held_open = False
         self.input_closed = False
+        self.screen: Callable[[str], None] | None = None  # judges input (a shell's: rules)
         self.changes: dict[str, str] = {}  # root-relative path -> created/modified/deleted
         self._on_end = on_end
         self._watcher = threading.Thread(target=self._watch, name=f"loki-job-{number}",

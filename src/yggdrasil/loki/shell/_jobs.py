@@ -67,8 +67,10 @@ class Jobs:
 
     # -- the tools ---------------------------------------------------------------------
 
-    def start(self, label: str, prepare: Prepare) -> str:
-        """Start a job; ``started job <id>: <label>`` and its first second of output."""
+    def start(self, label: str, prepare: Prepare,
+              screen: Callable[[str], None] | None = None) -> str:
+        """Start a job; ``started job <id>: <label>`` and its first second of output.
+        ``screen(text)`` raises for input the job must not be sent (see ``send``)."""
         self._check_room()
         self.settle()  # what changed before the job is not the job's
         scratch = Path(tempfile.mkdtemp(prefix="loki-tmp-"))
@@ -82,6 +84,7 @@ class Jobs:
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
+        job.screen = screen
         self._next += 1
         self._jobs[job.id] = job
         self._charged.append(job)
@@ -106,6 +109,8 @@ class Jobs:
         if found.input_closed:
             raise ToolError(f"job {job}'s stdin is closed (eof=true was sent); it reads no "
                             "more input. Start a new job to send more")
+        if found.screen is not None and text.strip():
+            found.screen(text)  # a shell's input is a command line: the rules judge it
         # "" alone is Enter; with eof=true it only closes stdin
         data = "" if eof and not text else text if text.endswith("\n") else text + "\n"
         sent = self._send(found, data.encode("utf-8"))

@@ -33,6 +33,7 @@ from ..sandbox import (
     run_process,
     scrubbed,
 )
+from ._cmdline import reads_commands
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
 from ._job import JobLimits
 from ._jobs import Jobs
@@ -115,8 +116,11 @@ class Shell:
         self.check_command(command)  # background jobs obey the rules too
         argv = [self.shell, "-c", command]
         if background:
+            # A shell reading its commands from stdin: what job_input sends it is a command
+            # line, judged by the same rules (else `run bash` + job_input passes them).
+            screen = self.check_command if self.rules and reads_commands(command) else None
             return self.jobs.start(command, lambda scratch: self._prepare(
-                argv, self._env(scratch, job=True), scratch))
+                argv, self._env(scratch, job=True), scratch), screen=screen)
         with self._scratch() as scratch:
             return self._execute(argv, self._env(scratch), scratch, timeout)
 
