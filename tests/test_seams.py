@@ -208,6 +208,8 @@ _GIT_WRITES = {
                                                "*** End Patch"}),
     "commondir": ("write_file", {"path": ".git/commondir", "content": "../evil\n"}),
     "a .git file": ("write_file", {"path": "sub/.git", "content": "gitdir: ../evil\n"}),
+    "mercurial hooks": ("write_file", {"path": ".hg/hgrc",
+                                       "content": "[hooks]\npre-status = touch ../pwned\n"}),
 }
 
 

@@ -17,11 +17,11 @@ HOW_TO_ALLOW_GIT = "the user allows it with filesystem_toolbox(git_writable=True
 
 
 def git_code_path(rel: str) -> bool:
-    """Whether git would take commands from the root-relative ``rel``: a file named
-    ``.git``, or below a ``.git`` folder (submodules' folders in ``.git/modules/``
+    """Whether git would take commands from the root-relative ``rel`` (or Mercurial: a
+    ``.hg/hgrc``): a file named ``.git``, or below a ``.git`` folder (submodules' folders in ``.git/modules/``
     included) a ``config``, ``config.worktree`` or ``commondir``, or anything in ``hooks``."""
     parts = rel.split("/")
-    if parts[-1] == ".git":
+    if parts[-1] == ".git" or parts[-2:] == [".hg", "hgrc"]:  # Mercurial's hooks live there
         return True
     if ".git" not in parts[:-1]:
         return False
