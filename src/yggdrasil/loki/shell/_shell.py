@@ -433,7 +433,7 @@ def _home_relative(path: str) -> str:
 def _put_back_note(paths: Sequence[str]) -> str:
     if not paths:
         return ""
-    return (f"[sandbox: put back {', '.join(paths)}: git takes commands from it, which would "
+    return (f"[sandbox: put back {', '.join(paths)}: git (or hg) takes commands from it, which would "
             "run outside the sandbox (git_writable=False)]\n")
 
 
