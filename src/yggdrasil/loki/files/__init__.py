@@ -4,7 +4,8 @@ Owns ``Root`` (every path resolved and opened inside the agent root, no symlink 
 out), the file tools (list, read a window, write, edit, apply a patch), the forgiving
 edit matcher, patches, diffs, the stale-view guard, the syntax gate,
 the run's journal (what each touched path was, and how to put it back), the protected
-paths ``Root`` refuses (``Protection``, ``DEFAULT_PROTECTED``) and the bounds on
+paths ``Root`` refuses (``Protection``, ``DEFAULT_PROTECTED``), the files git takes
+commands from that the tools never write (``_gitfiles``) and the bounds on
 what any tool hands back to a model (``clip_*``, ``MAX_*``). Every other hand builds on
 this package; it imports only ``yggdrasil.loki.errors`` and ``yggdrasil.io``.
 """
