@@ -218,9 +218,9 @@ class Root:
             raise PathError("the root itself is a folder, not a file")
         rel = self.rel(real)
         if not self.git_writable and git_code_path(rel):
-            raise PathError(f"{rel} is read-only for the tools: git (or hg) takes commands from it "
-                            "(hooks, core.fsmonitor, aliases, another git folder), which "
-                            f"would run outside the sandbox; {HOW_TO_ALLOW_GIT}")
+            raise PathError(f"{printable(rel)} is read-only for the tools: git (or hg) takes "
+                            "commands from it (hooks, core.fsmonitor, aliases, another git "
+                            f"folder), which would run outside the sandbox; {HOW_TO_ALLOW_GIT}")
         with self.folder_fd(parts[:-1], create=True) as dfd:
             name = parts[-1]
             old = _lstat_at(dfd, name)
