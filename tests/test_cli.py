@@ -23,7 +23,7 @@ def test_tools_json_is_the_toolbox_catalog(root: Path) -> None:
     assert catalog["tools"] == filesystem_toolbox(root).to_dict()["tools"]
     mutating = {t["name"] for t in catalog["tools"] if t["mutates"]}
     assert mutating == {"write_file", "edit_file", "apply_patch", "undo_edit", "run_python", "run",
-                        "job_output", "job_input", "job_stop", "jobs"}
+                        "job_input", "job_stop"}  # job_output and jobs are read tools
 
 
 def test_tools_text_marks_mutating_tools_and_read_only_drops_them(root: Path) -> None:
