@@ -114,7 +114,8 @@ def job_tools(shell: Shell) -> list[Tool]:
         Tool("job_output", "What a background job printed since the last read, then "
              "'job <id> running' or its exit code, and the files it changed so far.",
              {"job": job, "wait": "seconds to wait for new output or the end, 0-60 (default 0)"},
-             jobs.output, title="Read a job's output"),
+             jobs.output, title="Read a job's output",
+             idempotent=False),  # a read consumes what it shows: a retry would not show it
         Tool("job_input", "Write a line to a background job's stdin (answer a prompt, drive "
              "a REPL); shows what it printed in reply.",
              {"job": job, "text": "what to send; a newline is added unless it ends with one",
