@@ -22,7 +22,7 @@ import pytest
 
 from fleet_kit import done, run, write_script
 from yggdrasil.loki.fleet import Fleet, Task
-from yggdrasil.loki.sandbox import isolation_status
+from yggdrasil.loki.sandbox import isolation_status, launcher_argv
 from yggdrasil.loki.tools import filesystem_toolbox
 
 HERE = Path(__file__).resolve().parent
@@ -108,6 +108,35 @@ def test_a_protected_file_moved_out_of_the_masks_sight_stays_masked(root: Path, 
     assert SECRET not in out and "Permission denied" in out, out
     out = box.call("run", {"command": "grep -r API_KEY . ; tar cf - . | tar xOf -"})
     assert SECRET not in out, out
+
+
+@isolated
+@pytest.mark.parametrize("swap", ["moved", "a link"])
+def test_a_mask_planned_before_a_job_moved_the_file_stops_the_command(
+        root: Path, swap: str) -> None:
+    """The agent plans a command's masks, then its launcher mounts them: a background job
+    that renames the folder above the .env in between (or swaps it for a link to a decoy)
+    made the mask land nowhere (or on the decoy), and the command read the real file. The
+    launcher now reaches each path without following a link and refuses to run when it
+    moved. (Run here with a plan made stale on purpose: what the race produces.)"""
+    (root / "config").mkdir()
+    (root / "config" / ".env").write_text(f"API_KEY={SECRET}\n")
+    plan = [("tmpfs", "/tmp"), ("bind", str(root)), ("protect", str(root / "config" / ".env"))]
+
+    def launch(command: str) -> subprocess.CompletedProcess[str]:
+        argv = launcher_argv(sys.executable, [str(root)], network=True, abi=0,
+                             argv=["/bin/sh", "-c", command], namespaces=True, mounts=plan)
+        return subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60)
+
+    assert "Permission denied" in launch("cat config/.env").stderr
+    (root / "config").rename(root / "moved")
+    if swap == "a link":
+        (root / "decoy").mkdir()
+        (root / "decoy" / ".env").write_text("decoy\n")
+        (root / "config").symlink_to("decoy")
+    done = launch("cat moved/.env; cat config/.env")
+    assert SECRET not in done.stdout, done.stdout
+    assert done.returncode == 126 and "run it again" in done.stderr, done.stderr
 
 
 # --- the fleet's bookkeeping beside the root -----------------------------------------------

@@ -18,7 +18,11 @@ namespace it applies the mount plan the agent passed (``--mount KIND:PATH``, in 
 - ``protect:PATH`` PATH (a protected file or folder of the root: ``.env``, ``.aws/``)
   replaced by an empty file or folder of mode 000, read-only: the command (which has no
   capability to override permissions) gets EACCES reading or listing it, and since it is
-  a mount point it cannot be renamed, removed or hard-linked away (EBUSY, EXDEV).
+  a mount point it cannot be renamed, removed or hard-linked away (EBUSY, EXDEV). The
+  mask is mounted onto the file reached by a walk that follows no link (through
+  ``/proc/self/fd``), so a folder a background job renamed or swapped for a link since
+  the plan was made cannot send it elsewhere: a protected path that is gone, or that a
+  link now leads to, stops the command before it runs (the next plan finds the file).
 
 Sources are opened before the first mount, so a later mount never hides one; the mode-000
 file that ``protect`` binds lives on a small tmpfs mounted first on the plan's first
@@ -196,28 +200,61 @@ def _blank_file(plan: Sequence[tuple[str, str]]) -> int:
                   and not os.path.islink(path)), None)
     if under is None:
         raise SetupError(2, "no tmpfs in the mount plan to hold the protected-file mask")
-    _mount(b"tmpfs", under, b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k,mode=0700")
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    _mount(b"tmpfs", under, b"tmpfs", flags, b"size=4k,mode=0700")
     path = os.path.join(under, "protected")
     os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0))
     os.chmod(path, 0)
+    # Read-only from now on: every bind of the file is too (no chmod back to readable).
+    _mount(None, under, None, MS_REMOUNT | MS_RDONLY | flags)
     return os.open(path, os.O_PATH | os.O_CLOEXEC)
 
 
 def _protect(path: str, blank: int | None) -> None:
-    """``path`` covered by an unreadable, read-only, empty file or folder (mode 000)."""
+    """``path`` covered by an unreadable, read-only, empty file or folder (mode 000),
+    mounted onto the very file a no-link walk reaches (see the module docstring)."""
+    fd = _reach(path)
+    if fd is None:
+        return  # a link named like a secret is judged by where it leads
     try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return  # gone since the plan was made
-    if stat.S_ISLNK(st.st_mode):
-        return  # a link is judged by where it leads
-    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY
-    if stat.S_ISDIR(st.st_mode):
-        _mount(b"tmpfs", path, b"tmpfs", flags, b"size=4k,mode=000")
-        return
-    assert blank is not None
-    _mount(f"/proc/self/fd/{blank}".encode(), path, None, MS_BIND)
-    _mount(None, path, None, MS_REMOUNT | MS_BIND | flags | _locked_flags(path))
+        target = f"/proc/self/fd/{fd}"
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            _mount(b"tmpfs", target, b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                   b"size=4k,mode=000")
+            return
+        assert blank is not None
+        _mount(f"/proc/self/fd/{blank}".encode(), target, None, MS_BIND)  # read-only: its fs is
+    finally:
+        os.close(fd)
+
+
+def _reach(path: str) -> int | None:
+    """An O_PATH descriptor of ``path`` reached from / without following a link; None when
+    its last part is a link. SetupError when it is gone or a folder on the way is a link:
+    it moved since the plan was made, and the command must not start with it unmasked."""
+    parts = [p for p in path.split("/") if p]
+    fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, part in enumerate(parts):
+            try:
+                step = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                raise SetupError(2, f"the protected {path} moved while the command was "
+                                    "starting; run it again") from None
+            os.close(fd)
+            fd = step
+            if stat.S_ISLNK(os.fstat(fd).st_mode):
+                if i == len(parts) - 1:
+                    os.close(fd)
+                    return None
+                raise SetupError(40, f"a link now leads to the protected {path} (a folder "
+                                     "above it was swapped while the command was starting); "
+                                     "run it again")
+        return fd
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise
 
 
 def _mount_point(path: str, *, folder: bool) -> None:
