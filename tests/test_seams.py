@@ -252,6 +252,9 @@ def test_the_file_tools_never_write_what_git_runs(root: Path, attack: str) -> No
     config = (root / ".git" / "config").read_bytes()
     box = filesystem_toolbox(root, sandbox="off")
     tool, args = _GIT_WRITES[attack]
+    if tool == "apply_patch":  # a dry run says what the patch would meet
+        out = box.call(tool, {**args, "dry_run": True})
+        assert out.startswith("ERROR: ") and "read-only for the tools" in out, out
     out = box.call(tool, args)
     assert out.startswith("ERROR: ") and "read-only for the tools" in out, out
     assert "git_writable=True" in out

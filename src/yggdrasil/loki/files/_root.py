@@ -206,6 +206,15 @@ class Root:
             raise
         return staged.created
 
+    def check_writable(self, real: Path) -> None:
+        """PathError when no tool may write ``real``: with ``git_writable=False``, a file
+        git takes commands from (``_gitfiles``). ``stage`` checks it; a dry run asks too."""
+        rel = self.rel(real)
+        if not self.git_writable and git_code_path(rel):
+            raise PathError(f"{printable(rel)} is read-only for the tools: git (or hg) takes "
+                            "commands from it (hooks, core.fsmonitor, aliases, another git "
+                            f"folder), which would run outside the sandbox; {HOW_TO_ALLOW_GIT}")
+
     def stage(self, real: Path, data: bytes, mode: int | None = None) -> Staged:
         """Write ``data`` to a flushed temp file beside ``real``; ``commit`` renames it over.
 
@@ -217,10 +226,7 @@ class Root:
         if not parts:
             raise PathError("the root itself is a folder, not a file")
         rel = self.rel(real)
-        if not self.git_writable and git_code_path(rel):
-            raise PathError(f"{printable(rel)} is read-only for the tools: git (or hg) takes "
-                            "commands from it (hooks, core.fsmonitor, aliases, another git "
-                            f"folder), which would run outside the sandbox; {HOW_TO_ALLOW_GIT}")
+        self.check_writable(real)
         with self.folder_fd(parts[:-1], create=True) as dfd:
             name = parts[-1]
             old = _lstat_at(dfd, name)
