@@ -169,3 +169,14 @@ def test_import_does_no_work() -> None:
             "print(sorted(m for m in sys.modules if m.startswith(('polars', 'yggdrasil.loki.'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_an_error_quoting_a_huge_argument_is_capped() -> None:
+    def boom(x: str) -> str:
+        raise RuntimeError(x)
+
+    box = Toolbox()
+    box.add(Tool("boom", "b", {"x": "x"}, boom))
+    for text in (box.call("n" * 2_000_000, {}), box.call("boom", {"x": "y" * 2_000_000})):
+        assert text.startswith("ERROR:")
+        assert len(text) < 110_000

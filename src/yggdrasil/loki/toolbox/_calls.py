@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ..files import clip_text, printable
+
 __all__ = ["Observation", "RunningCalls"]
 
 _LOCK_CHECK = 0.05  # seconds between looks at the cancel event while waiting for the lock
@@ -36,6 +38,9 @@ class Observation:
 
     @classmethod
     def of(cls, text: str, changed: tuple[str, ...] = ()) -> Observation:
+        # The last guard on size: an error or a refusal may quote what the model sent
+        # (an argument of 2 MB, a tool name, a command line), so it is capped too.
+        text = clip_text(printable(text))
         return cls(text, text.startswith("ERROR:"), text.startswith("REFUSED:"), changed)
 
     @property
