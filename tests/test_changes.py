@@ -168,6 +168,33 @@ def test_revert_puts_a_file_back_where_a_link_now_stands(root: Path, box: Toolbo
     assert (root.parent / "outside" / "secret.txt").read_text() == "TOP SECRET\n"
 
 
+def test_undo_of_a_link_the_run_made_removes_the_link_not_its_target(
+        root: Path, box: Toolbox) -> None:
+    (root / "a.py").write_text("mine\n")
+    box.call("run", {"command": "ln -s a.py near && ln -s ../outside/secret.txt far"})
+    assert box.call("undo_edit", {"path": "near"}) == "removed near (this run created it)"
+    assert box.call("undo_edit", {"path": "far"}) == "removed far (this run created it)"
+    assert sorted(os.listdir(root)) == ["a.py"] and (root / "a.py").read_text() == "mine\n"
+    assert (root.parent / "outside" / "secret.txt").read_text() == "TOP SECRET\n"
+
+
+def test_an_edit_through_a_link_is_undone_by_the_links_name(root: Path, box: Toolbox) -> None:
+    (root / "a.py").write_text("x = 1\n")
+    os.symlink("a.py", root / "alias.py")
+    box.call("edit_file", {"path": "alias.py", "old": "x = 1", "new": "x = 2"})
+    assert box.call("undo_edit", {"path": "alias.py"}).startswith("restored a.py")
+    assert (root / "a.py").read_text() == "x = 1\n" and (root / "alias.py").is_symlink()
+
+
+def test_revert_of_named_paths_never_raises_for_one_path(root: Path, box: Toolbox) -> None:
+    (root / "a.txt").write_text("original")
+    box.call("write_file", {"path": "a.txt", "content": "edited"})
+    report = box.revert(["../outside/secret.txt", "a.txt", "/etc/passwd"])
+    assert report.restored == ["a.txt"] and (root / "a.txt").read_text() == "original"
+    assert set(report.not_reverted) == {"../outside/secret.txt", "/etc/passwd"}
+    assert "escapes the agent root" in report.not_reverted["/etc/passwd"]
+
+
 def test_toolbox_without_journal_reverts_nothing() -> None:
     assert str(Toolbox().revert()) == "nothing to revert"
 

@@ -169,8 +169,21 @@ class Journal:
     def relative(self, paths: Iterable[str]) -> set[str]:
         """Root-relative forms of paths given as the user or model wrote them; a path
         outside the root is a PathError."""
-        return {self.root.rel(self.root.resolve(p)) + ("/" if p.endswith("/") else "")
-                for p in paths}
+        return {self._relative(p) for p in paths}
+
+    def _relative(self, path: str) -> str:
+        """The entry ``path`` names: the path itself when the run changed it (a link the
+        run created is undone as a link, even one pointing outside the root), otherwise
+        where it leads (an edit through a link changed the link's target)."""
+        slash = "/" if path.endswith("/") else ""
+        named = Path(os.path.normpath(self.root.path / os.fspath(path)))
+        if named != self.root.path and named.is_relative_to(self.root.path):
+            rel = self.root.rel(named)
+            if rel + slash in self.entries:
+                if self.root.protect is not None:  # no tool deletes a protected file
+                    self.root.protect.check(rel, bool(slash))
+                return rel + slash
+        return self.root.rel(self.root.resolve(path)) + slash
 
     def discard(self) -> None:
         """Delete every original copy: statuses stay known, nothing can be restored now."""

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import ToolDefinitionError, ToolError
+from ..errors import LokiError, ToolDefinitionError, ToolError
 from ..files import Journal, Reverted, clip_text, printable
 from ..sandbox import cancel_scope
 from ._calls import Observation, RunningCalls
@@ -234,11 +234,20 @@ class Toolbox:
         """
         if self.journal is None:
             return Reverted()
-        only = None if paths is None else self.journal.relative(paths)
+        only: set[str] | None = None
+        refused: dict[str, str] = {}
+        if paths is not None:
+            only = set()
+            for path in paths:
+                try:
+                    only |= self.journal.relative([path])
+                except LokiError as exc:  # outside the root, protected, not a path name
+                    refused[path] = str(exc)
         with self._calls.exclusive(threading.Event()):  # never under a running command
             self._settle()  # what background jobs changed is the run's too
             before = set(self.journal.entries)
             done = self.journal.revert(only)
+        done.not_reverted.update(refused)
         gone = before - set(self.journal.entries)
         self.changed[:] = [p for p in self.changed if p not in gone]
         return done
