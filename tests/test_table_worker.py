@@ -304,3 +304,20 @@ def test_a_cancelled_call_stops_the_worker_and_the_next_starts_a_fresh_one(
         assert worker.call("echo", {"text": "again"}) == {"ok": "again"}
     finally:
         worker.close()
+
+
+@pytest.mark.parametrize("memfd", [True, False], ids=["memfd", "unlinked-temp-file"])
+def test_downloaded_bytes_reach_the_worker_with_or_without_memfd(
+        root: Path, memfd: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from yggdrasil.loki.files import Root
+    from yggdrasil.loki.tables import TableReader
+
+    if not memfd:  # macOS has no memfd_create (nor Landlock): an unlinked file instead
+        monkeypatch.delattr(os, "memfd_create")
+    reader = TableReader(Root.at(root), sandbox=memfd)
+    try:
+        out = reader.preview_bytes(b"city,n\nOslo,7\nLima,9\n", "page.csv", ".csv", "", 5)
+    finally:
+        reader.close()
+    assert "Oslo" in out and "Lima" in out
+    assert not [n for n in os.listdir(tempfile.gettempdir()) if n.startswith("loki-download-")]

@@ -48,7 +48,8 @@ def _limit(config: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # The worker writes no file; its stderr is a file of the parent's, kept small.
     resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    if sys.platform == "linux":  # elsewhere the parent's close of the socket ends us
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
 
 
 def _cpu_budget(seconds: int) -> None:

@@ -11,6 +11,7 @@ in memory and time, so a crafted file that crashes or exhausts the parser costs 
 from __future__ import annotations
 
 import os
+import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -22,6 +23,16 @@ from ..files import Root
 from ..sandbox import FencedWorker, WorkerFailed, WorkerLimits
 
 JOBS = "yggdrasil.loki.tables._jobs"
+
+
+def _anonymous_file() -> int:
+    """A descriptor of a file without a name: a memfd on Linux, an unlinked temporary
+    file where there is none (macOS)."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("loki-download", os.MFD_CLOEXEC)
+    fd, name = tempfile.mkstemp(prefix="loki-download-")
+    os.unlink(name)
+    return fd
 
 
 @dataclass
@@ -72,10 +83,11 @@ class TableReader:
 
     def preview_bytes(self, data: bytes, label: str, suffix: str, fmt: str, rows: int) -> str:
         """The read_table preview of downloaded bytes (web_table), parsed in the worker."""
-        fd = os.memfd_create("loki-download", os.MFD_CLOEXEC)
+        fd = _anonymous_file()
         try:
             with os.fdopen(os.dup(fd), "wb") as fh:
                 fh.write(data)
+            os.lseek(fd, 0, os.SEEK_SET)  # /dev/fd/N (not Linux) shares this offset
             return self._run("preview", {"label": label, "rows": rows, "fmt": fmt,
                                          "suffix": suffix}, [fd], f"reading {label}")
         finally:
