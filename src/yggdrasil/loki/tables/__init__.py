@@ -2,7 +2,7 @@
 
 Owns opening each table file through ``Root`` and handing the open descriptor (never the
 path) to the toolbox's fenced, limited table worker (``sandbox.FencedWorker``), which runs
-``_jobs`` (``yggdrasil.io``) in its own process; turns io's errors, the worker's crashes
+``_worker_ops`` (``yggdrasil.io``) in its own process; turns io's errors, the worker's crashes
 and its limits into observations. Imports ``files``, ``errors``, ``sandbox`` and, on
 first use, ``yggdrasil.io`` (in the agent only to find a query's files).
 """

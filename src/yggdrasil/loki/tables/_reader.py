@@ -2,7 +2,7 @@
 
 Every file is resolved and opened by :class:`Root` (no symlink followed, regular files
 only) in the agent; the open descriptor, never the path, goes to the table worker
-(``sandbox.FencedWorker`` running ``_jobs``), where polars reads it as
+(``sandbox.FencedWorker`` running ``_worker_ops``), where polars reads it as
 ``/proc/self/fd/N``. The worker is fenced read-only to the root by Landlock and limited
 in memory and time, so a crafted file that crashes or exhausts the parser costs an
 ``ERROR:`` observation naming the file and the limit, not the agent.
@@ -22,7 +22,7 @@ from ..errors import ToolError
 from ..files import Root
 from ..sandbox import FencedWorker, WorkerFailed, WorkerLimits
 
-JOBS = "yggdrasil.loki.tables._jobs"
+OPS = "yggdrasil.loki.tables._worker_ops"
 
 
 def _anonymous_file() -> int:
@@ -46,7 +46,7 @@ class TableReader:
     worker: FencedWorker = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.worker = FencedWorker(JOBS, [str(self.root.path)], name="table worker",
+        self.worker = FencedWorker(OPS, [str(self.root.path)], name="table worker",
                                    limits=self.limits, sandbox=self.sandbox)
 
     def status(self) -> str:
