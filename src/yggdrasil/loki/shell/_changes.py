@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..files import Diff
+from ..files import Diff, clip_list
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".jj", "node_modules", ".venv", "venv",
@@ -224,3 +224,15 @@ def diff(before: Snapshot, after: Snapshot) -> Diff:
     for paths in (found.created, found.modified, found.deleted):
         paths.sort()
     return found
+
+
+MAX_CHANGE_LINES = 200  # lines of a command's or job's "changed:" section
+
+
+def changed_section(lines: list[str]) -> str:
+    """The ``changed:`` section of an observation ('created a.py', 'modified b.py'...),
+    capped; empty when nothing changed."""
+    if not lines:
+        return ""
+    kept = clip_list(lines, MAX_CHANGE_LINES, "changes", "see Toolbox.changed for the full list")
+    return "changed:\n" + "\n".join(kept) + "\n"

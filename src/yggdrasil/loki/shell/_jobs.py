@@ -30,8 +30,9 @@ from typing import Annotated
 from annotated_types import Interval, MaxLen
 
 from ..errors import ToolError
-from ..files import Journal, Root, clip_list
+from ..files import Journal, Root
 from ..sandbox import Process, current_cancel
+from ._changes import changed_section
 from ._job import GRACE, Job, JobLimits, OutputBuffer, describe
 from ._watch import ChangeTracker
 
@@ -41,7 +42,6 @@ FIRST_LOOK = 1.0  # seconds of a new job's output shown by the call that starts 
 INPUT_LOOK = 1.0  # seconds job_input waits for the job to answer
 INPUT_WAIT = 5.0  # seconds job_input waits for a job that does not read its stdin
 KEPT_ENDED = 50  # ended jobs remembered (their unread output, their exit) per toolbox
-MAX_CHANGE_LINES = 200
 MAX_INPUT = 1_000_000  # characters one job_input may send
 Wait = Annotated[float, Interval(ge=0, le=60)]
 JobId = Annotated[int, Interval(ge=1)]
@@ -254,11 +254,7 @@ class Jobs:
     def _report(self, job: Job) -> str:
         self._settle_if_free()
         text = job.read()
-        if job.changes:
-            lines = clip_list([f"{verb} {rel}" for rel, verb in job.changes.items()],
-                              MAX_CHANGE_LINES, "changes", "see Toolbox.changed for the full list")
-            text += "changed:\n" + "\n".join(lines) + "\n"
-        return text
+        return text + changed_section([f"{verb} {rel}" for rel, verb in job.changes.items()])
 
     def _forget_old(self) -> None:
         ended = [n for n, job in self._jobs.items() if not job.running]

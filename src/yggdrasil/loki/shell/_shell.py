@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 from annotated_types import Interval
 
 from ..errors import PathError, ToolError
-from ..files import Diff, Journal, Root, clip_list
+from ..files import Diff, Journal, Root
 from ..netproxy import NetProxy
 from ..sandbox import (
     Completed,
@@ -33,6 +33,7 @@ from ..sandbox import (
     run_process,
     scrubbed,
 )
+from ._changes import changed_section
 from ._cmdline import reads_commands
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
 from ._job import JobLimits
@@ -53,7 +54,6 @@ DEFAULT_HIDDEN = ("~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud"
                   "~/.vault-token", "~/.terraform.d/credentials.tfrc.json",
                   "~/.config/rclone/rclone.conf", "~/.local/share/keyrings",
                   "~/.password-store")
-MAX_CHANGE_LINES = 200
 SANDBOX_VAR = "LOKI_SANDBOX"  # tells the command (and a user checking) what fences it
 _DENIED = "ermission denied"  # EACCES as shells, Python and libc word it
 _FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR{net}; a write "
@@ -446,8 +446,4 @@ def _check_program(program: str, env: Mapping[str, str]) -> None:
 def _changed_section(changes: Diff) -> str:
     if not changes.tracked:
         return "changed: not tracked (the root holds too many files to compare quickly)\n"
-    if not changes:
-        return ""
-    lines = clip_list(changes.lines(), MAX_CHANGE_LINES, "changes",
-                      "see Toolbox.changed for the full list")
-    return "changed:\n" + "\n".join(lines) + "\n"
+    return changed_section(changes.lines())
