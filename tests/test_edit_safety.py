@@ -91,6 +91,45 @@ def test_syntax_gate_reject_lets_a_broken_file_be_repaired_step_by_step(root: Pa
     assert box.call("edit_file", {"path": "b.py", "old": "f(:", "new": "f():"}).startswith("edited")
 
 
+@pytest.mark.parametrize(("name", "good", "bad", "said"), [
+    ("a.js", "function f() { return 1; }\n", "function f() { return 1;\n", "missing '}'"),
+    ("a.ts", "const x: number = 1;\n", "const x: number = ;\n", "line 1: "),
+    ("m.go", "package m\n\nfunc F() int { return 1 }\n", "package m\n\nfunc F() int { return }}\n",
+     "line 3: "),
+    ("a.rs", "fn main() { let x = 1; }\n", "fn main() { let x = ; }\n", "line 1: syntax error"),
+    ("a.sh", "if true; then echo hi; fi\n", "if true; then echo hi\n", "missing 'fi'"),
+    ("A.java", "class A { int f() { return 1; } }\n", "class A { int f() { return 1; }\n", "line 1: "),
+])
+def test_syntax_gate_covers_the_code_navigation_languages(
+        root: Path, name: str, good: str, bad: str, said: str) -> None:
+    pytest.importorskip("tree_sitter_language_pack")
+    box = filesystem_toolbox(root, on_syntax_error="reject")
+    assert box.call("write_file", {"path": name, "content": good}).startswith("created")
+    out = box.call("write_file", {"path": name, "content": bad})
+    assert out.startswith(f"ERROR: {name} would no longer parse (") and said in out, out
+    assert "grammar)" in out and (root / name).read_text() == good
+
+
+def test_syntax_gate_knows_yaml_streams_tags_and_json_with_comments(root: Path) -> None:
+    box = filesystem_toolbox(root, on_syntax_error="reject")
+    valid = {
+        "k8s.yaml": "kind: A\n---\nkind: B\n",
+        "cfn.yaml": "Value: !Ref Bucket\nArn: !GetAtt [Role, Arn]\n",
+        "tsconfig.json": '{\n  // strict\n  "strict": true, /* a\n b */ "url": "http://x",\n}\n',
+        ".vscode/settings.json": '{"a": "quote \\" // not a comment", // one\n}\n',
+        "b.jsonc": "[1, 2, // two\n]\n",
+    }
+    for name, text in valid.items():
+        out = box.call("write_file", {"path": name, "content": text})
+        assert out.startswith("created") and "WARNING" not in out, out
+    out = box.call("write_file", {"path": "package.json", "content": '{\n  // no\n}\n'})
+    assert out.startswith("ERROR: package.json would no longer parse (line 2: ")  # strict JSON
+    out = box.call("write_file", {"path": "c.yaml", "content": "a: 1\nb: c: d\n"})
+    assert "(line 2, column 5: mapping values are not allowed here)" in out
+    out = box.call("write_file", {"path": "tsconfig.json", "content": '{\n  "a": 1\n  "b": 2\n}'})
+    assert out.startswith("ERROR: tsconfig.json would no longer parse (line 3: ")
+
+
 def test_syntax_gate_value_is_checked(root: Path) -> None:
     with pytest.raises(ValueError, match="on_syntax_error must be 'warn' or 'reject'"):
         filesystem_toolbox(root, on_syntax_error="ignore")  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from .code import syntax_error
 from .files import DEFAULT_PROTECTED, Files, Journal, OnSyntaxError, Root, SyntaxGate, protect_globs
 from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
@@ -144,7 +145,7 @@ def filesystem_toolbox(
     box.journal = journal
     files = Files(where, confirm=confirm, on_change=journal.after_write,
                   before_change=journal.before_write, on_remove=journal.after_remove,
-                  syntax=SyntaxGate(on_syntax_error))
+                  syntax=SyntaxGate(on_syntax_error, grammar=syntax_error))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
     tools = read_tools(where, files, tables, code_cache=code_cache)
     if not read_only:

@@ -11,9 +11,9 @@ caps), ``search`` (the same walk, ignore rules and skipped counts as grep) and
 from __future__ import annotations
 
 from ._code import MAX_BUDGET, MIN_BUDGET, Code
-from ._extract import grammars_available
+from ._extract import grammars_available, syntax_error
 from ._languages import LANGUAGES
 from ._match import KINDS, MAX_NAME
 
 __all__ = ["KINDS", "LANGUAGES", "MAX_BUDGET", "MAX_NAME", "MIN_BUDGET", "Code",
-           "grammars_available"]
+           "grammars_available", "syntax_error"]

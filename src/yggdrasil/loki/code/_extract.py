@@ -23,12 +23,12 @@ from functools import cache
 from itertools import repeat
 from typing import Any
 
-from ._languages import Language
+from ._languages import Language, language_for
 from ._nodes import CONTAINERS
 from ._rules import describe
 
 __all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "Outline", "Symbol", "extract", "grammars_available",
-           "identifiers", "shallow"]
+           "identifiers", "shallow", "syntax_error"]
 
 MAX_DEPTH = 32  # nesting levels kept; deeper definitions are counted
 MAX_SYMBOLS = 10_000  # definitions kept per file
@@ -37,6 +37,7 @@ _PROBE = 64 << 10  # a larger file is first parsed on this prefix...
 _PROBE_SECONDS = 0.1  # ...and only the prefix is kept when that took longer (< 640 KB/s)
 _MAX_NODES = 2_000_000  # nodes one file's walk visits at most
 _MAX_ERRORS = 3  # syntax-error lines reported per file
+_GATE_LIMIT = 1 << 20  # characters: a larger file is not checked after a write (2 parses each)
 # Identifier-like words; bytes >= 0x80 are UTF-8 letters of non-ASCII names (café).
 _IDENT = re.compile(rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
 _LEAF_KINDS = frozenset({"constant", "type", "macro", "prototype"})  # own no members
@@ -257,3 +258,39 @@ def _error_lines(root: Any) -> tuple[int, ...]:
             continue
         pending.extend(c for c in reversed(node.children) if c.has_error)
     return tuple(sorted(set(lines)))
+
+
+def syntax_error(name: str, text: str) -> str | None:
+    """The first syntax error a grammar finds in ``text``, the content of a file called
+    ``name``, as 'line N: ...'; None when it parses, when no grammar reads such a file,
+    when tree-sitter is not installed, or when the file is too slow to parse whole (the
+    syntax gate then says nothing rather than guess)."""
+    lang = language_for(name.rpartition("/")[2])
+    if lang is None or len(text) > _GATE_LIMIT or not grammars_available():
+        return None
+    src = text.encode("utf-8", "replace")  # a lone surrogate is one byte of noise here
+    tree, cut = _parse(lang, src)
+    if cut or not tree.root_node.has_error:
+        return None
+    node = _first_error(tree.root_node)
+    if node is None:
+        return None
+    line = node.start_point[0] + 1
+    if node.is_missing:
+        return f"line {line}: missing {node.type!r} ({lang.name} grammar)"
+    near = src[node.start_byte : node.start_byte + 40].split(b"\n", 1)[0].strip()
+    shown = near.decode("utf-8", "replace")
+    return f"line {line}: syntax error near {shown!r} ({lang.name} grammar)"
+
+
+def _first_error(root: Any) -> Any:
+    """The first ERROR or MISSING node in file order (bounded like ``_error_lines``)."""
+    pending = [root]
+    budget = 100_000
+    while pending and budget > 0:
+        budget -= 1
+        node = pending.pop()
+        if node.type == "ERROR" or node.is_missing:
+            return node
+        pending.extend(c for c in reversed(node.children) if c.has_error or c.is_missing)
+    return None
