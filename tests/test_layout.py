@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,10 @@ def test_the_console_script_and_module_entry_points() -> None:
     assert "loki" in done.stdout and "exit codes:" in done.stdout
     pyproject = (Path(SRC).parent / "pyproject.toml").read_text()
     assert 'loki = "yggdrasil.loki.cli:main"' in pyproject
+    script = shutil.which("loki")  # installed by `pip install -e .`, as README says
+    assert script is not None, "the loki console script is not on PATH"
+    done = subprocess.run([script, "--help"], capture_output=True, text=True, check=True)
+    assert "exit codes:" in done.stdout
 
 
 def test_toolbox_names_lists_the_tools_in_catalog_order(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 ``Loki(engine=...).act(task, root=...)`` asks the engine for a decision, runs the tool it
 names, feeds the observation back, and repeats until the engine says it is done or the
 step budget runs out. The engine never sees the filesystem and the toolbox never sees the
-engine: this is the one place where the two meet (the loop itself is in ``loop/``).
+engine: they meet in ``loop/``, and here, its public face, which builds both.
 """
 
 from __future__ import annotations
