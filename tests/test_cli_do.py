@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from cli_run import child_env, loki
-from fake_servers import openai_reply, serve
+from fake_servers import openai_error, openai_reply, serve
 
 
 def script(path: Path, *decisions: dict[str, object]) -> str:
@@ -98,6 +98,17 @@ def test_do_through_an_openai_compatible_server(root: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Wrote todo.txt.\n" and (root / "todo.txt").read_text() == "x\n"
     assert "files changed (1):\n  A todo.txt  (+1 -0)" in done.stderr
+
+
+def test_do_exits_1_when_the_engine_fails_and_still_reports(root: Path) -> None:
+    with serve() as server:
+        server.queue(openai_reply(calls=[("write_file", {"path": "a.txt", "content": "x\n"})]),
+                     openai_error(401, "Incorrect API key provided"))
+        done = loki(root.parent, "do", "make a", "--root", str(root), "--engine", "openai",
+                    "--base-url", server.url, "--model", "gpt-fake")
+    assert done.returncode == 1, done.stderr
+    assert "loki: engine error" in done.stderr and "Incorrect API key" in done.stderr
+    assert "files changed (1):\n  A a.txt" in done.stderr  # what the run did is still said
 
 
 def test_do_without_an_engine_says_every_way_to_configure_one(root: Path) -> None:

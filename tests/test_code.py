@@ -300,6 +300,12 @@ def test_loki_call_outline_and_find_symbol(app: Path, tmp_path: Path) -> None:
     assert found.stdout == "app.py:13: method Greeter.greet(who: str) -> str\n"
     read = loki(tmp_path, "call", "read_file", "path=app.py", "symbol=main", "--root", str(app))
     assert read.stdout.startswith("17\tdef main():\n")
+    mapped = loki(tmp_path, "call", "repo_map", "budget=2000", "--root", str(app))
+    assert mapped.returncode == 0, mapped.stderr
+    assert "app.py:" in mapped.stdout and "class Greeter" in mapped.stdout
+    assert len(mapped.stdout) <= 2001
+    bad = loki(tmp_path, "call", "repo_map", "budget=5", "--root", str(app))
+    assert bad.returncode != 0 and "budget" in bad.stdout + bad.stderr
 
 
 def test_the_disk_cache_is_outside_the_root_and_trusted_only_while_files_match(

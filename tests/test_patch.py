@@ -346,3 +346,20 @@ def test_what_a_patch_may_read_and_rework_is_bounded(root: Path, box: Toolbox,
     same = "*** Begin Patch\n" + "*** Update File: f0.txt\n-line 5\n+line 5\n" * 10
     assert "updates the same large files over and over" in patch(box, same)
     assert all((root / f"f{i}.txt").read_text() == body for i in range(3))
+
+
+def test_codex_end_of_file_anchors_a_hunk_at_the_end(root: Path, box: Toolbox) -> None:
+    text = "def a():\n    return 0\n\n\ndef b():\n    return 0\n"
+    (root / "m.py").write_text(text)
+    hunk = "*** Begin Patch\n*** Update File: m.py\n@@\n-    return 0\n+    return 1\n"
+    out = patch(box, hunk + "*** End of File\n*** End Patch\n")
+    assert out.startswith("M m.py"), out
+    assert (root / "m.py").read_text() == text[: text.rfind("0")] + "1\n"  # the last one only
+    out = patch(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-    return 1\n+    return 2\n"
+                     "*** End of File\n*** End Patch\n")
+    assert (root / "m.py").read_text().endswith("return 2\n") and text.count("return 0") == 2
+    misplaced = ("*** Begin Patch\n*** Update File: m.py\n@@\n-def a():\n+def c():\n"
+                 "*** End of File\n*** End Patch\n")
+    # As in Codex, the marker is a preference: lines found only elsewhere still match there.
+    assert patch(box, misplaced).startswith("M m.py")
+    assert (root / "m.py").read_text().startswith("def c():\n    return 0\n")

@@ -68,6 +68,23 @@ def test_no_command_route_reads_a_protected_file(work: tuple[Path, Toolbox], rou
     assert (root / ".aws" / "credentials").read_text() == f"TOKEN={SECRET}\n"
 
 
+def test_each_default_pattern_is_unreadable_to_commands(root: Path) -> None:
+    from test_protect import EXCEPTIONS, PROTECTED
+
+    for rel in [*PROTECTED, *EXCEPTIONS]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"{rel}={SECRET}\n" if rel in PROTECTED else f"{rel}=ok\n")
+    box = filesystem_toolbox(root)
+    names = " ".join(f"'{rel}'" for rel in [*PROTECTED, *EXCEPTIONS])
+    out = box.call("run", {"command": f"for f in {names}; do cat \"$f\"; done; grep -ra {SECRET} ."})
+    assert SECRET not in out, out
+    assert out.count("Permission denied") >= len(PROTECTED)
+    for rel in EXCEPTIONS:
+        assert f"{rel}=ok" in out
+    unprotected = filesystem_toolbox(root, protect=())
+    assert f".pypirc={SECRET}" in unprotected.call("run", {"command": "cat .pypirc"})
+
+
 def test_run_python_cannot_read_them_either(work: tuple[Path, Toolbox]) -> None:
     _, box = work
     out = box.call("run_python", {"code": "import pathlib\nfor p in pathlib.Path('.').rglob('*'):\n"
