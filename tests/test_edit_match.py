@@ -80,6 +80,19 @@ def test_curly_quotes_the_file_has_are_kept(root: Path, box: Toolbox) -> None:
     assert (root / "doc.txt").read_text() == "He said \u201chi\u201d.\nThe end.\n"
 
 
+def test_typography_on_a_changed_line_is_kept_where_the_text_stays(root: Path, box: Toolbox) -> None:
+    (root / "doc.md").write_text("Use \u201cfoo\u201d \u2014 not bar\u00a0baz.\nWait\u2026 done.\n")
+    out = edit(box, "doc.md", 'Use "foo" - not bar baz.\nWait... done.',
+               'Use "foo" - not qux baz.\nWait... finished.\nAdded "line" - here.')
+    assert out.splitlines()[0].endswith("matched ignoring typographic punctuation)")
+    assert (root / "doc.md").read_text() == (
+        "Use \u201cfoo\u201d \u2014 not qux\u00a0baz.\nWait\u2026 finished.\n"
+        'Added "line" - here.\n')  # an added line is the model's own text
+    (root / "d.md").write_text("a \u2014 b\n")
+    edit(box, "d.md", "a - b", "a -- b")  # the model changed the dash itself: its text wins
+    assert (root / "d.md").read_text() == "a -- b\n"
+
+
 @pytest.mark.parametrize(("old", "why"), [
     ("    if self.y:\n        return 1", "another identifier"),
     ("    if self.x:\n        return 3", "another number"),

@@ -221,8 +221,9 @@ def adapt(block: list[str], want: list[str], new: list[str], rung: int,
     Lines of ``new`` equal to a line of ``want`` (aligned by a line diff) are taken from
     the file as they are. Changed and added lines get the file's line ending, with a loose
     match its indentation (mapped like the block's), no trailing whitespace where ``old``
-    had some the file did not, and, where ``old`` had typographic punctuation the file did
-    not, the ASCII forms.
+    had some the file did not, where ``old`` had typographic punctuation the file did
+    not, the ASCII forms, and where the file had typographic punctuation ``old`` wrote in
+    ASCII, the file's characters wherever a changed line left that text as it was.
     """
     if rung == 0:
         return list(new)
@@ -230,16 +231,69 @@ def adapt(block: list[str], want: list[str], new: list[str], rung: int,
     slipped = _slipped_punctuation(block, want) if rung >= 4 else ""
     # old had trailing whitespace the file's lines do not: the same slip is in new
     strip = rung >= 2 and any(_trailing(w) and not _trailing(b) for b, w in zip(block, want, strict=True))
+    # the file's typographic characters that old wrote in ASCII: kept where new keeps them
+    kept = "".join(sorted(_typographic(block) - _typographic(want))) if rung >= 4 else ""
     out: list[str] = []
     matcher = difflib.SequenceMatcher(None, want, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             out += block[i1:i2]
             continue
-        for line in new[j1:j2]:
-            line = _convert(line, rung, indent, slipped)
+        for j in range(j1, j2):
+            line = _convert(new[j], rung, indent, slipped)
+            if kept and tag == "replace":
+                source = _counterpart(block[i1:i2], new[j1:j2], j - j1)
+                if source is not None:
+                    line = _restore(source.removesuffix("\r"), line, kept)
             out.append((line.rstrip() if strip else line) + ("\r" if ends_cr else ""))
     return out
+
+
+def _counterpart(lines: list[str], news: list[str], k: int) -> str | None:
+    """The file line that new line ``k`` of a replaced run rewrites: the one at the same
+    place when the run keeps its length, else the most alike (None: none is alike)."""
+    if len(lines) == len(news):
+        return lines[k]
+    target = news[k].translate(_TO_ASCII).strip()
+    scored = [(difflib.SequenceMatcher(None, line.translate(_TO_ASCII).strip(), target,
+                                       autojunk=False).ratio(), line) for line in lines]
+    best = max(scored, default=(0.0, ""))
+    return best[1] if best[0] >= 0.6 else None
+
+
+def _restore(source: str, line: str, kept: str) -> str:
+    """``line`` with the characters of ``kept`` put back where ``source`` (the file's line)
+    had them and ``line`` kept that text unchanged (in ASCII): 'a \u2014 b' edited through
+    'a - b' into 'a - B' stays 'a \u2014 B'. A character next to a change that writes its
+    ASCII form again ('a - b' into 'a -- b') is the model's to decide: left as written."""
+    ascii_chars: list[str] = []
+    origin: list[int] = []  # for each ASCII character, the index of the source's character
+    for i, ch in enumerate(source):
+        form = _TYPOGRAPHIC[ch] if ch in kept else ch
+        ascii_chars += form
+        origin += [i] * len(form)
+    flat = "".join(ascii_chars)
+    codes = difflib.SequenceMatcher(None, flat, line, autojunk=False).get_opcodes()
+    out: list[str] = []
+    for n, (tag, i1, i2, j1, j2) in enumerate(codes):
+        if tag != "equal":
+            out.append(line[j1:j2])
+            continue
+        before = line[codes[n - 1][3] : codes[n - 1][4]] if n else ""
+        after = line[codes[n + 1][3] : codes[n + 1][4]] if n + 1 < len(codes) else ""
+        k = i1
+        while k < i2:
+            ch = source[origin[k]]
+            form = _TYPOGRAPHIC.get(ch, ch)
+            whole = (k == 0 or origin[k - 1] != origin[k]) and k + len(form) <= i2
+            touched = (k == i1 and form in before) or (k + len(form) == i2 and form in after)
+            if ch in kept and whole and not touched:
+                out.append(ch)  # the file's character, where new left it as it was
+                k += len(form)
+            else:
+                out.append(line[j1 + k - i1])
+                k += 1
+    return "".join(out)
 
 
 def _trailing(line: str) -> bool:
