@@ -56,6 +56,7 @@ OUTLINES: dict[str, list[str]] = {
         "constant TaxRate = 0.2  L4-4",
         "struct Cart  L7-9",
         "interface Priced  L12-14",
+        "  method Total() float64  L13-13",
         "method Total() float64  L17-23",
         "function New(items ...float64) *Cart  L25-27",
     ],

@@ -25,7 +25,7 @@ from ._index import Entry
 
 __all__ = ["Store", "cache_folder"]
 
-_FORMAT = 2
+_FORMAT = 3  # raise when the entries or what is extracted changes (3: Go interface methods)
 
 
 def cache_folder() -> Path:
