@@ -112,6 +112,40 @@ def test_the_users_sockets_are_out_of_reach(work: Path, user: str) -> None:
 
 
 @isolated
+@pytest.mark.skipif(os.geteuid() != 0, reason="making sockets under /run needs root")
+def test_daemon_sockets_are_masked_for_commands(root: Path) -> None:
+    """A docker or system D-Bus socket runs code outside the fence for whoever connects:
+    a command finds it masked, while the agent itself still reaches it."""
+    made: list[tuple[str, socket.socket]] = []
+    try:
+        for path in ("/run/docker.sock", "/run/dbus/system_bus_socket", "/run/snapd.socket"):
+            if os.path.lexists(path):
+                continue  # a real daemon's socket: leave it alone (it is masked all the same)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(path)
+            server.listen()
+            made.append((path, server))
+        if not made:
+            pytest.skip("every socket this test would make exists already")
+        probe = ("import socket,sys\nfor p in sys.argv[1:]:\n    s=socket.socket(socket.AF_UNIX)\n"
+                 "    try: s.connect(p); print(p, 'CONNECTED')\n"
+                 "    except OSError as e: print(p, type(e).__name__)")
+        (root / "probe.py").write_text(probe)
+        paths = " ".join(p for p, _ in made)
+        out = filesystem_toolbox(root).call("run", {"command": f"python3 probe.py {paths}"})
+        assert "CONNECTED" not in out, out
+        assert out.count("Error") == len(made), out
+        done = subprocess.run([sys.executable, str(root / "probe.py"), *paths.split()],
+                              capture_output=True, text=True, check=True)
+        assert done.stdout.count("CONNECTED") == len(made)  # the socket itself works
+    finally:
+        for path, server in made:
+            server.close()
+            os.unlink(path)
+
+
+@isolated
 @pytest.mark.parametrize("user", USERS)
 def test_tmux_cannot_open_a_window_outside_the_fence(work: Path, user: str) -> None:
     if shutil.which("tmux") is None:
