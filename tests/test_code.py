@@ -358,3 +358,32 @@ def test_without_the_grammars_the_tools_fall_back_to_grep(app: Path, tmp_path: P
         "finds 'Greeter' here:]",
         "app.py:6: class Greeter:", "app.py:18:     print(Greeter(\"x\").greet(\"y\"))",
         "ERROR: repo_map needs the tree-sitter grammars: pip install 'yggdrasil-loki[code]'", ""]
+
+
+def test_python_outlines_agree_with_ast_on_real_stdlib_code(tmp_path: Path) -> None:
+    """The accuracy bench_code.py measures on whole stdlib packages, guarded here on a few
+    modules of every shape: every def and class ast finds, at its line, and nothing else."""
+    import ast
+    import json as json_package
+    import shutil
+    import sysconfig
+
+    from yggdrasil.loki.code import Code
+    from yggdrasil.loki.files import Root
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for rel in ("dataclasses.py", "argparse.py", "typing.py", "asyncio/tasks.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(stdlib / rel, tmp_path / rel)
+    shutil.copytree(Path(json_package.__file__).parent, tmp_path / "json")
+    code = Code(Root.at(tmp_path))
+    agree = total = 0
+    for path in sorted(tmp_path.rglob("*.py")):
+        tree = ast.parse(path.read_bytes())
+        want = {(n.name, n.lineno) for n in ast.walk(tree)
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+        outline = code.index.entry(path.relative_to(tmp_path).as_posix()).outline
+        assert outline is not None
+        got = {(s.name, s.line) for s in outline.symbols if s.kind in ("function", "method", "class")}
+        agree, total = agree + len(want & got), total + len(want | got)
+    assert total > 500 and agree / total >= 0.99, (agree, total)
