@@ -182,3 +182,16 @@ def anthropic_error(status: int, kind: str, message: str,
                     headers: dict[str, str] | None = None) -> Reply:
     return Reply(status, {"type": "error", "error": {"type": kind, "message": message}},
                  headers or {})
+
+
+# --- the Gemini generateContent wire format ------------------------------------------
+
+def gemini_reply(text: str | None = None, calls: list[tuple[str, Any]] | None = None) -> Reply:
+    """A generateContent response: text or functionCall parts."""
+    parts: list[dict[str, Any]] = [{"text": text}] if text else []
+    parts += [{"functionCall": {"name": name, "args": args}} for name, args in calls or []]
+    return Reply(body={
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                        "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
+                          "totalTokenCount": 15}, "modelVersion": "gemini-fake"})

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fake_servers import FakeModelServer, Reply, openai_reply
+from fake_servers import FakeModelServer, gemini_reply, openai_reply
 from yggdrasil.loki import adapters
 from yggdrasil.loki.tools import filesystem_toolbox
 
@@ -188,17 +188,6 @@ def test_pydantic_ai_agent_retries_on_error_and_runs_parallel_calls(root: Path) 
 
 
 # -- Google ADK -----------------------------------------------------------------------------------
-
-
-def gemini_reply(text: str | None = None, calls: list[tuple[str, Any]] | None = None) -> Reply:
-    """A generateContent response: text or functionCall parts."""
-    parts: list[dict[str, Any]] = [{"text": text}] if text else []
-    parts += [{"functionCall": {"name": name, "args": args}} for name, args in calls or []]
-    return Reply(body={
-        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
-                        "index": 0}],
-        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
-                          "totalTokenCount": 15}, "modelVersion": "gemini-fake"})
 
 
 def test_google_adk_runner_calls_loki_tools(server: FakeModelServer, root: Path,
