@@ -15,6 +15,7 @@ from cli_run import child_env, loki
 from fake_servers import FakeModelServer, openai_reply
 from yggdrasil.loki import Loki
 from yggdrasil.loki.code import Code
+from yggdrasil.loki.errors import ToolError
 from yggdrasil.loki.files import DEFAULT_PROTECTED, Root
 from yggdrasil.loki.search import protection
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
@@ -145,7 +146,20 @@ def test_find_symbol_is_forgiving_about_case_and_kind_names(app: Path, box: Tool
     ]
     assert box.call("find_symbol", {"name": "main", "kind": "def"}) == "app.py:17: function main()"
     assert box.call("find_symbol", {"name": "main", "kind": "widget"}).startswith(
-        "ERROR: kind 'widget' is not one of: class, struct, interface")
+        "ERROR: argument 'kind' must be one of ['class', 'struct', 'interface'")
+    methods = box.call("find_symbol", {"name": "*", "kind": "method"})
+    assert [row.split(": ")[1].split()[0] for row in methods.split("\n")] == ["method"] * 2
+    assert methods != box.call("find_symbol", {"name": "*"})  # the filter is what narrows
+    for slip in ("Methods", " METHOD ", "methods"):  # the schema's enum, forgiven
+        assert box.call("find_symbol", {"name": "*", "kind": slip}) == methods
+    assert box.call("find_symbol", {"name": "*", "kind": "Classes"}) == "app.py:6: class Greeter"
+    # a caller that skips the schema (the run function itself) is forgiven the same way
+    run = box.tools["find_symbol"].run
+    assert run(name="*", kind="METHODS") == methods
+    assert run(name="*", kind=" Fn ").split("\n") == [
+        "app.py:17: function main()", *methods.split("\n")]
+    with pytest.raises(ToolError, match="kind 'widget' is not one of: class, struct"):
+        run(name="main", kind="widget")
     assert box.call("find_symbol", {"name": " "}).startswith("ERROR: name is empty")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import jsonschema
 import pytest
@@ -118,6 +118,60 @@ def test_a_strict_shaped_call_with_nulls_uses_the_defaults(root: Path) -> None:
     args = {"path": "a.txt", "start": None, "end": None, "symbol": None}
     jsonschema.validate(args, box.schemas("openai-strict")[1]["input_schema"])
     assert box.call("read_file", args) == "1\tone\n2\ttwo"
+
+
+def test_find_symbol_kinds_are_an_enum_in_every_flavor(root: Path) -> None:
+    """The kinds find_symbol checks are in its schema; each value shown is one it takes,
+    and a model's slips (case, a plural) still bind where the schema is not enforced."""
+    from yggdrasil.loki.code import KINDS
+
+    box = filesystem_toolbox(root)
+    kind = props(box, "find_symbol")["kind"]
+    assert kind["type"] == "string" and "default" not in kind
+    assert kind["enum"][:len(KINDS)] == list(KINDS)  # the kinds, then synonyms (def, fn...)
+    assert {"def", "fn", "const"} <= set(kind["enum"])
+    for value in kind["enum"]:  # shown means taken, by the toolbox and by the tool itself
+        assert not box.call("find_symbol", {"name": "x", "kind": value}).startswith("ERROR")
+        assert not box.tools["find_symbol"].run(name="x", kind=value).startswith("ERROR")
+    widget = box.call("find_symbol", {"name": "x", "kind": "widget"})
+    assert widget.startswith("ERROR: argument 'kind' must be one of ['class', 'struct'")
+    strict = next(e for e in box.schemas("openai-strict") if e["name"] == "find_symbol")
+    shaped = strict["input_schema"]
+    assert strict["strict"] is True and shaped["properties"]["kind"]["type"] == ["string", "null"]
+    call = {"name": "x", "kind": None, "path": None, "include_ignored": None}
+    jsonschema.validate(call, shaped)  # null: any kind, as in strict mode every key is sent
+    jsonschema.validate({**call, "kind": "method"}, shaped)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**call, "kind": "widget"}, shaped)
+    assert not box.call("find_symbol", call).startswith("ERROR")
+    gemini = next(e for e in box.schemas("gemini") if e["name"] == "find_symbol")
+    assert gemini["input_schema"]["properties"]["kind"]["enum"] == kind["enum"]  # strings only
+
+
+def test_string_enums_forgive_case_space_and_plurals_not_other_values(root: Path) -> None:
+    box = Toolbox()
+
+    @box.tool
+    def pick(color: Literal["red", "green", "berry"] = "red") -> str:
+        """Pick a color.
+
+        Args:
+            color: which
+        """
+        return color
+
+    assert box.tools["pick"].input_schema["properties"]["color"]["enum"] == ["red", "green",
+                                                                             "berry"]
+    for slip, meant in (("RED", "red"), (" green ", "green"), ("Greens", "green"),
+                        ("berries", "berry"), ("reds", "red")):
+        assert box.call("pick", {"color": slip}) == meant
+    for bad in ("blue", "gree", "redd", "ed", 3):
+        assert box.call("pick", {"color": bad}).startswith(
+            "ERROR: argument 'color' must be one of ['red', 'green', 'berry']"), bad
+    # a slip forgiven as to its type is still checked as to its limits
+    (root / "t.csv").write_text("a\n1\n")
+    rows = filesystem_toolbox(root).call("read_table", {"path": "t.csv", "rows": "5000"})
+    assert rows.startswith("ERROR: argument 'rows' must be between 0 and 1000, got 5000")
 
 
 def test_tools_strict_mode_cannot_take_say_so(root: Path) -> None:

@@ -21,7 +21,7 @@ from ..search import Search, skip_note
 from ._extract import Symbol, grammars_available, shallow
 from ._index import MAX_FILE_BYTES, Entry, Index, Scan
 from ._languages import extension_of
-from ._match import MAX_NAME, NameQuery
+from ._match import MAX_NAME, KindName, NameQuery
 from ._render import (
     MAX_OUTLINE,
     find_row,
@@ -134,7 +134,7 @@ class Code:
 
     # -- find_symbol --------------------------------------------------------------------
 
-    def find_symbol(self, name: Annotated[str, MaxLen(MAX_NAME)], kind: str = "",
+    def find_symbol(self, name: Annotated[str, MaxLen(MAX_NAME)], kind: KindName | None = None,
                     path: str = ".", include_ignored: bool = False) -> str:
         query = NameQuery.parse(name, kind)
         if not grammars_available():
@@ -143,7 +143,7 @@ class Code:
         hits = _matches(query, scan)
         notes = [skip_note(scan.skipped, include_ignored), *scan_notes(scan)]
         if not hits:
-            what = f"{kind} " if kind.strip() else ""
+            what = f"{kind.strip()} " if kind and kind.strip() else ""
             why = (f"no {what}definition named {query.text!r} in {scan.indexed} source files "
                    f"under {scan.start}")
             return "\n".join(n for n in [self._uses(query, path, why), *notes] if n)

@@ -8,11 +8,12 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import ToolError
 from ._extract import Symbol
 
-__all__ = ["KINDS", "NameQuery", "kinds_for"]
+__all__ = ["KINDS", "KindName", "NameQuery", "kinds_for"]
 
 KINDS = ("class", "struct", "interface", "trait", "enum", "union", "record", "object",
          "protocol", "extension", "actor", "impl", "type", "module", "namespace", "function",
@@ -29,15 +30,23 @@ _ALIASES = {"def": "function", "func": "function", "fn": "function", "fun": "fun
             "procedure": "function", "sub": "function", "const": "constant", "var": "constant",
             "typedef": "type", "alias": "type", "package": "module", "mod": "module",
             "namespace": "module"}
+if TYPE_CHECKING:
+    KindName = str
+else:  # what kind= takes, and so the schema's enum: a kind or a synonym of one
+    KindName = Literal[tuple(dict.fromkeys((*KINDS, *_ALIASES)))]
 _SEPARATORS = re.compile(r"::|[.#]")
 _WORD = re.compile(r"[A-Za-z0-9_\x80-\U0010ffff]+")
 _GLOB_CHARS = frozenset("*?[")
 MAX_NAME = 200
 
 
-def kinds_for(kind: str) -> frozenset[str] | None:
-    """The kinds a ``kind=`` filter keeps (None: all); forgiving of plurals and synonyms."""
-    word = kind.strip().lower()
+def kinds_for(kind: str | None) -> frozenset[str] | None:
+    """The kinds a ``kind=`` filter keeps (None: all); forgiving of plurals and synonyms.
+
+    The schema lists ``KindName`` as an enum and the toolbox forgives case and plurals
+    before checking it; this check stays as forgiving for a caller that skips the schema.
+    """
+    word = (kind or "").strip().lower()
     if not word:
         return None
     word = _ALIASES.get(word, word)
@@ -60,7 +69,7 @@ class NameQuery:
     is_glob: bool
 
     @classmethod
-    def parse(cls, name: str, kind: str = "") -> NameQuery:
+    def parse(cls, name: str, kind: str | None = None) -> NameQuery:
         text = name.strip()
         if not text:
             raise ToolError("name is empty; give a name (main), a dotted name (Greeter.greet) "

@@ -55,7 +55,8 @@ def code_tools(code: Code) -> list[Tool]:
              {"name": "a name (main), a dotted name (Greeter.greet) or a glob (test_*); "
                       "exact case first, else ignoring case",
               "kind": f"only definitions of this kind: {', '.join(KINDS[:4])}, function "
-                      "(also methods), method, constant, ... (default any)",
+                      "(also methods), method, constant, ... (default any; class also "
+                      "covers struct, interface, enum...; def, fn, const are synonyms)",
               "path": f"file or folder to search, {_PATH}; default the root",
               "include_ignored": "also search ignored and hidden files (default false; "
                                  "binary files and .git never)"},

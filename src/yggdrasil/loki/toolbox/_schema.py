@@ -7,7 +7,8 @@ coerces the harmless slips models make ("10" for 10, "true" for True).
 Limits are declared once, on the run function's hints, with ``annotated_types``
 (``rows: Annotated[int, Interval(ge=0, le=1000)] = 10``): they become ``minimum``/
 ``maximum``/``minLength``... in the schema, so a model sees them, and ``bind_args``
-enforces them from that same schema, so what is shown is what is checked.
+enforces them from that same schema, so what is shown is what is checked. A
+``Literal`` hint is an ``enum``; a string enum forgives case, spaces and a plural.
 """
 
 from __future__ import annotations
@@ -148,6 +149,24 @@ def build_schema(name: str, params: Mapping[str, str], run: Callable[..., Any]) 
 
 def _coerce(key: str, value: Any, schema: Mapping[str, Any]) -> Any:
     kind = schema.get("type")
+    value = _type_slip(value, kind)  # then checked like any value: enum, limits
+    expected = {"string": str, "integer": int, "number": int | float, "boolean": bool,
+                "array": list, "object": dict}.get(kind or "")
+    wrong_bool = isinstance(value, bool) and kind in ("integer", "number")
+    if expected is not None and (not isinstance(value, expected) or wrong_bool):
+        raise ToolError(f"argument {key!r} must be {_article(kind or '')}, got {value!r}")
+    if "enum" in schema and isinstance(value, str) and value not in schema["enum"]:
+        value = _enum_slip(value, schema["enum"])
+    if "enum" in schema and value not in schema["enum"]:
+        raise ToolError(f"argument {key!r} must be one of {schema['enum']}, got {value!r}")
+    if _out_of_limits(value, schema):
+        about = f" ({schema['description']})" if schema.get("description") else ""
+        raise ToolError(f"argument {key!r} must be {limits_text(schema)}, got {value!r}{about}")
+    return value
+
+
+def _type_slip(value: Any, kind: Any) -> Any:
+    """``value`` as ``kind`` when a model sent a harmless slip ("10" for 10, "true")."""
     if kind == "integer" and isinstance(value, str) and value.strip().lstrip("+-").isdigit():
         return int(value)
     if kind == "integer" and isinstance(value, float) and value.is_integer():
@@ -156,22 +175,23 @@ def _coerce(key: str, value: Any, schema: Mapping[str, Any]) -> Any:
         try:
             return float(value)
         except ValueError:
-            pass
+            return value
     if kind == "boolean" and isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     if kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
-    expected = {"string": str, "integer": int, "number": int | float, "boolean": bool,
-                "array": list, "object": dict}.get(kind or "")
-    wrong_bool = isinstance(value, bool) and kind in ("integer", "number")
-    if expected is not None and (not isinstance(value, expected) or wrong_bool):
-        raise ToolError(f"argument {key!r} must be {_article(kind or '')}, got {value!r}")
-    if "enum" in schema and value not in schema["enum"]:
-        raise ToolError(f"argument {key!r} must be one of {schema['enum']}, got {value!r}")
-    if _out_of_limits(value, schema):
-        about = f" ({schema['description']})" if schema.get("description") else ""
-        raise ToolError(f"argument {key!r} must be {limits_text(schema)}, got {value!r}{about}")
     return value
+
+
+def _enum_slip(value: str, allowed: list[Any]) -> str:
+    """The member of a string enum ``value`` means despite a slip: another case, spaces
+    around it, a plural ("Methods", "classes", "properties"); else ``value`` unchanged."""
+    word = value.strip().lower()
+    by_lower = {v.lower(): v for v in allowed if isinstance(v, str)}
+    guesses = [word] + [word.removesuffix(plural) + singular
+                        for plural, singular in (("s", ""), ("es", ""), ("ies", "y"))
+                        if word.endswith(plural)]
+    return next((by_lower[g] for g in guesses if g in by_lower), value)
 
 
 def _out_of_limits(value: Any, schema: Mapping[str, Any]) -> bool:
