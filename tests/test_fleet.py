@@ -252,9 +252,9 @@ def test_a_plain_folder_with_a_fifo_is_copied_without_it(tmp_path: Path) -> None
 
 def test_a_repo_string_is_never_run_as_a_command(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    task = Task(id="ext", repo=f"ext::sh -c touch% {marker}", prompt="x")
-    [result] = fleet(tmp_path, "unused").run([task])
-    assert result.status == "failed" and not marker.exists()
+    with pytest.raises(ValueError, match=r"names a git remote helper \(ext::\)"):
+        Task(id="ext", repo=f"ext::sh -c touch% {marker}", prompt="x")
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize(("fields", "message"), [

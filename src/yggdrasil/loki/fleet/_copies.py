@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ._git import GitError, git, mirror_lock
 from ._scratch import Workspace, prune
-from ._task import Task, is_url
+from ._task import Task, is_url, shown_repo
 
 __all__ = ["CopyError", "WorkingCopy", "is_git_repo"]
 
@@ -123,7 +123,7 @@ def _mirror(repo: str, space: Workspace) -> Path:
         try:
             git(["clone", "--quiet", "--mirror", "--", repo, str(temp / "m.git")])
         except GitError as exc:
-            raise CopyError(f"cannot clone {repo}: {exc}") from exc
+            raise CopyError(f"cannot clone {shown_repo(repo)}: {exc}") from exc
         else:
             (temp / "m.git").rename(mirror)
         finally:
@@ -144,7 +144,8 @@ def _resolve(mirror: Path, commit: str | None, repo: str) -> str:
             sha = _rev_parse(mirror, wanted)
             if sha:
                 return sha
-    raise CopyError(f"commit {wanted!r} is not in {repo} (fetched it again to be sure)",
+    raise CopyError(f"commit {wanted!r} is not in {shown_repo(repo)} (fetched it again "
+                    "to be sure)",
                     final=True)
 
 

@@ -16,9 +16,12 @@ from pathlib import Path
 
 __all__ = ["GitError", "Snapshots", "git", "git_bounded", "git_env", "mirror_lock"]
 
-# Settings every call gets: never run a hook, never use the ext:: transport (it runs
-# commands), accept folders owned by another user (a fleet's cache often is).
-_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "protocol.ext.allow=never",
+# Settings every call gets: never run a hook; only git's own transports (never ext:: or
+# fd::, which run commands or use inherited descriptors, nor a remote helper a repo URL
+# names); accept folders owned by another user (a fleet's cache often is).
+_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never",
+           *(arg for name in ("file", "git", "ssh", "http", "https")
+             for arg in ("-c", f"protocol.{name}.allow=always")),
            "-c", "safe.directory=*", "-c", "gc.auto=0", "-c", "advice.detachedHead=false")
 _READ = 1 << 16
 

@@ -3,9 +3,11 @@
 Imported only when a fleet runs with ``backend="ray"``: nothing else in the package
 imports ray. Ray's own retries are off (``max_retries=0``): the driver retries, the same
 way as on the local backend, and tells a crash (``WorkerCrashedError``: the worker process
-or its node died) from a task that failed. A timed-out attempt is cancelled with
-``force=True``, which kills its worker process; the node's next attempt sweeps up its
-commands and working copy, and so does the sweep run on every node when the fleet ends.
+died; ``NodeDiedError``: its node was lost) from a task that failed. The gate actor is
+pinned to the driver's node, so losing another node never loses the gate. A timed-out
+attempt is cancelled with ``force=True``, which kills its worker process; the node's next
+attempt sweeps up its commands and working copy, and so does the sweep run on every node
+when the fleet ends.
 """
 
 from __future__ import annotations
@@ -13,11 +15,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 from collections.abc import Mapping
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayError, TaskCancelledError, WorkerCrashedError
+from ray.exceptions import (
+    GetTimeoutError,
+    NodeDiedError,
+    RayError,
+    TaskCancelledError,
+    WorkerCrashedError,
+)
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ._attempt import Settings, run_attempt
@@ -28,6 +37,24 @@ from ._task import Task
 __all__ = ["RayBackend"]
 
 SWEEP_TIMEOUT = 60.0
+PROBE_TIMEOUT = 10.0
+
+
+def check_reachable(address: str | None) -> None:
+    """Refuse at once a cluster address nothing listens on: ``ray.init`` would retry it
+    for minutes without a word. Names Ray resolves itself (``auto``, ``local``) pass."""
+    if not address or ("://" not in address and ":" not in address):
+        return
+    host, _, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
+    if not host or not port.isdigit():
+        raise RuntimeError(f"the Ray address {address!r} is not host:port, ray://host:port, "
+                           "auto or local")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT).close()
+    except OSError as exc:
+        raise RuntimeError(f"cannot reach the Ray cluster at {address}: {exc}; start one "
+                           "(ray start --head) or give its address (host:6379, or "
+                           "ray://host:10001 for Ray Client)") from exc
 
 
 class _ActorGate:
@@ -74,12 +101,16 @@ class RayBackend:
         self.settings = settings
         self.started_ray = False
         if not ray.is_initialized():
+            check_reachable(address)
             ray.init(address=address, runtime_env=code_runtime_env(), include_dashboard=False,
                      logging_level=logging.WARNING, log_to_driver=False)
             self.started_ray = True
         gate_actor: Any = ray.remote(Gate)
-        self.actor: Any = gate_actor.options(num_cpus=0,
-                                             max_concurrency=2 * workers + 16).remote(limit)
+        # The gate lives on the driver's node: on another node, losing that node would
+        # take the gate (and with it the whole run) down; the driver's node is lost anyway.
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self.actor: Any = gate_actor.options(num_cpus=0, max_concurrency=2 * workers + 16,
+                                             scheduling_strategy=here).remote(limit)
         self.gate = _ActorGate(self.actor)
         self.remote = ray.remote(_attempt_on_worker).options(
             num_cpus=cpus_per_task, max_retries=0)
@@ -99,6 +130,9 @@ class RayBackend:
         except WorkerCrashedError:
             return {"ok": False, "error": "the worker process died (its Ray worker crashed or "
                                           "was killed)"}
+        except NodeDiedError:
+            return {"ok": False, "error": "the node running it died (the machine was lost or "
+                                          "its raylet was killed)"}
         except TaskCancelledError:
             return {"ok": False, "error": "the Ray task was cancelled"}
         except RayError as exc:
