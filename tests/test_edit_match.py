@@ -309,3 +309,15 @@ def test_loose_matches_delete_and_insert_whole_lines_like_exact_ones(root: Path,
     assert (root / "d.py").read_text() == "def f():\n\tx = 1\n\tz = 3\n\treturn x\n"
     edit(box, "d.py", "    return x\n", "    return z\n")  # the last line, final newline kept
     assert (root / "d.py").read_text() == "def f():\n\tx = 1\n\tz = 3\n\treturn z\n"
+
+
+def test_typography_is_kept_on_long_repetitive_lines(root: Path, box: Toolbox) -> None:
+    """Long lines of one repeated phrase (where a character diff is at its slowest; the
+    shared head and tail used instead are linear) keep every dash before the change."""
+    row = "x \u2014 y " * 300
+    (root / "long.txt").write_text("".join(f"{i} {row}\n" for i in range(30)))
+    old = "".join(f"{i} {row.replace(chr(0x2014), '-')}\n" for i in range(30))
+    out = edit(box, "long.txt", old, old.replace("y \n", "z \n"))
+    assert out.startswith("edited long.txt"), out
+    assert (root / "long.txt").read_text() == "".join(
+        f"{i} {row[:-2]}z \n" for i in range(30))

@@ -251,21 +251,36 @@ def adapt(block: list[str], want: list[str], new: list[str], rung: int,
 
 def _counterpart(lines: list[str], news: list[str], k: int) -> str | None:
     """The file line that new line ``k`` of a replaced run rewrites: the one at the same
-    place when the run keeps its length, else the most alike (None: none is alike)."""
+    place when the run keeps its length; else, of the lines up to two places away, the
+    one that shares the most text with it at its start and end, if that is at least half
+    of the longer of the two (None: no line is clearly its source)."""
     if len(lines) == len(news):
         return lines[k]
-    target = news[k].translate(_TO_ASCII).strip()
-    scored = [(difflib.SequenceMatcher(None, line.translate(_TO_ASCII).strip(), target,
-                                       autojunk=False).ratio(), line) for line in lines]
-    best = max(scored, default=(0.0, ""))
-    return best[1] if best[0] >= 0.6 else None
+    target = news[k]
+    best, most = None, 0
+    for line in lines[max(0, k - 2) : k + 3]:
+        shared = _shared(line.translate(_TO_ASCII), target)
+        if shared > most:
+            best, most = line, shared
+    if best is None or most * 2 < max(len(best.translate(_TO_ASCII)), len(target)):
+        return None
+    return best
+
+
+def _shared(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` share at their start and their end."""
+    most = min(len(a), len(b))
+    head = next((i for i in range(most) if a[i] != b[i]), most)
+    tail = next((i for i in range(most - head) if a[-1 - i] != b[-1 - i]), most - head)
+    return head + tail
 
 
 def _restore(source: str, line: str, kept: str) -> str:
     """``line`` with the characters of ``kept`` put back where ``source`` (the file's line)
-    had them and ``line`` kept that text unchanged (in ASCII): 'a \u2014 b' edited through
-    'a - b' into 'a - B' stays 'a \u2014 B'. A character next to a change that writes its
-    ASCII form again ('a - b' into 'a -- b') is the model's to decide: left as written."""
+    had them, in the text ``line`` shares with it before and after what changed (in
+    ASCII): 'a \u2014 b' edited through 'a - b' into 'a - B' stays 'a \u2014 B'. A
+    character right next to a change that writes its ASCII form again ('a - b' into
+    'a -- b') is the model's to decide: left as written. Linear in the line's length."""
     ascii_chars: list[str] = []
     origin: list[int] = []  # for each ASCII character, the index of the source's character
     for i, ch in enumerate(source):
@@ -273,26 +288,33 @@ def _restore(source: str, line: str, kept: str) -> str:
         ascii_chars += form
         origin += [i] * len(form)
     flat = "".join(ascii_chars)
-    codes = difflib.SequenceMatcher(None, flat, line, autojunk=False).get_opcodes()
+    most = min(len(flat), len(line))
+    head = next((i for i in range(most) if flat[i] != line[i]), most)
+    tail = _shared(flat, line) - head
+    changed = line[head : len(line) - tail]
+    return (_put_back(source, flat, origin, kept, 0, head, changed)
+            + changed + _put_back(source, flat, origin, kept, len(flat) - tail, len(flat),
+                                  changed))
+
+
+def _put_back(source: str, flat: str, origin: list[int], kept: str, lo: int, hi: int,
+              changed: str) -> str:
+    """flat[lo:hi] (text the line shares with the file) with the file's characters of
+    ``kept`` in place of their ASCII forms, except one touching ``changed`` that
+    ``changed`` writes again."""
     out: list[str] = []
-    for n, (tag, i1, i2, j1, j2) in enumerate(codes):
-        if tag != "equal":
-            out.append(line[j1:j2])
-            continue
-        before = line[codes[n - 1][3] : codes[n - 1][4]] if n else ""
-        after = line[codes[n + 1][3] : codes[n + 1][4]] if n + 1 < len(codes) else ""
-        k = i1
-        while k < i2:
-            ch = source[origin[k]]
-            form = _TYPOGRAPHIC.get(ch, ch)
-            whole = (k == 0 or origin[k - 1] != origin[k]) and k + len(form) <= i2
-            touched = (k == i1 and form in before) or (k + len(form) == i2 and form in after)
-            if ch in kept and whole and not touched:
-                out.append(ch)  # the file's character, where new left it as it was
-                k += len(form)
-            else:
-                out.append(line[j1 + k - i1])
-                k += 1
+    k = lo
+    while k < hi:
+        ch = source[origin[k]]
+        form = _TYPOGRAPHIC.get(ch, ch)
+        whole = (k == 0 or origin[k - 1] != origin[k]) and k + len(form) <= hi
+        touching = (k + len(form) == hi and hi != len(flat)) or (k == lo and lo != 0)
+        if ch in kept and whole and not (touching and form in changed):
+            out.append(ch)
+            k += len(form)
+        else:
+            out.append(flat[k])
+            k += 1
     return "".join(out)
 
 
