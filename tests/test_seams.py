@@ -292,6 +292,8 @@ def test_a_command_cannot_point_git_at_a_config_of_its_own(root: Path, how: str)
     else:
         box.call("run", {"command": _COMMONDIR + "; sleep 30", "background": True})
         box.call("jobs", {})  # settles what the job changed
+        out = box.call("job_output", {"job": 1})
+        assert "[sandbox: put back .git/commondir" in out, out  # the job's report says so
     box.close()
     assert not (root / ".git" / "commondir").exists()
     subprocess.run(["git", "status"], cwd=root, capture_output=True, check=False)
@@ -318,3 +320,32 @@ def test_a_shell_job_s_input_is_judged_by_the_rules(root: Path, shell: str) -> N
     assert out.startswith("job 1: sent 21 bytes"), out
     box.close()
     assert not (root / "pwned").exists() and (root / "fine.txt").read_text() == "fine\n"
+
+
+def test_a_repository_a_command_makes_keeps_its_config_without_what_runs(root: Path) -> None:
+    """git init/clone inside the root: the new repository's config stays (its remote and
+    branches), without the keys that could run a command; sample hooks stay, a real hook
+    does not. The first version removed the whole config, silently breaking every clone."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    box = filesystem_toolbox(root)
+    out = box.call("run", {"command": (
+        "git init -q sub && git -C sub remote add origin https://example.invalid/r.git"
+        " && git -C sub config core.fsmonitor 'touch ../../pwned'"
+        " && git -C sub config alias.st '!touch ../../pwned'"
+        " && git clone -q sub cl 2>/dev/null; printf '#!/bin/sh\\ntouch ../pwned\\n' >"
+        " sub/.git/hooks/pre-commit && chmod +x sub/.git/hooks/pre-commit")})
+    assert "sub/.git/config (kept without core.fsmonitor, alias.st)" in out, out
+    assert "sub/.git/hooks/pre-commit" in out.split("[sandbox: put back", 1)[1]
+    remotes = subprocess.run(["git", "-C", str(root / "sub"), "remote", "-v"],
+                             capture_output=True, text=True, check=True).stdout
+    assert "origin\thttps://example.invalid/r.git (fetch)" in remotes
+    cloned = subprocess.run(["git", "-C", str(root / "cl"), "remote", "-v"],
+                            capture_output=True, text=True, check=True).stdout
+    assert f"origin\t{root / 'sub'} (fetch)" in cloned
+    assert (root / "sub" / ".git" / "hooks" / "pre-commit.sample").exists()
+    assert not (root / "sub" / ".git" / "hooks" / "pre-commit").exists()
+    for where in ("sub", "cl"):
+        subprocess.run(["git", "status"], cwd=root / where, capture_output=True, check=False)
+        subprocess.run(["git", "commit", "--allow-empty", "-qm", "x"], cwd=root / where,
+                       capture_output=True, check=False)
+    assert not (root.parent / "pwned").exists() and not (root / "pwned").exists()

@@ -42,7 +42,7 @@ from pathlib import Path, PurePosixPath
 from typing import cast
 
 from ..errors import LokiError
-from ._gitfiles import git_code_path
+from ._gitfiles import git_code_path, inert_hook, is_new_repo_config, settings_that_run_nothing
 from ._root import Root
 
 DIFF_LIMIT = 1 << 20  # bytes: larger files get no line counts
@@ -259,12 +259,44 @@ class Journal:
         """Record what a command changed; with git's code files read-only for the run
         (``Root.git_writable``), put back at once those it changed (a ``.git/commondir``
         naming a folder of the root, whose config then runs at the user's next ``git
-        status``: a mount cannot cover a file that does not exist yet). The paths put back."""
+        status``: a mount cannot cover a file that does not exist yet). The config of a
+        repository the command made (``git init``, ``git clone``) stays, without the keys
+        that may run commands; ``*.sample`` hooks, which git never runs, stay too. The
+        paths put back or cleaned (with the keys dropped)."""
         self._record_command(diff)
         if self.git_writable:
             return []
-        return [rel for rel in (*diff.created, *diff.modified, *diff.deleted)
-                if git_code_path(rel) and self._put_back(rel)]
+        done: list[str] = []
+        for rel in (*diff.created, *diff.modified, *diff.deleted):
+            if not git_code_path(rel) or inert_hook(rel):
+                continue
+            if rel in diff.created and is_new_repo_config(rel):
+                cleaned = self._clean_config(rel)  # a repository the command made keeps it
+                if cleaned is not None:
+                    done += [f"{rel} (kept without {', '.join(cleaned)})"] if cleaned else []
+                    continue
+            if self._put_back(rel):
+                done.append(rel)
+        return done
+
+    def _clean_config(self, rel: str) -> list[str] | None:
+        """Rewrite a new repository's config without the settings that may run commands;
+        the keys dropped, or None when that cannot be done (it is then removed)."""
+        real = self.root.path / PurePosixPath(rel)
+        try:
+            text = self.root.read_bytes(real, limit=1 << 20)
+            found = settings_that_run_nothing(text) if text is not None else None
+            if found is None:
+                return None
+            clean, dropped = found
+            if dropped:
+                self.root.write_atomic(real, clean)
+                entry = self.entries.get(rel)
+                if entry is not None:
+                    self._saw(rel, entry)  # revert removes the file the run left there
+        except (LokiError, OSError):
+            return None
+        return dropped
 
     def _put_back(self, rel: str) -> bool:
         entry = self.entries.get(rel)

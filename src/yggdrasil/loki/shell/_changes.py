@@ -32,6 +32,8 @@ from pathlib import Path
 
 from ..files import Diff, clip_list
 
+MAX_CHANGE_LINES = 200  # lines of a command's or job's "changed:" section
+
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".jj", "node_modules", ".venv", "venv",
     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".ipynb_checkpoints",
@@ -226,8 +228,6 @@ def diff(before: Snapshot, after: Snapshot) -> Diff:
     return found
 
 
-MAX_CHANGE_LINES = 200  # lines of a command's or job's "changed:" section
-
 
 def changed_section(lines: list[str]) -> str:
     """The ``changed:`` section of an observation ('created a.py', 'modified b.py'...),
@@ -236,3 +236,12 @@ def changed_section(lines: list[str]) -> str:
         return ""
     kept = clip_list(lines, MAX_CHANGE_LINES, "changes", "see Toolbox.changed for the full list")
     return "changed:\n" + "\n".join(kept) + "\n"
+
+
+def put_back_note(paths: list[str]) -> str:
+    """The line saying which files git takes commands from were put back (or cleaned)."""
+    if not paths:
+        return ""
+    shown = clip_list(paths, 20, "paths", "see Toolbox.changed")
+    return (f"[sandbox: put back {', '.join(shown)}: git (or hg) takes commands from it, "
+            "which would run outside the sandbox (git_writable=False)]\n")

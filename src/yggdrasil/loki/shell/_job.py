@@ -131,6 +131,7 @@ class Job:
         self.input_closed = False
         self.screen: Callable[[str], None] | None = None  # judges input (a shell's: rules)
         self.changes: dict[str, str] = {}  # root-relative path -> created/modified/deleted
+        self.put_back: list[str] = []  # git's command files its changes to were undone
         self._on_end = on_end
         self._watcher = threading.Thread(target=self._watch, name=f"loki-job-{number}",
                                          daemon=True)

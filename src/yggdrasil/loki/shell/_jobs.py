@@ -32,7 +32,7 @@ from annotated_types import Interval, MaxLen
 from ..errors import ToolError
 from ..files import Journal, Root
 from ..sandbox import Process, current_cancel
-from ._changes import changed_section
+from ._changes import changed_section, put_back_note
 from ._job import GRACE, Job, JobLimits, OutputBuffer, describe
 from ._watch import ChangeTracker
 
@@ -149,10 +149,10 @@ class Jobs:
         self._tracking = False
         try:
             diff = self.tracker.end(self._skip())
-            if self.journal is not None:
-                self.journal.after_command(diff)
+            put_back = self.journal.after_command(diff) if self.journal is not None else []
             for job in self._charged:
                 job.charge(diff, set(exclude))
+                job.put_back += put_back
             self.resume()
         except Exception:  # never let bookkeeping fail the tool call it runs around
             log.warning("settling what background jobs changed failed", exc_info=True)
@@ -254,7 +254,8 @@ class Jobs:
     def _report(self, job: Job) -> str:
         self._settle_if_free()
         text = job.read()
-        return text + changed_section([f"{verb} {rel}" for rel, verb in job.changes.items()])
+        text += changed_section([f"{verb} {rel}" for rel, verb in job.changes.items()])
+        return text + put_back_note(list(dict.fromkeys(job.put_back)))
 
     def _forget_old(self) -> None:
         ended = [n for n, job in self._jobs.items() if not job.running]

@@ -33,7 +33,7 @@ from ..sandbox import (
     run_process,
     scrubbed,
 )
-from ._changes import changed_section
+from ._changes import changed_section, put_back_note
 from ._cmdline import reads_commands
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
 from ._job import JobLimits
@@ -407,7 +407,7 @@ class Shell:
             self.jobs.resume()
         text = done.observation()
         for extra in (_changed_section(changes), self._denied_note(done, fence, masked),
-                      _put_back_note(put_back)):
+                      put_back_note(put_back)):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
         return text
@@ -428,13 +428,6 @@ def _denied_lines(stderr: str, masked: Sequence[str]) -> tuple[bool, bool]:
 def _home_relative(path: str) -> str:
     home = os.path.expanduser("~")
     return "~" + path[len(home):] if path.startswith(home + "/") else path
-
-
-def _put_back_note(paths: Sequence[str]) -> str:
-    if not paths:
-        return ""
-    return (f"[sandbox: put back {', '.join(paths)}: git (or hg) takes commands from it, which would "
-            "run outside the sandbox (git_writable=False)]\n")
 
 
 def _check_program(program: str, env: Mapping[str, str]) -> None:
