@@ -303,7 +303,9 @@ def test_a_command_cannot_point_git_at_a_config_of_its_own(root: Path, how: str)
 
 # --- command rules and background jobs ----------------------------------------------------
 
-@pytest.mark.parametrize("shell", ["bash", "sh -s", "cat | bash -i"])
+@pytest.mark.parametrize("shell", ["bash", "sh -s", "cat | bash -i", "bash -s foo", "sh -s -- x",
+                                   "bash --", "bash -o posix", "bash -O extglob",
+                                   "bash --norc -e"])
 def test_a_shell_job_s_input_is_judged_by_the_rules(root: Path, shell: str) -> None:
     """``run`` lines obey the rules, but ``run('bash', background=true)`` then
     ``job_input('git push')`` ran what a deny rule refused, and an ask rule never asked."""

@@ -187,18 +187,43 @@ def _line(text: str, words: list[Word], depth: int) -> Iterator[Command]:
 
 def reads_commands(line: str) -> bool:
     """Whether ``line`` runs a shell that takes its commands from stdin (``bash``,
-    ``sh -s``, ``cat | bash``): what a background job of it is sent is a command line too."""
+    ``sh -s x``, ``bash -o posix``, ``cat | bash``): what a background job of it is sent
+    is a command line too. A line that cannot be read is taken to (the safe answer)."""
     try:
         commands = list(simple_commands(line))
     except Unreadable:
-        return False
-    for words, _ in commands:
-        if words and os.path.basename(words[0].text) in _SHELLS and not any(
-                w.text == "--" or not w.text.startswith(("-", "+"))
-                or (w.text.startswith("-") and not w.text.startswith("--") and "c" in w.text[1:])
-                for w in words[1:]):
-            return True
-    return False
+        return True
+    return any(words and os.path.basename(words[0].text) in _SHELLS
+               and _reads_stdin([w.text for w in words[1:]]) for words, _ in commands)
+
+
+_OPTION_ARGUMENT = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
+def _reads_stdin(args: list[str]) -> bool:
+    """Whether a shell run with ``args`` reads its commands from stdin: no ``-c`` and no
+    script operand, or ``-s`` (then the operands are only its positional parameters)."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return i + 1 == len(args)  # what follows `--` is a script, if anything
+        if arg in _OPTION_ARGUMENT:
+            i += 2
+            continue
+        if arg.startswith("--"):  # --login, --norc, --posix...
+            i += 1
+            continue
+        if arg.startswith(("-", "+")) and len(arg) > 1:
+            flags = arg[1:]
+            if "c" in flags:
+                return False  # commands from the argument: judged as a command line
+            if "s" in flags:
+                return True  # from stdin, whatever follows
+            i += 2 if flags[-1] in "oO" else 1  # `-eo pipefail`: the last flag's argument
+            continue
+        return False  # a script file
+    return True
 
 
 def _shell_script(args: list[Word], depth: int) -> Iterator[Command]:
