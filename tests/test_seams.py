@@ -71,6 +71,30 @@ def test_a_library_s_optional_import_never_takes_a_module_planted_in_the_root(
     assert not (tmp_path / "sqlglotrs.ran").exists()
 
 
+def test_the_user_s_modules_imported_by_name_still_import(tmp_path: Path) -> None:
+    """The rule against installed code's imports from the root refused the user's own
+    modules whenever a library imported them by name on the user's behalf (a logging
+    handler class in dictConfig, Django settings, importlib.import_module): only an
+    ``import`` statement in installed code (an optional accelerator) is refused."""
+    (tmp_path / "myhandlers.py").write_text("import logging\nclass H(logging.Handler):\n"
+                                            "    def emit(self, record): pass\n")
+    (tmp_path / "accel.py").write_text("open('accel.ran', 'w').close()\n")
+    (tmp_path / "main.py").write_text(
+        "import importlib, json.decoder, logging.config\n"
+        "from yggdrasil.loki.tools import filesystem_toolbox\n"
+        "box = filesystem_toolbox('.')\n"
+        "logging.config.dictConfig({'version': 1, 'handlers': {'h': {'class': 'myhandlers.H'}}})\n"
+        "print(importlib.import_module('myhandlers').H.__name__)\n"
+        "installed = compile('try:\\n    import accel\\nexcept ImportError as e:\\n"
+        "    print(type(e).__name__)\\n', json.decoder.__file__, 'exec')\n"
+        "exec(installed, {})  # as if the standard library tried an optional module\n")
+    done = subprocess.run([sys.executable, "main.py"], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["H", "ModuleNotFoundError"], done.stdout
+    assert not (tmp_path / "accel.ran").exists()
+
+
 def test_the_table_worker_never_imports_a_module_planted_in_the_root(tmp_path: Path) -> None:
     """The table worker starts with the agent's module folders: with the root among them,
     it imported a planted ``polars.py``, which read the protected .env (the worker may

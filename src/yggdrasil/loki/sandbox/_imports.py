@@ -9,12 +9,13 @@ inside a guarded root:
 
 - takes the installed one instead when there is one (the root's copy only shadows it);
 - refuses with ImportError the optional modules the tools need (:data:`TOOL_MODULES`)
-  when they are not installed at all, and any module that installed code asks for (the
-  standard library or an installed package: ``sqlglot`` tries ``import sqlglotrs``, and
-  countless packages try an optional accelerator the same way), since such a module can
-  only be the root's copy;
-- lets anything else through: the user's own modules (imported by the user's code, in the
-  project or elsewhere, not by an installed package) still import from their project.
+  when they are not installed at all, and any module that installed code asks for with
+  an ``import`` statement (the standard library or an installed package: ``sqlglot``
+  tries ``import sqlglotrs``, and countless packages try an optional accelerator the
+  same way), since such a module can only be the root's copy;
+- lets anything else through: the user's own modules, imported by the user's code or by
+  name on the user's behalf (``logging.config`` handler classes, Django settings,
+  ``importlib.import_module``), still import from their project.
 
 Submodules are found through their package, so a package loaded from outside a root
 keeps loading its submodules from outside.
@@ -22,6 +23,7 @@ keeps loading its submodules from outside.
 
 from __future__ import annotations
 
+import dis
 import importlib
 import os
 import sys
@@ -74,8 +76,8 @@ class _ShadowGuard(MetaPathFinder):
             raise ImportError(f"refusing to import {fullname!r} from the agent root "
                               f"({spec.origin}): the tools import it from the installed "
                               "packages only, and it is not installed", name=fullname)
-        asker = _importer()
-        if _installed(asker) and not self._inside(asker):
+        asker, statement = _importer()
+        if statement and _installed(asker) and not self._inside(asker):
             raise ModuleNotFoundError(
                 f"refusing to import {fullname!r} from the agent root ({spec.origin}) for "
                 f"installed code ({asker}): it is not installed", name=fullname)
@@ -86,16 +88,24 @@ class _ShadowGuard(MetaPathFinder):
         return any(p and self._inside(p) for p in places)
 
 
-def _importer() -> str:
-    """The file of the code that asked for the import being looked up: the first frame
-    that is not the import system (``importlib``, frozen or not)."""
+def _importer() -> tuple[str, bool]:
+    """The file of the code that asked for the import being looked up (the first frame
+    that is not the import system, ``importlib`` frozen or not), and whether it asked
+    with an ``import`` statement. A module named in a string and imported by name
+    (``logging.config``'s handler classes, Django's settings, ``uvicorn app:app``,
+    ``importlib.import_module``) is the user's choice, not an optional accelerator."""
     frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
         if not (name.startswith("<frozen importlib") or name.startswith(_IMPORTLIB)):
-            return name
+            code = frame.f_code.co_code
+            lasti = frame.f_lasti
+            return name, 0 <= lasti < len(code) and code[lasti] == _IMPORT_NAME
         frame = frame.f_back
-    return ""
+    return "", False
+
+
+_IMPORT_NAME = dis.opmap["IMPORT_NAME"]
 
 
 def _installed_places() -> tuple[str, ...]:
