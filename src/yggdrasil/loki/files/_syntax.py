@@ -5,8 +5,9 @@
 are parsed after every write and edit, and so is every language a tree-sitter grammar
 of code navigation reads, through the ``grammar`` check the toolbox hands the gate. With ``warn`` (the default) a file that no longer parses is written and the observation
 ends with a ``WARNING:`` line; with ``reject`` the change is refused (ERROR with the
-parser's line and message) when it would break a file that parsed before (or a new file):
-a file that was already broken can still be edited step by step towards parsing.
+parser's line and message) when it would break a file that parsed before (or a new file,
+when its format's own parser says so; a grammar only warns about a new file): a file
+that was already broken can still be edited step by step towards parsing.
 """
 
 from __future__ import annotations
@@ -87,6 +88,12 @@ _CHECKS: dict[str, Callable[[str], object]] = {
 Grammar = Callable[[str, str], "str | None"]  # (rel, text) -> 'line N: ...' or None
 
 
+def _own_parser(rel: str) -> bool:
+    """Whether ``rel`` is checked by its format's own parser (not a grammar)."""
+    suffix = rel[rel.rfind(".") :].lower() if "." in rel else ""
+    return bool(_JSONC_NAMES.search(rel)) or suffix in _CHECKS
+
+
 def syntax_problem(rel: str, text: str, grammar: Grammar | None = None) -> str | None:
     """A one-line parse error ('line N: message'), else None: the formats above by their
     own parsers, other files by ``grammar`` when given (None where it has no grammar)."""
@@ -127,7 +134,10 @@ class SyntaxGate:
         if problem is None:
             return ""
         broke = before is None or syntax_problem(rel, before, self.grammar) is None
-        if self.reject and broke:
+        # A grammar approximates its language (macros, dialects): its word alone refuses
+        # no new file, only a change that breaks a file it read cleanly before.
+        trusted = before is not None or _own_parser(rel)
+        if self.reject and broke and trusted:
             raise ToolError(f"{rel} would no longer parse ({problem}); nothing was changed "
                             "(this toolbox rejects changes that break a file's syntax)")
         if not broke:
