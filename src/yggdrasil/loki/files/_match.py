@@ -244,7 +244,7 @@ def adapt(block: list[str], want: list[str], new: list[str], rung: int,
             if kept and tag == "replace":
                 source = _counterpart(block[i1:i2], new[j1:j2], j - j1)
                 if source is not None:
-                    line = _restore(source.removesuffix("\r"), line, kept)
+                    line = _keep_typography(source.removesuffix("\r"), line, kept)
             out.append((line.rstrip() if strip else line) + ("\r" if ends_cr else ""))
     return out
 
@@ -275,7 +275,7 @@ def _shared(a: str, b: str) -> int:
     return head + tail
 
 
-def _restore(source: str, line: str, kept: str) -> str:
+def _keep_typography(source: str, line: str, kept: str) -> str:
     """``line`` with the characters of ``kept`` put back where ``source`` (the file's line)
     had them, in the text ``line`` shares with it before and after what changed (in
     ASCII): 'a \u2014 b' edited through 'a - b' into 'a - B' stays 'a \u2014 B'. A
@@ -292,12 +292,12 @@ def _restore(source: str, line: str, kept: str) -> str:
     head = next((i for i in range(most) if flat[i] != line[i]), most)
     tail = _shared(flat, line) - head
     changed = line[head : len(line) - tail]
-    return (_put_back(source, flat, origin, kept, 0, head, changed)
-            + changed + _put_back(source, flat, origin, kept, len(flat) - tail, len(flat),
-                                  changed))
+    before = _typography_span(source, flat, origin, kept, 0, head, changed)
+    after = _typography_span(source, flat, origin, kept, len(flat) - tail, len(flat), changed)
+    return before + changed + after
 
 
-def _put_back(source: str, flat: str, origin: list[int], kept: str, lo: int, hi: int,
+def _typography_span(source: str, flat: str, origin: list[int], kept: str, lo: int, hi: int,
               changed: str) -> str:
     """flat[lo:hi] (text the line shares with the file) with the file's characters of
     ``kept`` in place of their ASCII forms, except one touching ``changed`` that

@@ -17,6 +17,7 @@ import re
 import tomllib
 import warnings
 from collections.abc import Callable
+from functools import cache
 from typing import Literal
 
 from ..errors import ToolError
@@ -35,15 +36,21 @@ def _python(text: str) -> None:
 def _yaml(text: str) -> None:
     import yaml  # a dependency; imported here so that importing the toolbox stays cheap
 
-    class _AnyTags(yaml.SafeLoader):
-        """Safe, and blind to what a tag means: ``!Ref x`` (CloudFormation) is valid YAML."""
-
-    def _untagged(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> None:
-        return None
-
-    _AnyTags.add_multi_constructor("", _untagged)
-    for _ in yaml.load_all(text, Loader=_AnyTags):  # every document of a `---` stream
+    for _ in yaml.load_all(text, Loader=_any_tags_loader()):  # every document of a stream
         pass
+
+
+@cache
+def _any_tags_loader() -> type:
+    """PyYAML's safe loader, blind to what a tag means: ``!Ref x`` (CloudFormation) is
+    valid YAML, and every tagged node loads as None."""
+    import yaml
+
+    class AnyTags(yaml.SafeLoader):
+        pass
+
+    AnyTags.add_multi_constructor("", lambda loader, suffix, node: None)
+    return AnyTags
 
 
 def _jsonc(text: str) -> None:

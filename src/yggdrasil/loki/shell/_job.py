@@ -115,7 +115,8 @@ class Job:
 
     def __init__(self, number: int, label: str, start: Callable[[OutputBuffer, OutputBuffer],
                  Process], *, scratch: Path, keep: int, lifetime: float,
-                 on_end: Callable[[Job], None]) -> None:
+                 on_end: Callable[[Job], None],
+                 screen: Callable[[str], None] | None = None) -> None:
         self.id, self.label, self.scratch = number, label, scratch
         self.lifetime = lifetime
         self.wake = threading.Condition()
@@ -129,7 +130,7 @@ class Job:
         self.stopped_by = ""  # the signal that ended a stopped job
         self.held_open = False
         self.input_closed = False
-        self.screen: Callable[[str], None] | None = None  # judges input (a shell's: rules)
+        self.screen = screen  # judges what job_input sends (a shell's input: the rules)
         self.changes: dict[str, str] = {}  # root-relative path -> created/modified/deleted
         self.put_back: list[str] = []  # git's command files its changes to were undone
         self._on_end = on_end

@@ -80,11 +80,10 @@ class Jobs:
             argv, env, reaped = prepare(scratch)
             job = Job(self._next, _short(label), _starter(argv, env, reaped, self.root),
                       scratch=scratch, keep=self.limits.buffer, lifetime=self.limits.lifetime,
-                      on_end=self._ended)
+                      on_end=self._ended, screen=screen)
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
-        job.screen = screen
         self._next += 1
         self._jobs[job.id] = job
         self._charged.append(job)
