@@ -13,7 +13,7 @@ from typing import Any
 from ..files import json_text
 from ._urls import SCHEME, URL_SCHEMES, is_url, shown_repo
 
-__all__ = ["Task", "TaskResult", "check_unique", "is_url", "shown_repo"]
+__all__ = ["Task", "TaskResult", "check_unique"]
 
 # An id names the task's folder under ``out``: one safe path component.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
