@@ -2,11 +2,13 @@
 
 Serves the repositories under ``root`` at ``http://127.0.0.1:PORT/<name>``; a path under
 ``/private/`` answers 401 (a server that wants credentials), which a fleet must turn
-into a quick failure, never a prompt that waits forever.
+into a quick failure, never a prompt that waits forever. With ``auth=(user, password)``
+every request must carry them (HTTP Basic), as a private repository on a forge wants.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import threading
@@ -20,10 +22,13 @@ from urllib.parse import urlsplit
 class GitHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, auth: tuple[str, str] | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.root = root
         self.requests: list[str] = []
+        self.refused: list[str] = []  # requests answered 401
+        self.authorization = (None if auth is None else
+                              "Basic " + base64.b64encode(":".join(auth).encode()).decode())
 
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/{name}"
@@ -44,7 +49,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _cgi(self) -> None:
         parts = urlsplit(self.path)
         self.server.requests.append(f"{self.command} {parts.path}")
-        if parts.path.startswith("/private/"):
+        wanted = self.server.authorization
+        if parts.path.startswith("/private/") or (
+                wanted is not None and self.headers.get("Authorization") != wanted):
+            self.server.refused.append(f"{self.command} {parts.path}")
             self.send_response(401)
             self.send_header("WWW-Authenticate", 'Basic realm="git"')
             self.send_header("Content-Length", "0")
@@ -78,8 +86,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def git_http(root: Path) -> Iterator[GitHTTPServer]:
-    server = GitHTTPServer(root)
+def git_http(root: Path, auth: tuple[str, str] | None = None) -> Iterator[GitHTTPServer]:
+    server = GitHTTPServer(root, auth)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:

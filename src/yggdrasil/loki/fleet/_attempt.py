@@ -28,7 +28,8 @@ from ._copies import CopyError, WorkingCopy
 from ._gate import GateClient, GatedEngine
 from ._git import GitError, Snapshots
 from ._scratch import MARKER, Workspace
-from ._task import Task, is_url
+from ._task import Task
+from ._urls import local_folder
 
 __all__ = ["Settings", "run_attempt"]
 
@@ -128,10 +129,11 @@ def _hidden(task: Task, space: Workspace) -> tuple[str, ...]:
     """What an attempt's commands may not read besides the usual credential stores: the
     node's scratch folders (this attempt's snapshots and transcript, which hold copies of
     the root's protected files, and other attempts' copies) and the task's own folder when
-    it is a local path (its .env is not masked: it is not the root). The root inside the
-    scratch folder stays theirs (its own rule lets them read and write it)."""
-    source = () if is_url(task.repo) else (os.path.realpath(os.path.expanduser(task.repo)),)
-    return (*DEFAULT_HIDDEN, str(space.work), *source)
+    it is on this node, a path or a ``file://`` URL (its .env is not masked: it is not the
+    root). The root inside the scratch folder stays theirs (its own rule lets them read and
+    write it)."""
+    source = local_folder(task.repo)
+    return (*DEFAULT_HIDDEN, str(space.work), *((source,) if source else ()))
 
 
 def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Path,

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from ._git import GitError, git, mirror_lock
 from ._scratch import Workspace, prune
-from ._task import Task, is_url, shown_repo
+from ._task import Task
+from ._urls import Remote, is_url, remote, shown_repo
 
 __all__ = ["CopyError", "WorkingCopy", "is_git_repo"]
 
@@ -62,8 +63,9 @@ class WorkingCopy:
         """A working copy of ``task.repo`` at ``commit`` (default: the task's) in ``path``."""
         commit = commit or task.commit
         if is_git_repo(task.repo):
-            mirror = _mirror(task.repo, space)
-            sha = _resolve(mirror, commit, task.repo)
+            origin = remote(task.repo)
+            mirror = _mirror(task.repo, origin, space)
+            sha = _resolve(mirror, commit, task.repo, origin)
             copy = cls(path, sha, mirror)
             with mirror_lock(mirror):  # git reads every worktree's record: one writer at a time
                 git(["--git-dir", str(mirror), "worktree", "add", "--quiet", "--no-checkout",
@@ -110,18 +112,25 @@ def _mirror_path(repo: str, space: Workspace) -> Path:
     return space.mirrors / f"{digest}-{name[:40] or 'repo'}.git"
 
 
-def _mirror(repo: str, space: Workspace) -> Path:
+def _mirror(repo: str, origin: Remote, space: Workspace) -> Path:
     """The node's bare mirror of ``repo``, cloned on first use (atomically: a clone cut
-    short by a killed worker leaves only a temp folder, never a half mirror)."""
+    short by a killed worker leaves only a temp folder, never a half mirror).
+
+    git is given the URL without its credentials (they go in ``origin.env``, for the clone
+    alone), so the mirror's config, which every working copy shows, never holds a token.
+    The mirrors of one URL with different credentials stay apart (the path hashes ``repo``
+    whole): a token never reads what only another could."""
     mirror = _mirror_path(repo, space)
     if mirror.is_dir():
+        _forget_credentials(mirror, origin.url)
         return mirror
     with mirror_lock(mirror):
         if mirror.is_dir():
             return mirror
         temp = Path(tempfile.mkdtemp(prefix=".clone-", dir=space.mirrors))
         try:
-            git(["clone", "--quiet", "--mirror", "--", repo, str(temp / "m.git")])
+            git(["clone", "--quiet", "--mirror", "--", origin.url, str(temp / "m.git")],
+                env=origin.env)
         except GitError as exc:
             raise CopyError(f"cannot clone {shown_repo(repo)}: {exc}") from exc
         else:
@@ -131,7 +140,22 @@ def _mirror(repo: str, space: Workspace) -> Path:
     return mirror
 
 
-def _resolve(mirror: Path, commit: str | None, repo: str) -> str:
+def _forget_credentials(mirror: Path, url: str) -> None:
+    """Point a mirror at ``url`` when it says otherwise: one cloned by an older version
+    with the token in its ``remote.origin.url``."""
+    def stored() -> str:
+        with contextlib.suppress(GitError):
+            return git(["--git-dir", str(mirror), "config", "--get", "remote.origin.url"]).strip()
+        return ""
+
+    if stored() == url:
+        return
+    with mirror_lock(mirror):
+        if stored() != url:
+            git(["--git-dir", str(mirror), "config", "remote.origin.url", url])
+
+
+def _resolve(mirror: Path, commit: str | None, repo: str, origin: Remote) -> str:
     """The full hash of ``commit`` (default HEAD), fetching once when the mirror lacks it."""
     wanted = commit or "HEAD"
     sha = _rev_parse(mirror, wanted)
@@ -140,7 +164,7 @@ def _resolve(mirror: Path, commit: str | None, repo: str) -> str:
     with mirror_lock(mirror):
         for fetch in (["fetch", "--quiet", "origin"], ["fetch", "--quiet", "origin", wanted]):
             with contextlib.suppress(GitError):
-                git(["--git-dir", str(mirror), *fetch])
+                git(["--git-dir", str(mirror), *fetch], env=origin.env)
             sha = _rev_parse(mirror, wanted)
             if sha:
                 return sha

@@ -11,36 +11,22 @@ from pathlib import Path
 from typing import Any
 
 from ..files import json_text
+from ._urls import SCHEME, URL_SCHEMES, is_url, shown_repo
 
-__all__ = ["Task", "TaskResult", "check_unique", "is_url", "shown_repo"]
+__all__ = ["Task", "TaskResult", "check_unique"]
 
 # An id names the task's folder under ``out``: one safe path component.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
-_SCP_URL = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:")  # git@host:owner/repo.git
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")  # git's <transport>::<address>, e.g. ext::
-# The transports a repo URL may use (git's own; the fleet's git calls allow only these).
-URL_SCHEMES = ("file", "git", "http", "https", "ssh", "git+ssh", "ssh+git")
-_USERINFO = re.compile(r"(://[^/@:]*):[^/@]*@")
 MAX_TIMEOUT = 7 * 24 * 3600.0
-
-
-def is_url(repo: str) -> bool:
-    """A repository git clones by URL (``file://``, ``https://``, ``ssh://``, ``git@host:``)."""
-    return bool(_SCHEME.match(repo) or _SCP_URL.match(repo))
-
-
-def shown_repo(repo: str) -> str:
-    """``repo`` fit for a message or a result: a password or token in the URL is hidden."""
-    return _USERINFO.sub(r"\1:***@", repo)
 
 
 def _check_repo(repo: str) -> None:
     """Refuse what git would take as an option or a command rather than a repository."""
     if repo.startswith("-"):
-        raise ValueError(f"repo {repo!r} starts with '-' (git would take it as an option); "
+        raise ValueError(f"repo {shown_repo(repo)!r} starts with '-' (git would take it as an option); "
                          "give a path (./-name for a folder so named) or a URL")
-    scheme = _SCHEME.match(repo)
+    scheme = SCHEME.match(repo)
     if scheme and scheme.group(1).lower() not in URL_SCHEMES:
         raise ValueError(f"repo URL scheme {scheme.group(1)!r} is not allowed; use "
                          f"{', '.join(s + '://' for s in URL_SCHEMES)}, user@host:path, "
