@@ -321,3 +321,13 @@ def test_typography_is_kept_on_long_repetitive_lines(root: Path, box: Toolbox) -
     assert out.startswith("edited long.txt"), out
     assert (root / "long.txt").read_text() == "".join(
         f"{i} {row[:-2]}z \n" for i in range(30))
+
+
+def test_typography_comes_only_from_a_clear_source_line(root: Path, box: Toolbox) -> None:
+    """When a replaced run changes its length, a new line takes the file's characters only
+    from a nearby line it shares at least half its text with; otherwise it is the model's."""
+    (root / "n.md").write_text("Intro \u2014 part one of the guide.\nEnd \u2014 bye.\n")
+    edit(box, "n.md", "Intro - part one of the guide.\nEnd - bye.",
+         "Intro - part one of the manual.\nA - b\nEnd - bye!")
+    assert (root / "n.md").read_text() == (
+        "Intro \u2014 part one of the manual.\nA - b\nEnd \u2014 bye!\n")
