@@ -3,6 +3,7 @@
 ``tree()``: ~50k files / ~1 GB of code-like text in nested folders, with .gitignore'd
 build folders and *.tmp files, hidden folders and some binary files, like a real repo.
 ``big_text()``: one ~1 GB text file of numbered lines.
+``package_tree()``: 100 x 10 folders of tiny Python files (the change-tracking benchmarks).
 A corpus is rebuilt only when its recipe (``VERSION`` and sizes) changes.
 """
 
@@ -108,3 +109,18 @@ def big_text(size: int = 1 << 30) -> Path:
 def line_count(path: Path) -> int:
     with path.open("rb") as fh:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
+
+
+def package_tree(root: Path, files: int) -> list[Path]:
+    """100 top folders x 10 subfolders holding ``files // 1000`` tiny .py files each (at
+    least one); the leaf folders, in order (leaf ``n`` is ``pkg{n // 10}/mod{n % 10}``)."""
+    per_leaf = max(1, files // 1000)
+    leaves = []
+    for i in range(100):
+        for j in range(10):
+            leaf = root / f"pkg{i:03d}" / f"mod{j:02d}"
+            leaf.mkdir(parents=True)
+            for k in range(per_leaf):
+                (leaf / f"file{k:03d}.py").write_text(f"VALUE = {i * 100_000 + j * 1000 + k}\n")
+            leaves.append(leaf)
+    return leaves

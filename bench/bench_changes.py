@@ -16,14 +16,14 @@ Usage: PYTHONPATH=src python bench/bench_changes.py [--files 50000] [--rounds 5]
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from _corpus import package_tree
+from _timing import median_ms
 from yggdrasil.loki.shell import ChangeTracker, TreeWatch, diff, snapshot
 from yggdrasil.loki.tools import filesystem_toolbox, sandbox_status
 
@@ -36,29 +36,13 @@ def build(files: int) -> Path:
     if stamp.exists():
         return CORPUS
     subprocess.run(["rm", "-rf", str(CORPUS)], check=True)
-    per_leaf = max(1, files // 1000)
-    for i in range(100):
-        for j in range(10):
-            leaf = CORPUS / f"pkg{i:03d}" / f"mod{j:02d}"
-            leaf.mkdir(parents=True)
-            for k in range(per_leaf):
-                (leaf / f"file{k:03d}.py").write_text(f"VALUE = {i * 100_000 + j * 1000 + k}\n")
+    package_tree(CORPUS, files)
     git = ["git", "-C", str(CORPUS), "-c", "user.name=bench", "-c", "user.email=b@example.com"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "corpus"], check=True)
     stamp.write_text("")
     return CORPUS
-
-
-def median_ms(fn: Callable[[], object], rounds: int) -> float:
-    fn()  # warm the page and dentry caches for everyone alike
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def shell(cmd: str, cwd: Path) -> Callable[[], object]:

@@ -16,7 +16,6 @@ Usage: PYTHONPATH=src python bench/bench_fence.py [--rounds 40]
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from _timing import interleaved_ms
 from yggdrasil.loki.sandbox import _isolation, isolation_status, landlock_status, launcher_argv
 from yggdrasil.loki.tools import filesystem_toolbox
 
@@ -37,19 +37,6 @@ def launched(root: Path, **layers: object) -> Callable[[], object]:
                          abi=abi, argv=["true"], namespaces=bool(layers.get("namespaces")),
                          mounts=mounts, no_setid=bool(layers.get("no_setid")))
     return partial(subprocess.run, argv, cwd=root, check=True, capture_output=True)
-
-
-def interleaved_ms(cases: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    """Median per case, the cases taking turns each round (load hits them all alike)."""
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for fn in cases.values():
-        fn()  # warm caches
-    for _ in range(rounds):
-        for name, fn in cases.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append((time.perf_counter() - start) * 1000)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def _box_run(root: Path, status: _isolation.IsolationStatus) -> Callable[[], object]:

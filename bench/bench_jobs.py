@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _timing import median_ms
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 
@@ -46,16 +47,6 @@ def drain_job(box: Toolbox, command: str) -> None:
     job = int(obs.split()[2].rstrip(":"))
     while not box.call("job_output", {"job": job, "wait": 5}).startswith("exit="):
         pass
-
-
-def median_ms(fn: Callable[[], object], rounds: int) -> float:
-    fn()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def drain(box: Toolbox, mb: int) -> None:

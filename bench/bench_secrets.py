@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 import http.server
 import os
-import statistics
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
+from _corpus import package_tree
+from _timing import interleaved_ms
 from yggdrasil.loki.files import Root
 from yggdrasil.loki.search import Search, find_rg, protection
 from yggdrasil.loki.shell import CommandRules, ProtectedPaths, parse_rules, walk_protected
@@ -41,32 +41,14 @@ def build(files: int) -> Path:
     if stamp.exists():
         return CORPUS
     subprocess.run(["rm", "-rf", str(CORPUS)], check=True)
-    per_leaf = max(1, files // 1000)
-    for i in range(100):
-        for j in range(10):
-            leaf = CORPUS / f"pkg{i:03d}" / f"mod{j:02d}"
-            leaf.mkdir(parents=True)
-            for k in range(per_leaf):
-                (leaf / f"file{k:03d}.py").write_text(f"VALUE = {i * 100_000 + j * 1000 + k}\n")
-            if i % 25 == 0 and j < 4:  # 16 more protected files deep in the tree
-                (leaf / "service.key").write_text("KEY\n")
+    for n, leaf in enumerate(package_tree(CORPUS, files)):
+        if n // 10 % 25 == 0 and n % 10 < 4:  # 16 more protected files deep in the tree
+            (leaf / "service.key").write_text("KEY\n")
     for rel in SECRETS:
         (CORPUS / rel).parent.mkdir(parents=True, exist_ok=True)
         (CORPUS / rel).write_text("SECRET\n")
     stamp.write_text("")
     return CORPUS
-
-
-def interleaved(cases: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for fn in cases.values():
-        fn()
-    for _ in range(rounds):
-        for name, fn in cases.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append((time.perf_counter() - start) * 1000)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def row(name: str, ours: float, base_name: str, base: float, unit: str = "ms") -> None:
@@ -79,7 +61,7 @@ def commands(root: Path, rounds: int) -> None:
     ruled = filesystem_toolbox(root, protect=(), rules=[
         ("deny", "git push"), ("ask", "rm -rf"), ("allow", "pytest"), ("deny", "curl"),
         ("allow", "git status")], confirm=lambda a: True)
-    got = interleaved({"protect": lambda: protected.call("run", {"command": "true"}),
+    got = interleaved_ms({"protect": lambda: protected.call("run", {"command": "true"}),
                        "open": lambda: open_.call("run", {"command": "true"}),
                        "rules": lambda: ruled.call("run", {"command": "true"})}, rounds)
     print(f"run('true') on a {sum(1 for _ in root.rglob('*.py'))}-file tree:")
@@ -118,7 +100,7 @@ def search(root: Path, rounds: int) -> None:
     print("grep 'VALUE = 4242' over the tree, include_ignored=True:")
     for engine in ["python", *(["rg"] if find_rg() else [])]:
         a, b = Search(with_p, backend=engine), Search(without, backend=engine)  # type: ignore[arg-type]
-        got = interleaved({"with": lambda a=a: a.grep("VALUE = 4242", include_ignored=True),
+        got = interleaved_ms({"with": lambda a=a: a.grep("VALUE = 4242", include_ignored=True),
                            "without": lambda b=b: b.grep("VALUE = 4242", include_ignored=True)},
                           max(3, rounds // 3))
         row(f"{engine}: default protection", got["with"], "protect=()", got["without"])
@@ -147,7 +129,7 @@ def proxy(root: Path, rounds: int) -> None:
     def get(host: str) -> str:
         return f"curl -fsS -o /dev/null http://{host}:{port}/big"
 
-    got = interleaved({
+    got = interleaved_ms({
         "proxy": lambda: limited.call("run", {"command": get("files.example")}),
         "direct": lambda: direct.call("run", {"command": get("127.0.0.5")})},
         max(3, rounds // 3))
