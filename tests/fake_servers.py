@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from socketserver import BaseServer
+from typing import Any, TypeVar
 
 import pytest
 
@@ -112,18 +113,29 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+S = TypeVar("S", bound=BaseServer)
+
+
 @contextmanager
-def serve() -> Iterator[FakeModelServer]:
-    server = FakeModelServer()
+def served(server: S, before_stop: Callable[[], object] = lambda: None) -> Iterator[S]:
+    """``server`` answering from a thread of its own while the block runs; then
+    ``before_stop`` (e.g. let held requests go), shut down, closed, its thread joined."""
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield server
     finally:
-        server.released.set()
+        before_stop()
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@contextmanager
+def serve() -> Iterator[FakeModelServer]:
+    server = FakeModelServer()
+    with served(server, server.released.set):
+        yield server
 
 
 ENGINE_ENV = ("LOKI_ENGINE", "LOKI_MODEL", "LOKI_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",

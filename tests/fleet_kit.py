@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from fake_servers import Reply, openai_error, openai_reply
+from fake_servers import Reply, openai_error, openai_reply, served
 from yggdrasil.loki.fleet import Task, TaskResult
 
 BINARY = bytes(range(256)) * 4  # a file the patch must carry as binary
@@ -320,15 +320,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
 @contextmanager
 def chat_server(**rules: Any) -> Iterator[ChatServer]:
-    server = ChatServer(**rules)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with served(ChatServer(**rules)) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def chat_tasks(root: Path, count: int) -> list[Task]:

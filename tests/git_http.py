@@ -11,12 +11,13 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from fake_servers import served
 
 
 class GitHTTPServer(ThreadingHTTPServer):
@@ -87,12 +88,5 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def git_http(root: Path, auth: tuple[str, str] | None = None) -> Iterator[GitHTTPServer]:
-    server = GitHTTPServer(root, auth)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with served(GitHTTPServer(root, auth)) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

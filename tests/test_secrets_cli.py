@@ -115,13 +115,12 @@ def test_mcp_refuses_protected_files_and_takes_the_flags(project: Path) -> None:
 def test_mcp_allow_host_routes_commands_through_the_proxy(project: Path) -> None:
     pytest.importorskip("mcp")
     import http.server
-    import threading
 
+    from fake_servers import served
     from test_mcp import serve_and, text_of
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    url = f"http://127.0.0.1:{site.server_address[1]}/"
     probe = ("import os, urllib.request\n"
              "print('proxy', os.environ.get('HTTPS_PROXY', 'none'))\n"
              f"try: urllib.request.urlopen({url!r}, timeout=5); print('REACHED')\n"
@@ -130,11 +129,9 @@ def test_mcp_allow_host_routes_commands_through_the_proxy(project: Path) -> None
     async def scenario(client: Any) -> list[Any]:
         return [await client.call_tool("run_python", {"code": probe})]
 
-    try:
+    with served(site):
         (limited,), _ = serve_and(sys.executable, project, scenario, "--allow-host", "pypi.org")
         (open_,), _ = serve_and(sys.executable, project, scenario)
-    finally:
-        server.shutdown()
     assert "proxy http://" in text_of(limited) and "REACHED" not in text_of(limited)
     assert "403" in text_of(limited) or "refused" in text_of(limited)
     assert "proxy none" in text_of(open_) and "REACHED" in text_of(open_)  # the flag made it
