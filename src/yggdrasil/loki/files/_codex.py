@@ -6,22 +6,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..errors import ToolError
-from ._hunks import HUNK_NUMBERS, FileOp, Hunk, add_line, hint, patch_error
+from ._hunks import HUNK_NUMBERS, FileOp, Hunk, PatchReader, add_line, hint
 
 __all__ = ["CODEX_OPS", "Codex"]
 
 CODEX_OPS = ("*** Add File:", "*** Delete File:", "*** Update File:")
 
 
-class Codex:
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        self.i = 0
-
-    def error(self, why: str) -> ToolError:
-        return patch_error(self.lines, self.i, why)
-
+class Codex(PatchReader):
     def parse(self) -> list[FileOp]:
         lines: list[str] = self.lines
         ops: list[FileOp] = []

@@ -8,7 +8,7 @@ from typing import Literal
 
 from ..errors import ToolError
 
-__all__ = ["HUNK_NUMBERS", "FileOp", "Hunk", "add_line", "hint", "patch_error"]
+__all__ = ["HUNK_NUMBERS", "FileOp", "Hunk", "PatchReader", "add_line", "hint"]
 
 HUNK_NUMBERS = re.compile(r"^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+(.*)$")
 
@@ -66,7 +66,14 @@ def hint(numbers: re.Match[str]) -> int:
     return start if count == "0" else max(start - 1, 0)
 
 
-def patch_error(lines: list[str], i: int, why: str) -> ToolError:
-    """The error for line ``i`` (0-based) of a patch: its number, its text, and why."""
-    got = lines[i] if i < len(lines) else ""
-    return ToolError(f"the patch is not valid: line {i + 1} ({got[:80]!r}): {why}")
+class PatchReader:
+    """A patch's lines and the one being read; what both formats' parsers start from."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.i = 0
+
+    def error(self, why: str) -> ToolError:
+        """The error for the line being read: its number, its text, and why."""
+        got = self.lines[self.i] if self.i < len(self.lines) else ""
+        return ToolError(f"the patch is not valid: line {self.i + 1} ({got[:80]!r}): {why}")

@@ -9,19 +9,12 @@ from __future__ import annotations
 import re
 
 from ..errors import ToolError
-from ._hunks import HUNK_NUMBERS, FileOp, Hunk, add_line, hint, patch_error
+from ._hunks import HUNK_NUMBERS, FileOp, Hunk, PatchReader, add_line, hint
 
 __all__ = ["Unified"]
 
 
-class Unified:
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        self.i = 0
-
-    def error(self, why: str) -> ToolError:
-        return patch_error(self.lines, self.i, why)
-
+class Unified(PatchReader):
     def at_file_header(self) -> bool:
         lines, i = self.lines, self.i
         return (i + 1 < len(lines) and lines[i].startswith("--- ")
