@@ -104,9 +104,9 @@ def filesystem_toolbox(
     variables; ``env`` adds variables as given.
     ``Toolbox.status`` (the end of ``spec()``) says which of these hold.
 
-    ``on_syntax_error``: after a write, edit or patch, a .py/.json/.toml/.yaml file that no
-    longer parses is written with a WARNING (``"warn"``) or refused, the file untouched
-    (``"reject"``). apply_patch and undo_edit come with the write tools.
+    ``on_syntax_error``: after a write, edit or patch, a file that no longer parses (.py,
+    .json, .toml, .yaml by their parsers, the code-navigation languages by their grammar)
+    is written with a WARNING (``"warn"``) or refused, the file untouched (``"reject"``). apply_patch and undo_edit come with the write tools.
     ``code_cache=True`` keeps the code index (outline, find_symbol, repo_map) on disk under
     the user's cache folder, never inside the root; None reads ``LOKI_CODE_CACHE=1``.
 

@@ -153,7 +153,8 @@ def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
     group.add_argument("--rule-default", choices=("allow", "ask", "deny"), default="allow",
                        help="what commands no --rule matches get (default: allow)")
     group.add_argument("--on-syntax-error", choices=("warn", "reject"), default="warn",
-                       help="a write, edit or patch that breaks a .py/.json/.toml/.yaml file: "
+                       help="a write, edit or patch that breaks a file's syntax (.py, .json, "
+                            ".toml, .yaml, and the code-navigation languages by their grammar): "
                             "write it with a WARNING (warn, the default) or refuse it (reject)")
     if with_yes:
         group.add_argument("-y", "--yes", action="store_true",
