@@ -346,25 +346,27 @@ class Toolbox:
                 return text if text.startswith(("ERROR:", "REFUSED:")) else f"REFUSED: {text}"
         text = self._invoke(tool, args, cancel)
         if self.after_call is None:
-            return text
+            return text  # Observation.of makes it printable and caps it
+        text = clip_text(printable(text))  # the hook sees what the model would
         try:
             replaced = self.after_call(tool.name, _copy(args), text)
         except Exception as exc:
             log.debug("after_call raised for %s", tool.name, exc_info=True)
             return (f"ERROR: the after_call hook failed on {tool.name} ({type(exc).__name__}: "
                     f"{exc}); the tool ran, and said:\n{text}")
-        return text if replaced is None else clip_text(str(replaced))
+        return text if replaced is None else str(replaced)
 
     def _invoke(self, tool: Tool, args: Any, cancel: threading.Event) -> str:
+        """The tool's answer as it gave it (``Observation.of`` makes it fit to show)."""
         try:
             with cancel_scope(cancel):
                 result = tool.run(**bind_args(tool.name, tool.input_schema, args))
         except ToolError as exc:
-            return printable(exc.observation())
+            return exc.observation()
         except Exception as exc:
             log.debug("tool %s raised", tool.name, exc_info=True)
-            return printable(f"ERROR: {tool.name} failed: {type(exc).__name__}: {exc}")
-        return clip_text(printable(result if isinstance(result, str) else str(result)))
+            return f"ERROR: {tool.name} failed: {type(exc).__name__}: {exc}"
+        return result if isinstance(result, str) else str(result)
 
 
 def _copy(args: Any) -> Any:

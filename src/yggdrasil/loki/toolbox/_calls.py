@@ -38,8 +38,9 @@ class Observation:
 
     @classmethod
     def of(cls, text: str, changed: tuple[str, ...] = ()) -> Observation:
-        # The last guard on size: an error or a refusal may quote what the model sent
-        # (an argument of 2 MB, a tool name, a command line), so it is capped too.
+        # The one guard every observation passes: made printable (names with stray bytes
+        # shown escaped) and capped, errors and refusals too (they may quote a 2 MB
+        # argument, a tool name, a command line).
         text = clip_text(printable(text))
         return cls(text, text.startswith("ERROR:"), text.startswith("REFUSED:"), changed)
 
