@@ -139,10 +139,11 @@ class Jobs:
 
     # -- settling changes ----------------------------------------------------------------
 
-    def settle(self, exclude: Collection[str] = ()) -> None:
+    def settle(self, exclude: Collection[str] = (), *, resume: bool = True) -> None:
         """Charge what changed in the root since the last settle to the jobs that ran
-        meanwhile (``exclude``: paths a tool call just changed itself). Call it holding
-        the lock that serialises mutating calls."""
+        meanwhile (``exclude``: paths a tool call just changed itself), then watch again
+        (``resume=False``: a foreground command takes the tracker over and resumes after).
+        Call it holding the lock that serialises mutating calls."""
         if not self._tracking:
             return
         self._tracking = False
@@ -152,7 +153,8 @@ class Jobs:
             for job in self._charged:
                 job.charge(diff, set(exclude))
                 job.put_back += put_back
-            self.resume()
+            if resume:
+                self.resume()
         except Exception:  # never let bookkeeping fail the tool call it runs around
             log.warning("settling what background jobs changed failed", exc_info=True)
 

@@ -388,7 +388,7 @@ class Shell:
     def _execute(self, argv: list[str], env: dict[str, str], scratch: Path,
                  timeout: float) -> str:
         fence = self._check(argv, env)
-        self.jobs.settle()  # what background jobs changed so far is theirs
+        self.jobs.settle(resume=False)  # what jobs changed so far is theirs; ours from here
         skip = [scratch, *self.jobs.scratches(),
                 *(self.journal.private_dirs() if self.journal else [])]
         self.tracker.begin(skip)
