@@ -100,8 +100,6 @@ class Wanted(Protocol):
     def in_bytes(self, data: bytes) -> bool: ...
 
 
-def _protected(root: Root, rel: str) -> bool:
-    return root.protect is not None and root.protect.covering(rel, False) is not None
 
 
 class Index:
@@ -113,7 +111,7 @@ class Index:
         # A disk copy written by a toolbox that protected less (or by an older version)
         # may hold protected files: they are dropped, and the copy rewritten without them.
         self.entries: dict[str, Entry] = {rel: e for rel, e in loaded.items()
-                                          if not _protected(root, rel)}
+                                          if root.covered(rel) is None}
         self.held = sum(e.held() for e in self.entries.values())
         self.changed = len(loaded) - len(self.entries)  # entries changed since the last save
         self.lock = threading.Lock()

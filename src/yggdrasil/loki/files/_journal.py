@@ -147,7 +147,7 @@ class Journal:
         entry = self.entries.get(rel)
         if entry is None or not entry.exists or (entry.existed and entry.backup is None):
             return None
-        if self.root.protect is not None and self.root.protect.covering(rel, False):
+        if self.root.covered(rel) is not None:
             return None
         real = self.root.resolve(rel)
         now = self.root.stat(real)

@@ -106,9 +106,13 @@ class Root:
 
     def protected(self, real: Path, is_dir: bool) -> str | None:
         """The glob protecting the resolved ``real`` (or a folder above it), or None."""
-        if self.protect is None or real == self.path:
+        return None if real == self.path else self.covered(self.rel(real), is_dir)
+
+    def covered(self, rel: str, is_dir: bool = False) -> str | None:
+        """The glob protecting the root-relative ``rel`` (or a folder above it), or None."""
+        if self.protect is None:
             return None
-        hit = self.protect.covering(self.rel(real), is_dir)
+        hit = self.protect.covering(rel, is_dir)
         return hit[1] if hit is not None else None
 
     def rel(self, real: Path) -> str:

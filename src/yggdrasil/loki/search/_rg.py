@@ -123,7 +123,7 @@ class RgEngine:
 
     def _shown(self, rel: str) -> bool:
         """Never a protected file, even if ripgrep's overrides let one through."""
-        return self.root.protect is None or self.root.protect.covering(rel, False) is None
+        return self.root.covered(rel) is None
 
     def _binary_file(self, rel: str) -> bool:
         # ripgrep searches a file named on its command line even when it is binary.
