@@ -50,6 +50,10 @@ class Run:
         self.auto = protocol == "auto"
         self.native = (bool(getattr(self.engine, "native_tools", False)) if self.auto
                        else protocol == "native")
+        # an engine may name the schema flavor its API wants (engines/openai: strict);
+        # the tools and the engine are the run's own, so their schemas are made once
+        flavor: Any = getattr(self.engine, "schema_flavor", "neutral")
+        self.schemas = self.box.schemas(flavor)
         self.conv = Conversation(self._system(), budget=context_chars)
         self.conv.add({"role": "user",
                        "content": task_message(result.task, self._repo_map(repo_map))})
@@ -75,11 +79,12 @@ class Run:
         """The toolbox's repo map for the first message; '' when off, absent or failing."""
         if budget <= 0 or "repo_map" not in self.box:
             return ""
-        found = self.box.call("repo_map", {"budget": budget})
-        if found.startswith(("ERROR", "REFUSED", "no definitions")):
-            log.info("no repository map in the first message: %s", found.split("\n", 1)[0])
+        found = self.box.run("repo_map", {"budget": budget})
+        if not found.ok or found.text.startswith("no definitions"):
+            log.info("no repository map in the first message: %s",
+                     found.text.split("\n", 1)[0])
             return ""
-        return found
+        return found.text
 
     def _system(self) -> str:
         return system_prompt(self.box, native=self.native, max_steps=self.max_steps)
@@ -107,9 +112,7 @@ class Run:
         while True:
             self.conv.system = self._system()  # the toolbox status may name running jobs
             self.conv.fit()
-            # an engine may name the schema flavor its API wants (engines/openai: strict)
-            flavor: Any = getattr(self.engine, "schema_flavor", "neutral")
-            tools = self.box.schemas(flavor) if self.native else None
+            tools = self.schemas if self.native else None
             try:
                 completion = self.engine.complete(self.conv.messages, system=self.conv.system,
                                                   tools=tools)
@@ -118,8 +121,7 @@ class Run:
                     raise
                 log.warning("%s; switching to the JSON-in-text protocol", exc)
                 self.native = False
-                self.conv.system = self._system()
-                continue
+                continue  # the next round's system prompt is the text protocol's
             except ContextLengthError:
                 if not self.conv.shrink():
                     raise
