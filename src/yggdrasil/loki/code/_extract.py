@@ -18,9 +18,10 @@ import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from itertools import repeat
+from itertools import islice, repeat
 from typing import Any
 
 from ._languages import Language, language_for
@@ -246,18 +247,24 @@ def identifiers(src: bytes) -> tuple[str, bytes]:
 
 
 def _error_lines(root: Any) -> tuple[int, ...]:
-    """Lines of the first syntax errors, descending only into subtrees that have one."""
-    lines: list[int] = []
+    """Lines of the first syntax errors."""
+    first = islice(_error_nodes(root), _MAX_ERRORS)
+    return tuple(sorted({node.start_point[0] + 1 for node in first}))
+
+
+def _error_nodes(root: Any) -> Iterator[Any]:
+    """The ERROR and MISSING nodes in file order, descending only into subtrees that hold
+    one, and looking at no more than 100,000 nodes (enough for the first errors of any
+    real file)."""
     pending = [root]
-    budget = 100_000  # nodes looked at: enough to find the first errors of any real file
-    while pending and len(lines) < _MAX_ERRORS and budget > 0:
+    budget = 100_000
+    while pending and budget > 0:
         budget -= 1
         node = pending.pop()
         if node.type == "ERROR" or node.is_missing:
-            lines.append(node.start_point[0] + 1)
+            yield node
             continue
-        pending.extend(c for c in reversed(node.children) if c.has_error)
-    return tuple(sorted(set(lines)))
+        pending.extend(c for c in reversed(node.children) if c.has_error or c.is_missing)
 
 
 def syntax_error(name: str, text: str) -> str | None:
@@ -272,7 +279,7 @@ def syntax_error(name: str, text: str) -> str | None:
     tree, cut = _parse(lang, src)
     if cut or not tree.root_node.has_error:
         return None
-    node = _first_error(tree.root_node)
+    node = next(_error_nodes(tree.root_node), None)
     if node is None:
         return None
     line = node.start_point[0] + 1
@@ -281,16 +288,3 @@ def syntax_error(name: str, text: str) -> str | None:
     near = src[node.start_byte : node.start_byte + 40].split(b"\n", 1)[0].strip()
     shown = near.decode("utf-8", "replace")
     return f"line {line}: syntax error near {shown!r} ({lang.name} grammar)"
-
-
-def _first_error(root: Any) -> Any:
-    """The first ERROR or MISSING node in file order (bounded like ``_error_lines``)."""
-    pending = [root]
-    budget = 100_000
-    while pending and budget > 0:
-        budget -= 1
-        node = pending.pop()
-        if node.type == "ERROR" or node.is_missing:
-            return node
-        pending.extend(c for c in reversed(node.children) if c.has_error or c.is_missing)
-    return None
