@@ -20,19 +20,21 @@ MAX_OUTLINE = 500  # lines of one outline (a file or a folder)
 MAX_INDENT = 8  # deeper members are indented no further
 
 
-def symbol_line(symbol: Symbol, depth: int | None = None) -> str:
-    indent = "  " * min(symbol.depth if depth is None else depth, MAX_INDENT)
+def symbol_line(symbol: Symbol, depth: int) -> str:
+    """``kind name(signature)  L<start>-<end>``, indented ``depth`` levels (at most 8)."""
+    indent = "  " * min(depth, MAX_INDENT)
     return f"{indent}{symbol.header()}  L{symbol.line}-{symbol.end}"
 
 
-def outline_lines(outline: Outline, limit: int = MAX_OUTLINE, indent: int = 0) -> list[str]:
-    """The definitions as lines; over ``limit``, the deepest levels are left out first."""
+def outline_lines(outline: Outline) -> list[str]:
+    """The definitions as lines; over ``MAX_OUTLINE``, the deepest levels are left out first."""
+    limit = MAX_OUTLINE
     symbols = outline.symbols
     depth = max((s.depth for s in symbols), default=0)
     while depth > 0 and sum(s.depth <= depth for s in symbols) > limit:
         depth -= 1
     shown = [s for s in symbols if s.depth <= depth]
-    lines = [symbol_line(s, s.depth + indent) for s in shown[:limit]]
+    lines = [symbol_line(s, s.depth) for s in shown[:limit]]
     hidden = len(symbols) - len(shown)
     if hidden:
         lines.append(f"[... {hidden} definitions nested deeper than {depth + 1} levels not "

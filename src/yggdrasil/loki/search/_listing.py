@@ -20,7 +20,6 @@ class Listing:
     """The files under ``start`` (root-relative), walked lazily; ``skips`` fills as it goes."""
 
     start: str
-    start_is_file: bool
     skips: Skips
     visits: Iterator[Visit]
 
@@ -36,5 +35,4 @@ def list_files(root: Root, path: str = ".", *, include_ignored: bool = False) ->
     """
     query = Search(root)._query(path, include_ignored)
     skips = Skips()
-    return Listing(query.start, query.start_is_file, skips,
-                   Walker(root, query, skips).files())
+    return Listing(query.start, skips, Walker(root, query, skips).files())
