@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import stat
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal, Protocol
 
 from ..errors import PathError, ToolError
@@ -44,11 +45,16 @@ class Search:
     root: Root
     backend: Backend = "auto"
 
+    @cached_property
+    def _overrides(self) -> list[str] | None:
+        """ripgrep's globs for the root's protected files (the root never changes them)."""
+        return rg_overrides(self.root.protect)
+
     def engine(self) -> Engine:
         if self.backend == "python":
             return PythonEngine(self.root)
         exe = find_rg()
-        overrides = rg_overrides(self.root.protect)
+        overrides = self._overrides
         if exe is not None and overrides is not None:
             return RgEngine(self.root, exe, overrides)
         if self.backend == "rg":
