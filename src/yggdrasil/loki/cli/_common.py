@@ -163,11 +163,17 @@ def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
     return parent
 
 
+def protect_globs(args: argparse.Namespace) -> tuple[str, ...]:
+    """The protected globs ``--protect``/``--no-protect`` ask for: the default plus
+    --protect, or with --no-protect only --protect."""
+    return tuple(args.protect) if args.no_protect else (*DEFAULT_PROTECTED, *args.protect)
+
+
 def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None) -> Toolbox:
     """The toolbox the parsed ``--root/--read-only/--web`` describe; CliError when it cannot be."""
     if args.no_network and args.allow_host:
         raise CliError("--no-network and --allow-host contradict each other; give one")
-    protect = tuple(args.protect) if args.no_protect else (*DEFAULT_PROTECTED, *args.protect)
+    protect = protect_globs(args)
     network: bool | list[str] = list(args.allow_host) if args.allow_host else not args.no_network
     try:
         return filesystem_toolbox(args.root, read_only=args.read_only, allow_web=args.web,

@@ -12,8 +12,7 @@ import sys
 import time
 from typing import Any
 
-from ..tools import DEFAULT_PROTECTED
-from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, CliError, wrap
+from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, CliError, protect_globs, wrap
 
 __all__ = ["add_fleet", "run_fleet"]
 
@@ -85,7 +84,7 @@ def run_fleet(args: argparse.Namespace) -> int:
                       backend=args.backend, workers=args.workers, out=args.out,
                       address=args.address, max_in_flight=args.max_in_flight,
                       sandbox=args.sandbox, network=not args.no_network, cache_dir=args.cache,
-                      protect=_protect(args))
+                      protect=protect_globs(args))
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     display = Display(fleet, live=sys.stderr.isatty())
@@ -94,12 +93,14 @@ def run_fleet(args: argparse.Namespace) -> int:
             for result in fleet.run(tasks):
                 display.finished(result)
     except KeyboardInterrupt:
-        print(summary(fleet, args), file=sys.stderr)
+        print(summary(fleet, args, fleet.results()), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (RuntimeError, ImportError) as exc:
         raise CliError(str(exc), EXIT_TOOL_ERROR) from exc
-    print(summary(fleet, args))
-    failed = [r for r in fleet.results() if r.status != "done" and r.id in {t.id for t in tasks}]
+    results = fleet.results()
+    print(summary(fleet, args, results))
+    ids = {t.id for t in tasks}
+    failed = [r for r in results if r.status != "done" and r.id in ids]
     return EXIT_TOOL_ERROR if failed else EXIT_OK
 
 
@@ -158,9 +159,9 @@ class Display:
         return row
 
 
-def summary(fleet: Any, args: argparse.Namespace) -> str:
-    """The end of a run: counts, verified rate, tokens and cost over everything in --out."""
-    results = fleet.results()
+def summary(fleet: Any, args: argparse.Namespace, results: list[Any]) -> str:
+    """The end of a run: counts, verified rate, tokens and cost over ``results``,
+    everything recorded in --out."""
     s = fleet.status
     done = [r for r in results if r.status == "done"]
     graded = [r for r in results if r.verified is not None]
@@ -190,8 +191,3 @@ def _clock(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
-def _protect(args: argparse.Namespace) -> tuple[str, ...] | None:
-    """The agent's protected globs: the default plus --protect, or only --protect."""
-    if args.no_protect:
-        return tuple(args.protect)
-    return (*DEFAULT_PROTECTED, *args.protect) if args.protect else None
