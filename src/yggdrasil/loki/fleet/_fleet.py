@@ -13,9 +13,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy
+from ..loop import ProtocolName
+from ..shell import SANDBOX_MODES
 from ._attempt import Settings
 from ._store import ResultStore, read_results
 from ._task import Task, TaskResult, check_unique
@@ -117,8 +119,8 @@ class Fleet:
                              "scripted, or one registered), a callable task -> Engine, or "
                              "LOKI_ENGINE in the environment")
         _check_choice("backend", backend, BACKENDS)
-        _check_choice("sandbox", sandbox, ("auto", "require", "off"))
-        _check_choice("protocol", protocol, ("auto", "native", "text"))
+        _check_choice("sandbox", sandbox, SANDBOX_MODES)
+        _check_choice("protocol", protocol, get_args(ProtocolName))
         for name, value in (("workers", workers), ("attempts", attempts),
                             ("max_in_flight", 1 if max_in_flight is None else max_in_flight)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
