@@ -381,8 +381,9 @@ def _launch(args: list[str]) -> int:
         return int(reaper.run_reaped(start))
     proxy = values["--proxy"][-1] if values["--proxy"] else None
     try:
-        status = _sibling("_namespace").run_isolated(plan, network=network, start=start,
-                                                      proxy=proxy)
+        status = _sibling("_namespace").run_isolated(
+            plan, network=network, start=start, drop_stdin=reaper.drop_stdin,
+            orphan_check=reaper.ORPHAN_CHECK, proxy=proxy)
     except OSError as exc:
         print(f"loki sandbox: refusing to run: cannot isolate the command: "
               f"{exc.strerror or exc}", file=sys.stderr)

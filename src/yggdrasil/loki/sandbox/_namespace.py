@@ -70,7 +70,6 @@ MOUNT_KINDS = ("tmpfs", "bind", "bind-ro", "mask", "protect")
 _PR_SET_PDEATHSIG = 1
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _WAITED = {signal.SIGCHLD, signal.SIGTERM}
-_ORPHAN_CHECK = 1.0  # seconds between looks at whether the agent that started us is alive
 
 
 class SetupError(OSError):
@@ -331,9 +330,12 @@ def _echo(control: object) -> None:
 
 
 def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
-                 start: Callable[[], int], proxy: str | None = None) -> int | None:
+                 start: Callable[[], int], drop_stdin: Callable[[], None],
+                 orphan_check: float, proxy: str | None = None) -> int | None:
     """Enter the namespaces, mount ``plan``, run ``start`` (which execs the command) under
     a PID 1 of its own; return the command's wait status (None: stopped by the agent).
+    ``drop_stdin`` and ``orphan_check`` are the reaper's (``_reaper.drop_stdin``: only
+    the command reads its stdin; seconds between looks at whether the agent is alive).
     ``proxy``: the control socket of the proxy that is the command's only way out.
     Raises SetupError (nothing has run) when a namespace or a mount cannot be made."""
     starter = os.getppid()
@@ -350,17 +352,17 @@ def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
     init = os.fork()
     if init == 0:
         os.close(readable)
-        _init(writable, old_mask, start, control)
+        _init(writable, old_mask, start, drop_stdin, control)
     os.close(writable)
-    _drop_stdin()
+    drop_stdin()
     try:
-        return _wait_for_init(init, starter, readable)
+        return _wait_for_init(init, starter, readable, orphan_check)
     finally:
         os.close(readable)
 
 
 def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], int],
-          control: object = None) -> None:
+          drop_stdin: Callable[[], None], control: object = None) -> None:
     """PID 1: mount /proc, fork the command, reap everyone, report the command's status.
     Its exit ends the namespace: the kernel kills whatever is left. With a proxy it also
     forks the helper that echoes the proxy's refusals (no thread can start here: a
@@ -377,7 +379,7 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
                 signal.signal(sig, signal.SIG_DFL)
             os.close(report)
             os._exit(start())
-        _drop_stdin()
+        drop_stdin()
         if control is not None and os.fork() == 0:
             os.close(report)
             _echo(control)
@@ -392,17 +394,10 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
         os._exit(code)
 
 
-def _drop_stdin() -> None:
-    """Only the command reads its stdin (see ``_reaper.drop_stdin``)."""
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-
-
-def _wait_for_init(init: int, starter: int, report: int) -> int | None:
+def _wait_for_init(init: int, starter: int, report: int, orphan_check: float) -> int | None:
     stopped = False
     while True:
-        info = signal.sigtimedwait(_WAITED, _ORPHAN_CHECK)
+        info = signal.sigtimedwait(_WAITED, orphan_check)
         if info is None:
             if os.getppid() != starter and not stopped:  # the agent is gone: end it all
                 stopped = True
