@@ -78,8 +78,9 @@ class Capture:
         return f"{head}\n{cut_note(self.cut)}\n{tail}"
 
 
-def cut_note(size: int) -> str:
-    return f"[... {human_size(size)} of output cut from the middle ...]"
+def cut_note(size: int, why: str = "") -> str:
+    """The line where ``size`` bytes of output were cut (``why``: a clause saying why)."""
+    return f"[... {human_size(size)} of output cut from the middle{why} ...]"
 
 
 class Sink(Protocol):
@@ -155,16 +156,15 @@ class Process:
     Raises ToolError only when the command cannot start (missing program or folder).
     """
 
-    def __init__(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None,
-                 reaped: bool = False, stdin: bool = False, stdout: Sink | None = None,
-                 stderr: Sink | None = None) -> None:
+    def __init__(self, argv: Sequence[str], *, cwd: str, stdout: Sink, stderr: Sink,
+                 env: Mapping[str, str] | None = None, reaped: bool = False,
+                 stdin: bool = False) -> None:
         self.run_id = secrets.token_hex(8)
         self.reaped = reaped
         full_env = {**(os.environ if env is None else env), RUN_ID: self.run_id}
         self.popen = proc = _start(argv, cwd, full_env, stdin)
         self.since = start_time(proc.pid)
-        self.stdout: Sink = stdout if stdout is not None else Capture()
-        self.stderr: Sink = stderr if stderr is not None else Capture()
+        self.stdout, self.stderr = stdout, stderr
         assert proc.stdout is not None and proc.stderr is not None
         streams = [(proc.stdout, self.stdout), (proc.stderr, self.stderr)]
         for stream, _ in streams:

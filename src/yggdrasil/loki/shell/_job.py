@@ -24,7 +24,7 @@ from pathlib import Path
 from yggdrasil.io import human_size
 
 from ..files import Diff
-from ..sandbox import HELD_OPEN, Capture, Process
+from ..sandbox import HELD_OPEN, Capture, Process, cut_note
 
 GRACE = 2.0  # seconds a job gets after SIGINT, and again after SIGTERM, before SIGKILL
 HOLD = 0.05  # seconds a partial last line may be kept back for the rest of it to come
@@ -100,8 +100,7 @@ class OutputBuffer:
         if got.cut > 0:
             head = decode(held + bytes(got.head), True)
             self._decoder.reset()  # the tail starts wherever the cut fell
-            note = (f"[... {human_size(got.cut)} of output cut from the middle (more came "
-                    "between two reads than job_buffer keeps) ...]")
+            note = cut_note(got.cut, " (more came between two reads than job_buffer keeps)")
             return f"{head}\n{note}\n{decode(bytes(got.tail), final)}"
         data = held + bytes(got.head + got.tail)
         line_end = data.rfind(b"\n") + 1
