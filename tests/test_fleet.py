@@ -398,7 +398,8 @@ def test_a_dead_attempts_slots_are_freed_and_its_waiting_requests_refused() -> N
 def test_a_zombie_owner_counts_as_dead(tmp_path: Path) -> None:
     """A killed attempt may stay a zombie (no one reaps it in some containers): its
     folder must still be swept."""
-    from yggdrasil.loki.fleet._scratch import Workspace, _start_time
+    from yggdrasil.loki.fleet._scratch import Workspace
+    from yggdrasil.loki.sandbox import running_since
 
     space = Workspace(tmp_path / "cache")
     child = os.fork()
@@ -410,7 +411,7 @@ def test_a_zombie_owner_counts_as_dead(tmp_path: Path) -> None:
         stat = Path(f"/proc/{child}/stat").read_bytes()
         start = stat[stat.rfind(b")") + 2 :].split()[19].decode()
         wait_for(lambda: Path(f"/proc/{child}/stat").read_bytes().split(b") ")[1][:1] == b"Z")
-        assert _start_time(child) == ""
+        assert running_since(child) == ""
         (folder / "owner").write_text(json.dumps({"pid": child, "start": start,
                                                   "marker": "0" * 16,
                                                   "host": os.uname().nodename}))

@@ -14,7 +14,6 @@ import fcntl
 import json
 import os
 import shutil
-import signal
 import socket
 import tempfile
 import time
@@ -22,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..sandbox import kill_carrying, running_since
 from ._git import GitError, git, mirror_lock
 
 __all__ = ["MARKER", "Workspace", "default_cache", "kill_marked", "prune"]
@@ -36,38 +36,13 @@ def default_cache() -> str:
     return os.path.join(base, "yggdrasil-loki", "fleet")
 
 
-def _start_time(pid: int) -> str:
-    """The kernel's start time of ``pid``, which tells a reused pid apart; '' when it is
-    gone or a zombie (dead, not yet reaped: in a container whose init does not reap,
-    never)."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return ""
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    return "" if fields[0] in (b"Z", b"X") else fields[19].decode()
-
-
 def alive(pid: int, start: str) -> bool:
-    return bool(start) and _start_time(pid) == start
+    return bool(start) and running_since(pid) == start
 
 
 def kill_marked(marker: str) -> int:
     """SIGKILL every process whose environment carries ``MARKER=marker``; how many."""
-    needle = f"{MARKER}={marker}".encode()
-    killed = 0
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            environ = Path(f"/proc/{name}/environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(name), signal.SIGKILL)
-                killed += 1
-    return killed
+    return kill_carrying(f"{MARKER}={marker}".encode())
 
 
 class Workspace:
@@ -84,7 +59,7 @@ class Workspace:
     def scratch(self, task_id: str, marker: str) -> Iterator[Path]:
         """A fresh folder for one attempt, owned by this process; removed afterwards."""
         folder = Path(tempfile.mkdtemp(prefix=f"{task_id}.", dir=self.work))
-        owner = {"pid": os.getpid(), "start": _start_time(os.getpid()), "marker": marker,
+        owner = {"pid": os.getpid(), "start": running_since(os.getpid()), "marker": marker,
                  "host": socket.gethostname()}
         (folder / "owner").write_text(json.dumps(owner))
         try:

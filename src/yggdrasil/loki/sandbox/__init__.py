@@ -27,6 +27,7 @@ from ._cancel import cancel_scope, current_cancel
 from ._env import is_secret, scrubbed
 from ._imports import guard_imports
 from ._isolation import IsolationStatus, isolation_status
+from ._kill import kill_carrying, running_since
 from ._landlock import SandboxStatus, landlock_status, launcher_argv
 from ._namespace import MOUNT_KINDS
 from ._proc import HELD_OPEN, Capture, Completed, Process, Sink, cut_note, run_process
@@ -53,9 +54,11 @@ __all__ = [
     "interpreter_paths",
     "is_secret",
     "isolation_status",
+    "kill_carrying",
     "landlock_status",
     "launcher_argv",
     "read_only_argv",
     "run_process",
+    "running_since",
     "scrubbed",
 ]

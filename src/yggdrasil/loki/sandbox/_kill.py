@@ -31,6 +31,26 @@ def start_time(pid: int) -> int:
     return int(fields[19]) if fields else 0
 
 
+def running_since(pid: int) -> str:
+    """The kernel's start time of ``pid`` as text, which tells a reused pid apart; '' when
+    it is gone or a zombie (dead, not yet reaped: in a container whose init does not
+    reap, never)."""
+    fields = _stat_fields(str(pid))
+    return "" if not fields or fields[0] in ("Z", "X") else fields[19]
+
+
+def kill_carrying(marker: bytes) -> int:
+    """SIGKILL every other process whose environment holds the entry ``marker``
+    (``NAME=value``); how many were killed."""
+    killed = 0
+    for pid in _others():
+        if _carries(pid, marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+                killed += 1
+    return killed
+
+
 def _carries(pid: str, marker: bytes) -> bool:
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
