@@ -29,7 +29,7 @@ def resolve_host(host: str, port: int) -> list[str]:
     """Every address ``host`` resolves to, in the resolver's order, without duplicates."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
+    except (OSError, UnicodeError) as exc:  # gaierror, and whatever else the resolver raises
         raise ToolError(f"cannot resolve host {host!r}: {exc}; check the URL") from exc
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 

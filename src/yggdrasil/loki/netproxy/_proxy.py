@@ -36,8 +36,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from ..errors import ToolError
 from ._hosts import AllowedHosts, normal_host
-from ._policy import AddressPolicy
+from ._policy import AddressPolicy, resolve_host
 
 _MAX_HEAD = 64 << 10
 _HEAD_TIMEOUT = 30.0
@@ -73,10 +74,9 @@ class ProxyRules:
             found = [self.hosts[name]]
         else:
             try:
-                infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
-            except (OSError, UnicodeError) as exc:
-                raise Refusal(502, f"cannot resolve {name}: {exc}") from None
-            found = list(dict.fromkeys(str(info[4][0]) for info in infos))
+                found = resolve_host(name, port)
+            except ToolError as exc:  # the resolver's own error is what the command sees
+                raise Refusal(502, f"cannot resolve {name}: {exc.__cause__}") from None
         verdicts = [(a, self.policy.refusal(a)) for a in found]
         ok = [a for a, why in verdicts if why is None]
         if not ok:
