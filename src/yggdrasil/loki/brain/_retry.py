@@ -49,6 +49,16 @@ class RetryPolicy:
         backoff = self.base_delay * 2 ** (attempt - 1)
         return min(backoff, self.max_delay) * random.uniform(0.5, 1.0)
 
+    def wait_for(self, error: EngineError, attempt: int) -> float | None:
+        """Seconds to wait before trying again after ``error`` ended try ``attempt``; None
+        to give up (a retryable error's message then says after how many attempts)."""
+        if not error.retryable:
+            return None
+        if attempt >= self.attempts:
+            error.args = (f"{error} (gave up after {attempt} attempts)",)
+            return None
+        return self.delay(attempt, error.retry_after)
+
 
 def retry_call(
     call: Callable[[], T], policy: RetryPolicy,
@@ -69,11 +79,9 @@ def retry_call(
             error = translate(exc)
             if error is None:
                 raise
-            if not error.retryable or attempt >= policy.attempts:
-                if error.retryable:
-                    error.args = (f"{error} (gave up after {attempt} attempts)",)
+            wait = policy.wait_for(error, attempt)
+            if wait is None:
                 raise error from exc
-            wait = policy.delay(attempt, error.retry_after)
             log.warning("%s; attempt %d of %d, retrying in %.1fs",
                         error, attempt, policy.attempts, wait)
             policy.sleep(wait)

@@ -120,7 +120,10 @@ class GatedEngine:
             try:
                 completion = self.inner.complete(messages, system=system, tools=tools)
             except EngineError as exc:
-                wait = self._wait_or_raise(exc, attempt)
+                wait = self.policy.wait_for(exc, attempt)
+                if wait is None:
+                    self.gate.release(self.holder)
+                    raise
                 limited = isinstance(exc, EngineRateLimited)
                 self.gate.release(self.holder, pause=wait if limited else 0.0)
                 if not limited:
@@ -132,13 +135,3 @@ class GatedEngine:
                 raise
             self.gate.release(self.holder, usage=completion.usage)
             return completion
-
-    def _wait_or_raise(self, exc: EngineError, attempt: int) -> float:
-        if not exc.retryable:
-            self.gate.release(self.holder)
-            raise exc
-        if attempt >= self.policy.attempts:
-            self.gate.release(self.holder)
-            exc.args = (f"{exc} (gave up after {attempt} attempts)",)
-            raise exc
-        return self.policy.delay(attempt, exc.retry_after)
