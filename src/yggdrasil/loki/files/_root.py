@@ -106,7 +106,9 @@ class Root:
 
     def protected(self, real: Path, is_dir: bool) -> str | None:
         """The glob protecting the resolved ``real`` (or a folder above it), or None."""
-        return None if real == self.path else self.covered(self.rel(real), is_dir)
+        if self.protect is None or real == self.path:  # nothing to match: ask no rel
+            return None
+        return self.covered(self.rel(real), is_dir)
 
     def covered(self, rel: str, is_dir: bool = False) -> str | None:
         """The glob protecting the root-relative ``rel`` (or a folder above it), or None."""
