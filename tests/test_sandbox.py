@@ -402,7 +402,10 @@ def test_status_says_when_a_hidden_path_is_not_hidden(tmp_path: Path,
     assert "cannot read" not in status and "/dev/shm" in status
     assert "PRIVATE KEY" in box.call("run", {"command": "cat .ssh/id_ed25519"})  # it says true
     # Protected by default (.ssh/ and .aws/ are in DEFAULT_PROTECTED): masked after all.
-    box = filesystem_toolbox(home, hidden=["~/.ssh", "~/.aws"])
+    box = filesystem_toolbox(home, hidden=["~/.ssh", "~/.aws", tmp_path / "keys"],
+                             writable=[tmp_path / "keys"])  # protection named root paths only
     assert "~/.ssh is inside the root but protected (masked)" in box.status
+    assert f"{tmp_path / 'keys'} is inside writable folder {tmp_path / 'keys'}: NOT hidden" \
+        in box.status
     out = box.call("run", {"command": "cat .ssh/id_ed25519"})
     assert "PRIVATE KEY" not in out and "Permission denied" in out

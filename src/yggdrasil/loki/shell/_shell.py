@@ -203,7 +203,8 @@ class Shell:
         if hidden:
             where += "; they cannot read " + ", ".join(_home_relative(p) for p in hidden)
         for path, inside in exposed:  # a write rule there grants read; Landlock only adds
-            if fence.namespaces and self.root.protected(Path(path), os.path.isdir(path)):
+            if (fence.namespaces and inside == "the root"  # protected globs name root paths
+                    and self.root.protected(Path(path), os.path.isdir(path))):
                 where += f"; {_home_relative(path)} is inside {inside} but protected (masked)"
             else:
                 where += f"; {_home_relative(path)} is inside {inside}: NOT hidden"
