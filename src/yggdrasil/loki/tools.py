@@ -11,29 +11,20 @@ tool catalog; paths in ``files/`` (``Root``), search in ``search/``, code naviga
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
+from typing import Unpack
 
 from .code import syntax_error
-from .files import DEFAULT_PROTECTED, Files, Journal, OnSyntaxError, Root, SyntaxGate, protect_globs
+from .files import DEFAULT_PROTECTED, Files, Journal, Root, SyntaxGate
 from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
 from .search import protection
-from .shell import (
-    DEFAULT_HIDDEN,
-    CommandRules,
-    JobLimits,
-    RuleAction,
-    SandboxMode,
-    Shell,
-    parse_rules,
-    writable_paths,
-)
+from .settings import Settings, ToolboxKeywords, with_keywords
+from .shell import CommandRules, JobLimits, Shell, parse_rules, writable_paths
 from .tables import TableReader
 from .toolbox import (
-    AfterCall,
-    BeforeCall,
     Observation,
     Tool,
     Toolbox,
@@ -55,26 +46,17 @@ def filesystem_toolbox(
     allow_shell: bool = False,
     allow_web: bool = False,
     confirm: Callable[[str], bool] | None = None,
-    allow_private_hosts: bool = False,
-    sandbox: SandboxMode = "auto",
-    network: bool | Sequence[str] = True,
-    writable: Sequence[str | Path] = (),
-    env: Mapping[str, str] | None = None,
-    hidden: Sequence[str | Path] | None = None,
-    git_writable: bool = False,
-    on_syntax_error: OnSyntaxError = "warn",
-    code_cache: bool | None = None,
-    max_jobs: int = 8,
-    job_lifetime: float = 3600.0,
-    job_buffer: int = 32_768,
-    protect: Sequence[str] | None = DEFAULT_PROTECTED,
-    rules: Sequence[tuple[str, str]] = (),
-    rules_default: RuleAction = "allow",
-    before_call: BeforeCall | None = None,
-    after_call: AfterCall | None = None,
-    hosts: Mapping[str, str] | None = None,
+    settings: Settings | None = None,
+    **keywords: Unpack[ToolboxKeywords],
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
+
+    ``settings`` (a :class:`~yggdrasil.loki.settings.Settings`, e.g. from
+    ``load_settings(root)``: the user's and the project's files) configures everything
+    below; each keyword that is given sets its field over it (``sandbox`` is
+    ``settings.fence.sandbox``, ``max_jobs`` is ``settings.jobs.max_jobs``...; the four
+    documented ones, ``read_only``, ``allow_web`` and ``confirm``, when they are not left
+    at their defaults).
 
     The read tools (list_dir, read_file, find, grep, outline, find_symbol, repo_map,
     read_table, query_table) are always present.
@@ -137,34 +119,39 @@ def filesystem_toolbox(
     observation.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
-    where = Root.at(root, protect=protection(protect_globs(protect)),
-                    git_writable=git_writable)
+    given = {k: v for k, v in (("read_only", read_only), ("allow_web", allow_web),
+                               ("confirm", confirm)) if v}
+    s = with_keywords(settings, {**given, **keywords})
+    fence, policy = s.fence, s.policy
+    where = Root.at(root, protect=protection(policy.protect), git_writable=fence.git_writable)
     guard_imports(where.path)  # what commands write in the root never runs in this process
-    box = Toolbox(before_call=before_call, after_call=after_call)
+    box = Toolbox(before_call=policy.before_call, after_call=policy.after_call)
+    box.settings = s
     journal = Journal(where, box.record)
     box.journal = journal
-    files = Files(where, confirm=confirm, on_change=journal.after_write,
+    files = Files(where, confirm=policy.confirm, on_change=journal.after_write,
                   before_change=journal.before_write, on_remove=journal.after_remove,
-                  syntax=SyntaxGate(on_syntax_error, grammar=syntax_error))
+                  syntax=SyntaxGate(s.editing.on_syntax_error, grammar=syntax_error))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
-    tools = read_tools(where, files, tables, code_cache=code_cache)
-    if not read_only:
+    tools = read_tools(where, files, tables, code_cache=s.code.cache)
+    if not s.read_only:
+        network = fence.network
         proxy = None if isinstance(network, bool) else NetProxy(ProxyRules(
-            AllowedHosts(network), AddressPolicy(allow_private=allow_private_hosts),
-            dict(hosts or {})))
-        shell = Shell(where, journal, sandbox=sandbox, network=network is True, proxy=proxy,
-                      writable=writable_paths(writable), env=env,
-                      hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden),
-                      git_writable=git_writable,
-                      limits=JobLimits(max_jobs, float(job_lifetime), job_buffer),
-                      rules=CommandRules(parse_rules(rules), rules_default), confirm=confirm)
+            AllowedHosts(network), AddressPolicy(allow_private=fence.allow_private_hosts),
+            dict(fence.hosts)))
+        shell = Shell(where, journal, sandbox=fence.sandbox, network=network is True,
+                      proxy=proxy, writable=writable_paths(fence.writable), env=fence.env,
+                      hidden=fence.hidden, git_writable=fence.git_writable,
+                      limits=JobLimits(s.jobs.max_jobs, s.jobs.lifetime, s.jobs.buffer),
+                      rules=CommandRules(parse_rules(policy.rules), policy.rules_default),
+                      confirm=policy.confirm)
         tools += write_tools(files, shell) + edit_tools(files, box) + job_tools(shell)
         box.attach(shell.jobs)
         box.own(shell, *([proxy] if proxy is not None else []))
         box.status = shell.status()
-    if allow_web:
-        tools += web_tools(where, files, read_only=read_only, private=allow_private_hosts,
-                           tables=tables)
+    if s.web.enabled:
+        tools += web_tools(where, files, read_only=s.read_only,
+                           private=fence.allow_private_hosts, tables=tables)
     notes = [box.status, where.protect.describe() if where.protect else ""]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
         notes.append(tables.status())

@@ -94,6 +94,8 @@ class Toolbox:
     tools: dict[str, Tool] = field(default_factory=dict)
     changed: list[str] = field(default_factory=_ChangedList)
     journal: Journal | None = field(default=None, repr=False, compare=False)
+    # the settings.Settings it was built from (filesystem_toolbox), for surfaces that report them
+    settings: Any = field(default=None, repr=False, compare=False)
     _status: str = field(default="", init=False, repr=False, compare=False)
     _parts: list[Part] = field(default_factory=list, init=False, repr=False, compare=False)
     _resources: list[Closeable] = field(default_factory=list, init=False, repr=False,

@@ -1,0 +1,210 @@
+"""The settings object: one value, grouped by concern, that every surface is configured by.
+
+``Settings`` is data: ``filesystem_toolbox``, ``Loki``, the ``loki`` command, the MCP
+server and ``Fleet`` all take one; their keywords and flags are ways to fill it. The
+groups follow the concerns of the toolbox: the fence (where commands may reach), the
+policy (what the agent may do: protected files, command rules, confirm, hooks), jobs,
+editing, code navigation, the web, the agent's engine, and MCP servers whose tools join
+the toolbox. Validation errors name the field (``fence.sandbox``) and what is allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from ..files import DEFAULT_PROTECTED, OnSyntaxError
+from ..shell import DEFAULT_HIDDEN, RuleAction, SandboxMode
+
+ProtocolChoice = Literal["auto", "native", "text"]  # loop.ProtocolName, which sits above
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used: the message names the field (and the file)."""
+
+
+def explain(exc: ValidationError, where: str = "", name: Callable[[str], str] = str) -> str:
+    """The first problem of a validation as one sentence: the field (as ``name`` shows
+    it), what is allowed, what was given; prefixed by ``where`` (a file) when given."""
+    first = exc.errors()[0]
+    field = name(".".join(str(p) for p in first["loc"] if not isinstance(p, int)))
+    got = first.get("input")
+    if first["type"] == "literal_error":
+        text = f"{field} must be one of {first['ctx']['expected']}, got {got!r}"
+    else:
+        text = f"{field}: {first['msg'][0].lower()}{first['msg'][1:]}, got {got!r}"
+    return f"{where}: {text}" if where else text
+
+
+class Group(BaseModel):
+    """A group of settings: unknown keys are errors, values are checked when set."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
+                              arbitrary_types_allowed=True)
+
+
+class Fence(Group):
+    """Where commands (run, run_python, jobs) may reach."""
+
+    sandbox: SandboxMode = Field("auto", description=(
+        "fence commands with Landlock and namespaces: auto (what this machine has), "
+        "require (refuse commands unless every layer is there), off (never)"))
+    network: bool | tuple[str, ...] = Field(True, description=(
+        "true: open; false: loopback only; a list of hosts ('pypi.org', '*.github.com'): "
+        "only those, over HTTP(S) through loki's proxy"))
+    allow_private_hosts: bool = Field(False, description=(
+        "the web tools and the proxy may reach private, loopback and link-local addresses"))
+    hosts: dict[str, str] = Field(default_factory=dict, description=(
+        "host names mapped to addresses instead of DNS, for the proxy (tests, local servers)"))
+    writable: tuple[str, ...] = Field((), description=(
+        "folders commands may write besides the root and their scratch TMPDIR"))
+    hidden: tuple[str, ...] = Field(DEFAULT_HIDDEN, description=(
+        "paths commands cannot read (default: the well-known credential stores)"))
+    git_writable: bool = Field(False, description=(
+        "commands and tools may change .git/config and .git/hooks"))
+    env: dict[str, str] = Field(default_factory=dict, description=(
+        "variables added to the commands' (scrubbed) environment"))
+
+
+class Policy(Group):
+    """What the agent may do, whatever the fence allows."""
+
+    protect: tuple[str, ...] = Field(DEFAULT_PROTECTED, description=(
+        "globs (gitignore syntax) of files no tool or command may read or change"))
+    rules: tuple[tuple[RuleAction, str], ...] = Field((), description=(
+        "command rules, first match wins: [['deny', 'git push'], ['ask', 'rm -rf']]"))
+    rules_default: RuleAction = Field("allow", description="what commands no rule matches get")
+    confirm: Callable[[str], Any] | None = Field(None, exclude=True, description=(
+        "asked before overwriting or editing an existing file (Python only)"))
+    before_call: Callable[..., Any] | None = Field(None, exclude=True, description=(
+        "hook before every call; a string refuses it (Python only)"))
+    after_call: Callable[..., Any] | None = Field(None, exclude=True, description=(
+        "hook after every call; a string replaces the observation (Python only)"))
+
+
+class Jobs(Group):
+    """Background jobs (run/run_python with background=true)."""
+
+    max_jobs: int = Field(8, ge=0, le=256, description="jobs running at once (0: none)")
+    lifetime: float = Field(3600.0, gt=0, le=7 * 86400, description="seconds before a job is stopped")
+    buffer: int = Field(32_768, ge=1024, le=64 << 20, description=(
+        "bytes kept per stream of output not yet read (head and tail)"))
+
+
+class Editing(Group):
+    """Writes, edits and patches."""
+
+    on_syntax_error: OnSyntaxError = Field("warn", description=(
+        "a change that breaks a file's syntax: written with a WARNING, or refused"))
+
+
+class Code(Group):
+    """Code navigation (outline, find_symbol, repo_map)."""
+
+    cache: bool | None = Field(None, description=(
+        "keep the code index on disk in the user's cache folder (None: LOKI_CODE_CACHE=1)"))
+
+
+class Web(Group):
+    """The web_* tools."""
+
+    enabled: bool = Field(False, description="add the web_* tools")
+
+
+class Agent(Group):
+    """The loop and its engine (``Loki``, ``loki do``, fleets)."""
+
+    engine: str | None = Field(None, description=(
+        "openai, anthropic, ollama, scripted, or a registered name (None: from the environment)"))
+    model: str | None = Field(None, description="the model name the engine asks for")
+    base_url: str | None = Field(None, description="the endpoint (an OpenAI-compatible URL...)")
+    protocol: ProtocolChoice = Field("auto", description="native tool calling, text, or auto")
+    max_steps: int = Field(12, ge=1, le=10_000, description="tool calls per task at most")
+
+
+class McpServer(Group):
+    """An MCP server whose tools join the toolbox (they run outside the fence)."""
+
+    command: str | None = Field(None, description="the program of a stdio server")
+    args: tuple[str, ...] = Field((), description="its arguments")
+    env: dict[str, str] = Field(default_factory=dict, description="its environment additions")
+    url: str | None = Field(None, description="the URL of a streamable HTTP server")
+    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers to send")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServer:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server has either a command (stdio) or a url (HTTP)")
+        return self
+
+
+class Settings(Group):
+    """Every setting of a toolbox and the agent around it, grouped by concern.
+
+    Make one with keywords (``Settings(fence=Fence(sandbox="require"))``), from files
+    with :meth:`load`, or from another with :meth:`with_values`. A loaded value remembers
+    where each field came from (:meth:`origin`) and what an untrusted project file asked
+    for that was ignored (:attr:`warnings`).
+    """
+
+    read_only: bool = Field(False, description="only the read tools")
+    fence: Fence = Field(default_factory=Fence)
+    policy: Policy = Field(default_factory=Policy)
+    jobs: Jobs = Field(default_factory=Jobs)
+    editing: Editing = Field(default_factory=Editing)
+    code: Code = Field(default_factory=Code)
+    web: Web = Field(default_factory=Web)
+    agent: Agent = Field(default_factory=Agent)
+    mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
+
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+    _warnings: tuple[str, ...] = PrivateAttr(default=())
+
+    def origin(self, field: str) -> str:
+        """Where the dotted ``field`` (``fence.sandbox``) got its value: ``default``, a
+        file (and profile), an environment variable, the command line or a keyword."""
+        return self._origins.get(field, "default")
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What loading ignored, each as one sentence (an untrusted project loosening)."""
+        return self._warnings
+
+    def with_values(self, values: dict[str, Any], origin: str = "keyword",
+                    name: Callable[[str], str] = str) -> Settings:
+        """A copy with the dotted fields in ``values`` set (``{"fence.sandbox": "off"}``);
+        SettingsError says which field is wrong (as ``name`` shows a dotted field)."""
+        data = self.model_dump(exclude_none=False)
+        data["policy"].update({k: getattr(self.policy, k)
+                               for k in ("confirm", "before_call", "after_call")})
+        for dotted, value in values.items():
+            put(data, dotted, value)
+        try:
+            made = type(self).model_validate(data)
+        except ValidationError as exc:
+            raise SettingsError(explain(exc, name=name)) from None
+        made._origins = {**self._origins, **dict.fromkeys(values, origin)}
+        made._warnings = self._warnings
+        return made
+
+
+def put(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``a.b.c`` in nested dicts, making the dicts on the way."""
+    *parents, leaf = dotted.split(".")
+    for key in parents:
+        data = data.setdefault(key, {})
+    data[leaf] = value
+
+
+def field_names() -> list[str]:
+    """Every dotted field a file, a variable or a flag can set (``mcp_servers`` as one)."""
+    names = []
+    for name, info in Settings.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, Group):
+            names += [f"{name}.{sub}" for sub, f in kind.model_fields.items() if not f.exclude]
+        else:
+            names.append(name)
+    return names
