@@ -148,7 +148,7 @@ def filesystem_toolbox(
         tools += write_tools(files, shell) + edit_tools(files, box) + job_tools(shell)
         box.attach(shell.jobs)
         box.own(shell, *([proxy] if proxy is not None else []))
-        box.status = shell.status()
+        box.status, box.fence = shell.status(), shell.summary()
     if s.web.enabled:
         tools += web_tools(where, files, read_only=s.read_only,
                            private=fence.allow_private_hosts, tables=tables)

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from ..errors import LokiError
 from ..files import Confirm
+from ..settings import Settings
 from ..tools import DEFAULT_PROTECTED, Toolbox, filesystem_toolbox
 
 __all__ = [
@@ -31,8 +32,11 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "Parser",
+    "confirm_mode",
     "fail",
     "open_toolbox",
+    "protect_globs",
+    "rule",
     "subcommand",
     "terminal_confirm",
     "toolbox_options",
@@ -104,6 +108,15 @@ def terminal_confirm(assume_yes: bool, *, stdin: TextIO | None = None,
     return confirm
 
 
+def confirm_mode(assume_yes: bool) -> str:
+    """What :func:`terminal_confirm` will do, for the start line."""
+    if assume_yes:
+        return "off (--yes: existing files are changed without asking)"
+    if sys.stdin is not None and sys.stdin.isatty():
+        return "asked on the terminal"
+    return "declined (no terminal to ask; --yes allows)"
+
+
 # C0 and C1 controls but tab and newline, DEL, and the bidi overrides that reorder text
 _UNSEEN = [*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F),
            *range(0x2066, 0x206A)]
@@ -122,40 +135,15 @@ def wrap(text: str) -> str:
 
 
 def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
-    """A parent parser with the options every toolbox-backed subcommand shares."""
+    """A parent parser with the options every toolbox-backed subcommand shares: the root,
+    the settings flags (``_settings``), and ``--yes`` where a terminal may be asked."""
+    from ._settings import add_settings_flags
+
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("toolbox")
     group.add_argument("--root", default=".", metavar="DIR",
                        help="the folder the tools are confined to (default: the current folder)")
-    group.add_argument("--read-only", action="store_true",
-                       help="only the read tools: no write_file, edit_file, run_python or run")
-    group.add_argument("--web", action="store_true", help="add the web_* tools")
-    group.add_argument("--sandbox", choices=("auto", "require", "off"), default="auto",
-                       help="fence run/run_python with Landlock: when available (auto, the "
-                            "default), always or refuse to run (require), never (off)")
-    group.add_argument("--no-network", action="store_true",
-                       help="no network for commands: a network namespace of their own with only "
-                            "loopback (without namespaces, Landlock ABI 4+ blocks TCP only)")
-    group.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                       help="commands may reach only the hosts given (repeatable; 'pypi.org', "
-                            "'*.github.com', 'host:8080') over HTTP(S), through loki's proxy")
-    group.add_argument("--protect", action="append", default=[], metavar="GLOB",
-                       help="also protect files matching GLOB (gitignore syntax, repeatable): "
-                            "no tool or command reads them; .env, keys, credentials are "
-                            "protected by default")
-    group.add_argument("--no-protect", action="store_true",
-                       help="drop the default protected files (.env, *.pem, ...); --protect "
-                            "globs still apply")
-    group.add_argument("--rule", action="append", default=[], metavar="ACTION:COMMAND",
-                       help="allow, ask about or deny commands by their leading words, e.g. "
-                            "--rule deny:'git push' --rule ask:'rm -rf' (repeatable, first "
-                            "match wins)")
-    group.add_argument("--rule-default", choices=("allow", "ask", "deny"), default="allow",
-                       help="what commands no --rule matches get (default: allow)")
-    group.add_argument("--on-syntax-error", choices=("warn", "reject"), default="warn",
-                       help="a write, edit or patch that breaks a file's syntax (.py, .json, "
-                            ".toml, .yaml, and the code-navigation languages by their grammar): "
-                            "write it with a WARNING (warn, the default) or refuse it (reject)")
+    add_settings_flags(group)
     if with_yes:
         group.add_argument("-y", "--yes", action="store_true",
                            help="allow overwriting/editing existing files without asking "
@@ -169,23 +157,20 @@ def protect_globs(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(args.protect) if args.no_protect else (*DEFAULT_PROTECTED, *args.protect)
 
 
-def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None) -> Toolbox:
-    """The toolbox the parsed ``--root/--read-only/--web`` describe; CliError when it cannot be."""
-    if args.no_network and args.allow_host:
-        raise CliError("--no-network and --allow-host contradict each other; give one")
-    protect = protect_globs(args)
-    network: bool | list[str] = list(args.allow_host) if args.allow_host else not args.no_network
+def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None,
+                 settings: Settings | None = None) -> Toolbox:
+    """The toolbox ``settings`` describe (default: those the settings files, the
+    environment and the flags make); CliError when it cannot be made."""
+    from ._settings import cli_settings
+
+    settings = settings if settings is not None else cli_settings(args)
     try:
-        return filesystem_toolbox(args.root, read_only=args.read_only, allow_web=args.web,
-                                  confirm=confirm, sandbox=args.sandbox, network=network,
-                                  on_syntax_error=args.on_syntax_error,
-                                  protect=protect, rules=[_rule(r) for r in args.rule],
-                                  rules_default=args.rule_default)
+        return filesystem_toolbox(args.root, settings=settings, confirm=confirm)
     except (LokiError, ValueError) as exc:
         raise CliError(str(exc)) from exc
 
 
-def _rule(text: str) -> tuple[str, str]:
+def rule(text: str) -> tuple[str, str]:
     """``deny:git push`` -> ("deny", "git push")."""
     action, sep, words = text.partition(":")
     if not sep or action not in ("allow", "ask", "deny"):

@@ -25,10 +25,12 @@ from ._common import (
     EXIT_OK,
     EXIT_TOOL_ERROR,
     CliError,
+    confirm_mode,
     open_toolbox,
     subcommand,
     terminal_confirm,
 )
+from ._settings import announce, cli_settings
 
 __all__ = ["EXIT_INCOMPLETE", "add_do", "failure_detail", "run_do"]
 
@@ -58,8 +60,9 @@ def add_do(commands: Any) -> None:
     parser.add_argument("--model", metavar="M",
                         help="model name (for scripted: the JSONL file of decisions to replay)")
     parser.add_argument("--base-url", metavar="URL", help="API base URL (OpenAI-compatible servers)")
-    parser.add_argument("--max-steps", type=int, default=12, metavar="N",
-                        help="most tool calls before the run stops (default 12)")
+    parser.add_argument("--max-steps", type=int, default=None, metavar="N",
+                        help="most tool calls before the run stops (default: agent.max_steps "
+                             "of the settings, 12)")
     parser.add_argument("--json", action="store_true",
                         help="print the whole result (steps, answer, files, usage) as JSON")
     parser.add_argument("--log", metavar="FILE",
@@ -70,14 +73,19 @@ def add_do(commands: Any) -> None:
 def run_do(args: argparse.Namespace) -> int:
     from ..agent import Loki
 
-    if args.max_steps < 1:
+    if args.max_steps is not None and args.max_steps < 1:
         raise CliError("--max-steps must be at least 1")
+    settings = cli_settings(args)
+    args.max_steps = args.max_steps or settings.agent.max_steps
     try:
-        loki = Loki(engine=args.engine, model=args.model, base_url=args.base_url)
+        loki = Loki(engine=args.engine, model=args.model, base_url=args.base_url,
+                    settings=settings)
     except (EngineConfigError, ValueError) as exc:
         raise CliError(str(exc)) from exc
     progress = Progress(args.max_steps, live=sys.stderr.isatty())
-    box = open_toolbox(args, confirm=progress.paused(terminal_confirm(args.yes)))
+    box = open_toolbox(args, confirm=progress.paused(terminal_confirm(args.yes)),
+                       settings=settings)
+    announce(box, confirm=confirm_mode(args.yes), root=args.root)
     signal.signal(signal.SIGTERM, _interrupt)  # a kill ends the run as Ctrl-C does
     try:
         try:

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from ._common import EXIT_OK, CliError, open_toolbox, subcommand
+from ._settings import announce
 
 __all__ = ["add_mcp", "run_mcp"]
 
@@ -31,6 +32,8 @@ def add_mcp(commands: Any) -> None:
 
 def run_mcp(args: argparse.Namespace) -> int:
     box = open_toolbox(args)  # before importing the SDK: a bad root fails fast
+    announce(box, confirm="by the MCP client (mutating tools are marked destructive)",
+             root=args.root)
     try:
         from ..mcp import load_sdk, serve
 

@@ -175,6 +175,19 @@ class Shell:
                              "are refused (the file tools still work)")
         return Fence(found.abi, iso.namespaces, iso.setid_filter)
 
+    def summary(self) -> str:
+        """How commands run, in a phrase: the layers (``Landlock ABI 7 + namespaces +
+        setid filter``), ``UNFENCED (why)`` or ``refused (why)``."""
+        fence = self.fence()
+        if fence.refusal:
+            return f"refused ({fence.refusal})"
+        if not fence.any:
+            why = 'sandbox="off"' if self.sandbox == "off" else str(landlock_status())
+            return f"UNFENCED ({why})"
+        layers = [f"Landlock ABI {fence.abi}"] if fence.abi else ["no Landlock"]
+        layers += ["namespaces"] * fence.namespaces + ["setid filter"] * fence.no_setid
+        return " + ".join(layers)
+
     def status(self) -> str:
         """One line for the toolbox status: whether and how commands are fenced."""
         fence = self.fence()

@@ -96,6 +96,7 @@ class Toolbox:
     journal: Journal | None = field(default=None, repr=False, compare=False)
     # the settings.Settings it was built from (filesystem_toolbox), for surfaces that report them
     settings: Any = field(default=None, repr=False, compare=False)
+    fence: str = field(default="", repr=False, compare=False)  # how commands run, in one phrase
     _status: str = field(default="", init=False, repr=False, compare=False)
     _parts: list[Part] = field(default_factory=list, init=False, repr=False, compare=False)
     _resources: list[Closeable] = field(default_factory=list, init=False, repr=False,
