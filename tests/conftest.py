@@ -25,6 +25,17 @@ def _no_engine_env(monkeypatch: pytest.MonkeyPatch) -> None:
     clear_engine_env(monkeypatch)
 
 
+@pytest.fixture(autouse=True)
+def _no_user_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+                      ) -> None:
+    """No test reads the developer's ~/.config/loki, a LOKI_* setting or a profile."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+    for name in list(os.environ):
+        if name.startswith("LOKI_") and ("__" in name or name in ("LOKI_PROFILE", "LOKI_CONFIG",
+                                                                  "LOKI_READ_ONLY")):
+            monkeypatch.delenv(name)
+
+
 @pytest.fixture
 def server() -> Iterator[FakeModelServer]:
     """A fake model API on 127.0.0.1 speaking the OpenAI and Anthropic wire formats."""

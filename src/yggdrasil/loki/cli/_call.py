@@ -15,10 +15,9 @@ from ._common import (
     EXIT_REFUSED,
     EXIT_TOOL_ERROR,
     CliError,
-    open_toolbox,
-    subcommand,
     terminal_confirm,
 )
+from ._toolbox import open_toolbox, subcommand
 
 __all__ = ["add_call", "run_call"]
 

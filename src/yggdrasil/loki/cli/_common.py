@@ -13,13 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from collections.abc import Callable
 from typing import Any, TextIO
 
-from ..errors import LokiError
 from ..files import Confirm
-from ..settings import Settings
-from ..tools import DEFAULT_PROTECTED, Toolbox, filesystem_toolbox
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -34,12 +30,10 @@ __all__ = [
     "Parser",
     "confirm_mode",
     "fail",
-    "open_toolbox",
-    "protect_globs",
-    "rule",
-    "subcommand",
+
+
     "terminal_confirm",
-    "toolbox_options",
+
     "visible",
     "wrap",
 ]
@@ -132,64 +126,6 @@ def visible(text: str) -> str:
 def wrap(text: str) -> str:
     """A help paragraph filled by hand: the raw formatter keeps the examples' layout."""
     return textwrap.fill(text, width=88)
-
-
-def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
-    """A parent parser with the options every toolbox-backed subcommand shares: the root,
-    the settings flags (``_settings``), and ``--yes`` where a terminal may be asked."""
-    from ._settings import add_settings_flags
-
-    parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group("toolbox")
-    group.add_argument("--root", default=".", metavar="DIR",
-                       help="the folder the tools are confined to (default: the current folder)")
-    add_settings_flags(group)
-    if with_yes:
-        group.add_argument("-y", "--yes", action="store_true",
-                           help="allow overwriting/editing existing files without asking "
-                                "(needed when there is no terminal to ask)")
-    return parent
-
-
-def protect_globs(args: argparse.Namespace) -> tuple[str, ...]:
-    """The protected globs ``--protect``/``--no-protect`` ask for: the default plus
-    --protect, or with --no-protect only --protect."""
-    return tuple(args.protect) if args.no_protect else (*DEFAULT_PROTECTED, *args.protect)
-
-
-def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None,
-                 settings: Settings | None = None) -> Toolbox:
-    """The toolbox ``settings`` describe (default: those the settings files, the
-    environment and the flags make); CliError when it cannot be made."""
-    from ._settings import cli_settings
-
-    settings = settings if settings is not None else cli_settings(args)
-    try:
-        return filesystem_toolbox(args.root, settings=settings, confirm=confirm)
-    except (LokiError, ValueError) as exc:
-        raise CliError(str(exc)) from exc
-
-
-def rule(text: str) -> tuple[str, str]:
-    """``deny:git push`` -> ("deny", "git push")."""
-    action, sep, words = text.partition(":")
-    if not sep or action not in ("allow", "ask", "deny"):
-        raise CliError(f"--rule {text!r}: write ACTION:COMMAND with ACTION allow, ask or deny, "
-                       "e.g. --rule deny:'git push'")
-    return action, words
-
-
-def subcommand(commands: Any, name: str, run: Callable[[argparse.Namespace], int], *,
-               with_yes: bool, summary: str, description: str,
-               epilog: str) -> argparse.ArgumentParser:
-    """Register a toolbox-backed subcommand: the shared options, a filled description, the
-    examples laid out as written, and ``run`` as what it does."""
-    parser = commands.add_parser(
-        name, parents=[toolbox_options(with_yes=with_yes)], help=summary,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=wrap(description), epilog=epilog)
-    parser.set_defaults(run=run)
-    return parser
 
 
 def fail(message: str, code: int) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..settings import Settings, field_names, trust_project
 from ._common import EXIT_OK, CliError, wrap
-from ._settings import add_settings_flags, cli_settings
+from ._toolbox import add_settings_flags, cli_settings
 
 __all__ = ["add_config", "add_trust", "run_config", "run_trust"]
 

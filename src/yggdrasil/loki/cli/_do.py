@@ -26,11 +26,9 @@ from ._common import (
     EXIT_TOOL_ERROR,
     CliError,
     confirm_mode,
-    open_toolbox,
-    subcommand,
     terminal_confirm,
 )
-from ._settings import announce, cli_settings
+from ._toolbox import announce, cli_settings, open_toolbox, subcommand
 
 __all__ = ["EXIT_INCOMPLETE", "add_do", "failure_detail", "run_do"]
 

@@ -12,7 +12,8 @@ import sys
 import time
 from typing import Any
 
-from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, CliError, protect_globs, wrap
+from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, CliError, wrap
+from ._toolbox import protect_globs
 
 __all__ = ["add_fleet", "run_fleet"]
 

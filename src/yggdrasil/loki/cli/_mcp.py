@@ -6,8 +6,8 @@ import argparse
 import os
 from typing import Any
 
-from ._common import EXIT_OK, CliError, open_toolbox, subcommand
-from ._settings import announce
+from ._common import EXIT_OK, CliError
+from ._toolbox import announce, open_toolbox, subcommand
 
 __all__ = ["add_mcp", "run_mcp"]
 

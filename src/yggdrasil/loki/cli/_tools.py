@@ -7,7 +7,8 @@ import json
 import os
 from typing import Any
 
-from ._common import EXIT_OK, open_toolbox, subcommand
+from ._common import EXIT_OK
+from ._toolbox import open_toolbox, subcommand
 
 __all__ = ["add_tools", "run_tools"]
 

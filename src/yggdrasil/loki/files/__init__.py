@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ._diff import ConfirmAction
 from ._files import Confirm, Files
+from ._gitfiles import SETTINGS_FILE, settings_path
 from ._journal import Diff, Journal, Reverted
 from ._observe import (
     MAX_ENTRIES,
@@ -51,6 +52,7 @@ __all__ = [
     "MAX_READ_CHARS",
     "MAX_READ_LINES",
     "READ_FLAGS",
+    "SETTINGS_FILE",
     "Confirm",
     "ConfirmAction",
     "Diff",
@@ -71,5 +73,6 @@ __all__ = [
     "printable",
     "protect_globs",
     "resolve_inside",
+    "settings_path",
     "syntax_problem",
 ]

@@ -183,8 +183,7 @@ class Files:
         for state in states:
             if state.original is not None:
                 self.views.check(state.rel, self.root.stat(state.real))
-            if state.text is not None:
-                self.root.check_writable(state.real)  # a dry run gives the same answer
+            self.root.check_writable(state.real)  # a dry run gives the same answer
         warnings = self._patch_syntax(states)
         summary = plan.lines()
         if dry_run:

@@ -39,6 +39,15 @@ def git_code_path(rel: str) -> bool:
     return below[-1] in _GIT_CODE_NAMES or "hooks" in below[:-1]
 
 
+SETTINGS_FILE = "loki.toml"  # the project's settings (settings/): the fence, rules, hosts
+
+
+def settings_path(rel: str) -> bool:
+    """Whether ``rel`` is the project's loki settings file, which no tool and no command
+    may change: an agent must not loosen its own next run."""
+    return rel == SETTINGS_FILE
+
+
 def is_new_repo_config(rel: str) -> bool:
     """``rel`` is the ``config`` file right below a ``.git`` folder."""
     parts = rel.split("/")

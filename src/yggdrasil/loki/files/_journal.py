@@ -42,7 +42,13 @@ from pathlib import Path, PurePosixPath
 from typing import cast
 
 from ..errors import LokiError
-from ._gitfiles import git_code_path, inert_hook, is_new_repo_config, settings_that_run_nothing
+from ._gitfiles import (
+    git_code_path,
+    inert_hook,
+    is_new_repo_config,
+    settings_path,
+    settings_that_run_nothing,
+)
 from ._root import Root
 
 DIFF_LIMIT = 1 << 20  # bytes: larger files get no line counts
@@ -121,7 +127,7 @@ class Journal:
     def __init__(self, root: Root, record: Record) -> None:
         # Undo puts back what the user had: the rule that keeps the model's tools off
         # git's config and hooks (Root.git_writable) does not bind it.
-        self.root = replace(root, git_writable=True)
+        self.root = replace(root, git_writable=True, restores=True)
         self.git_writable = root.git_writable  # else a command's change to one is undone
         self.record = record
         self.entries: dict[str, Entry] = {}
@@ -264,11 +270,13 @@ class Journal:
         that may run commands; ``*.sample`` hooks, which git never runs, stay too. The
         paths put back or cleaned (with the keys dropped)."""
         self._record_command(diff)
-        if self.git_writable:
-            return []
         done: list[str] = []
         for rel in (*diff.created, *diff.modified, *diff.deleted):
-            if not git_code_path(rel) or inert_hook(rel):
+            if settings_path(rel):  # never the agent's: it would loosen its next run
+                if self._put_back(rel):
+                    done.append(rel)
+                continue
+            if self.git_writable or not git_code_path(rel) or inert_hook(rel):
                 continue
             if rel in diff.created and is_new_repo_config(rel):
                 cleaned = self._clean_config(rel)  # a repository the command made keeps it

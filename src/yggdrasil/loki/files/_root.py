@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import overload
 
 from ..errors import PathError
-from ._gitfiles import HOW_TO_ALLOW_GIT, git_code_path
+from ._gitfiles import HOW_TO_ALLOW_GIT, git_code_path, settings_path
 from ._observe import printable
 from ._protect import Protection
 
@@ -78,12 +78,14 @@ class Root:
     ``protect``: the protected paths, refused by ``resolve`` and ``open_file`` (None or
     an empty Protection: nothing is protected). ``git_writable=False``: the files git
     takes commands from (``.git/config``, hooks, ``commondir``: ``_gitfiles``) are never
-    written through ``stage``/``write_atomic``.
+    written through ``stage``/``write_atomic``; nor, unless ``restores`` (the journal's
+    view, which puts back what the user had), is the project's ``loki.toml``.
     """
 
     path: Path
     protect: Protection | None = field(default=None, compare=False)
     git_writable: bool = field(default=True, compare=False)
+    restores: bool = field(default=False, compare=False)
 
     @classmethod
     def at(cls, path: str | os.PathLike[str], protect: Protection | None = None, *,
@@ -216,6 +218,9 @@ class Root:
         """PathError when no tool may write ``real``: with ``git_writable=False``, a file
         git takes commands from (``_gitfiles``). ``stage`` checks it; a dry run asks too."""
         rel = self.rel(real)
+        if settings_path(rel) and not self.restores:
+            raise PathError(f"{rel} is read-only for the tools: it holds the agent's own "
+                            "settings (fence, rules, hosts); only the user changes it")
         if not self.git_writable and git_code_path(rel):
             raise PathError(f"{printable(rel)} is read-only for the tools: git (or hg) takes "
                             "commands from it (hooks, core.fsmonitor, aliases, another git "

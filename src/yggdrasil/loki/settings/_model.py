@@ -32,7 +32,8 @@ def explain(exc: ValidationError, where: str = "", name: Callable[[str], str] = 
     field = name(".".join(str(p) for p in first["loc"] if not isinstance(p, int)))
     got = first.get("input")
     if first["type"] == "literal_error":
-        text = f"{field} must be one of {first['ctx']['expected']}, got {got!r}"
+        expected = first["ctx"]["expected"]  # "'a', 'b' or 'c'"
+        text = f"{field} must be {'one of ' * (',' in expected)}{expected}, got {got!r}"
     else:
         text = f"{field}: {first['msg'][0].lower()}{first['msg'][1:]}, got {got!r}"
     return f"{where}: {text}" if where else text

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..files import Diff, clip_list
+from ..files import Diff, clip_list, settings_path
 
 MAX_CHANGE_LINES = 200  # lines of a command's or job's "changed:" section
 
@@ -113,9 +113,11 @@ def snapshot(root: Path, *, skip: Iterable[Path] = (), limit: int = MAX_FILES,
 
 
 def runs_code(rel: str) -> bool:
-    """A tracked file that runs code later: ``*.pth``, ``sitecustomize.py``, a ``.git`` file."""
+    """A tracked file that runs code later: ``*.pth``, ``sitecustomize.py``, a ``.git``
+    file; or decides what runs later: the project's ``loki.toml`` (kept before each
+    command so the journal can put it back)."""
     name = rel.rsplit("/", 1)[-1]
-    return name in STARTUP_NAMES or name.endswith(".pth")
+    return name in STARTUP_NAMES or name.endswith(".pth") or settings_path(rel)
 
 
 def sentinels(root: str, skipped: Iterable[str]) -> dict[str, Signature]:

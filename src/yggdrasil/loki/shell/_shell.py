@@ -53,7 +53,7 @@ DEFAULT_HIDDEN = ("~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud"
                   "~/.cargo/credentials.toml", "~/.config/containers/auth.json",
                   "~/.vault-token", "~/.terraform.d/credentials.tfrc.json",
                   "~/.config/rclone/rclone.conf", "~/.local/share/keyrings",
-                  "~/.password-store")
+                  "~/.password-store", "~/.config/loki")  # loki's own settings and trust
 SANDBOX_VAR = "LOKI_SANDBOX"  # tells the command (and a user checking) what fences it
 _DENIED = "ermission denied"  # EACCES as shells, Python and libc word it
 _FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR{net}; a write "

@@ -1,4 +1,5 @@
-"""The flags that fill :class:`~yggdrasil.loki.settings.Settings`, and the fence said out loud.
+"""The toolbox of a subcommand: the flags that fill :class:`~yggdrasil.loki.settings.Settings`,
+the toolbox they open, and the fence said out loud.
 
 Every toolbox-backed subcommand (tools, call, do, mcp) and ``loki fleet`` take the same
 flags; a flag that is given overrides the files and ``LOKI_*`` variables
@@ -13,12 +14,17 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Any, TextIO
 
+from ..errors import LokiError
+from ..files import Confirm
 from ..settings import Settings, SettingsError, load_settings
-from ..tools import Toolbox
+from ..tools import DEFAULT_PROTECTED, Toolbox, filesystem_toolbox
+from ._common import CliError, wrap
 
-__all__ = ["add_settings_flags", "announce", "cli_settings", "pairs"]
+__all__ = ["add_settings_flags", "announce", "cli_settings", "open_toolbox", "pairs",
+           "protect_globs", "rule", "subcommand", "toolbox_options"]
 
 
 def add_settings_flags(group: Any, *, fleet: bool = False) -> None:
@@ -74,8 +80,6 @@ def add_settings_flags(group: Any, *, fleet: bool = False) -> None:
 
 def pairs(items: list[str], flag: str) -> dict[str, str]:
     """``["A=1", "B=2"]`` -> ``{"A": "1", "B": "2"}``; CliError for an item without ``=``."""
-    from ._common import CliError
-
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -87,8 +91,6 @@ def pairs(items: list[str], flag: str) -> dict[str, str]:
 
 def cli_settings(args: argparse.Namespace, root: str | None = None) -> Settings:
     """The settings the files, the environment and the given flags make for ``root``."""
-    from ._common import CliError, rule
-
     if args.no_network and args.allow_host:
         raise CliError("--no-network and --allow-host contradict each other; give one")
     given: dict[str, Any] = {
@@ -143,3 +145,57 @@ def announce(box: Toolbox, *, confirm: str, root: str, out: TextIO | None = None
     for warning in settings.warnings:
         err.write(f"loki: warning: {warning}\n")
     err.flush()
+
+
+def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
+    """A parent parser with the options every toolbox-backed subcommand shares: the root,
+    the settings flags (``_settings``), and ``--yes`` where a terminal may be asked."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("toolbox")
+    group.add_argument("--root", default=".", metavar="DIR",
+                       help="the folder the tools are confined to (default: the current folder)")
+    add_settings_flags(group)
+    if with_yes:
+        group.add_argument("-y", "--yes", action="store_true",
+                           help="allow overwriting/editing existing files without asking "
+                                "(needed when there is no terminal to ask)")
+    return parent
+
+
+def protect_globs(args: argparse.Namespace) -> tuple[str, ...]:
+    """The protected globs ``--protect``/``--no-protect`` ask for: the default plus
+    --protect, or with --no-protect only --protect."""
+    return tuple(args.protect) if args.no_protect else (*DEFAULT_PROTECTED, *args.protect)
+
+
+def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None,
+                 settings: Settings | None = None) -> Toolbox:
+    """The toolbox ``settings`` describe (default: those the settings files, the
+    environment and the flags make); CliError when it cannot be made."""
+    settings = settings if settings is not None else cli_settings(args)
+    try:
+        return filesystem_toolbox(args.root, settings=settings, confirm=confirm)
+    except (LokiError, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+
+
+def rule(text: str) -> tuple[str, str]:
+    """``deny:git push`` -> ("deny", "git push")."""
+    action, sep, words = text.partition(":")
+    if not sep or action not in ("allow", "ask", "deny"):
+        raise CliError(f"--rule {text!r}: write ACTION:COMMAND with ACTION allow, ask or deny, "
+                       "e.g. --rule deny:'git push'")
+    return action, words
+
+
+def subcommand(commands: Any, name: str, run: Callable[[argparse.Namespace], int], *,
+               with_yes: bool, summary: str, description: str,
+               epilog: str) -> argparse.ArgumentParser:
+    """Register a toolbox-backed subcommand: the shared options, a filled description, the
+    examples laid out as written, and ``run`` as what it does."""
+    parser = commands.add_parser(
+        name, parents=[toolbox_options(with_yes=with_yes)], help=summary,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=wrap(description), epilog=epilog)
+    parser.set_defaults(run=run)
+    return parser
