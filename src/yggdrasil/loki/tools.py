@@ -11,6 +11,7 @@ tool catalog; paths in ``files/`` (``Root``), search in ``search/``, code naviga
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Unpack
@@ -21,7 +22,7 @@ from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
 from .search import protection
-from .settings import Settings, ToolboxKeywords, with_keywords
+from .settings import Settings, ToolboxKeywords, config_dir, with_keywords
 from .shell import CommandRules, JobLimits, Shell, parse_rules, writable_paths
 from .tables import TableReader
 from .toolbox import (
@@ -141,7 +142,8 @@ def filesystem_toolbox(
             dict(fence.hosts)))
         shell = Shell(where, journal, sandbox=fence.sandbox, network=network is True,
                       proxy=proxy, writable=writable_paths(fence.writable), env=fence.env,
-                      hidden=fence.hidden, git_writable=fence.git_writable,
+                      hidden=(*fence.hidden, str(config_dir(os.environ))),  # loki's own
+                      git_writable=fence.git_writable,
                       limits=JobLimits(s.jobs.max_jobs, s.jobs.lifetime, s.jobs.buffer),
                       rules=CommandRules(parse_rules(policy.rules), policy.rules_default),
                       confirm=policy.confirm)
