@@ -1,0 +1,110 @@
+"""Every code block of the documentation runs, as written (no snippet drifts again).
+
+The pages are docs/**/*.md (but docs/_incoming, drafts not yet in the site) and
+README.md. Each ```python block is one test: it runs in a fresh copy of the sample
+project of tests/docs_kit.py as its working folder, against a model server on
+127.0.0.1 (see there). A block that truly cannot run here says why in a marker on the
+line right above its fence, which the site does not show and this test reports as a
+skip:
+
+    <!-- not run: it reaches the internet -->
+
+Other fences name their language (bash, text, json, ...) and are not run. To add a page,
+put it under docs/: it is collected.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from docs_kit import AnswerEverything, make_project
+from fake_servers import clear_engine_env, served
+from yggdrasil.loki.tools import Toolbox
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md",
+         *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_incoming" not in p.parts)]
+FENCE = re.compile(r"^(\s*)(`{3,})(\S*)")
+NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(.+?)\s*-->\s*$")
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int  # 1-based line of the first line of code
+    lang: str
+    code: str
+    not_run: str | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(page: Path) -> list[Block]:
+    """The fenced blocks of a page; a fence indented under a list item counts too."""
+    found: list[Block] = []
+    lines = page.read_text().split("\n")
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, ticks, lang = m.groups()
+        end = next(j for j in range(i + 1, len(lines))
+                   if lines[j].strip() == ticks and lines[j].startswith(indent))
+        code = "\n".join(line[len(indent):] for line in lines[i + 1:end]) + "\n"
+        before = next((line for line in reversed(lines[:i]) if line.strip()), "")
+        marker = NOT_RUN.match(before)
+        found.append(Block(page, i + 2, lang, code, marker.group(1) if marker else None))
+        i = end + 1
+    return found
+
+
+ALL = [b for page in PAGES for b in blocks(page)]
+PYTHON = [b for b in ALL if b.lang in ("python", "py")]
+
+
+def test_the_pages_have_python_blocks() -> None:
+    """The collector finds what it should (a broken pattern would pass every page)."""
+    assert len(PYTHON) >= 20
+    assert {b.page.name for b in PYTHON} >= {"README.md", "getting-started.md", "agent.md"}
+
+
+def test_every_fence_names_its_language() -> None:
+    """A bare fence could hide a Python block from the tests."""
+    bare = [b.name for b in ALL if not b.lang]
+    assert bare == [], f"say ```python, ```bash, ```text ... at {bare}"
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.name)
+def test_python_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if block.not_run:
+        pytest.skip(f"not run: {block.not_run}")
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    make_project(project)
+    (home / ".cache" / "pip").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    clear_engine_env(monkeypatch)
+    monkeypatch.chdir(project)
+    # the line numbers of a traceback are the page's
+    code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    with served(AnswerEverything()) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-docs")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-docs")
+        try:
+            exec(code, namespace)
+        finally:
+            for value in namespace.values():
+                if isinstance(value, Toolbox):
+                    value.close()
