@@ -29,7 +29,7 @@ def main(argv=None, verbose=False):
     return 0
 '''
 
-APP = "def main():\n\tif ready:\n\t\tgo()\n\treturn 0\n\n\na = 1\nb = 1\nb = 1\n"
+APP = "def main():\n\tif ready:\n\t\tgo()\n\treturn 0\n\n\na = 1\nb = 1\nb = 1\ndebug = False\n"
 
 FIX = """\
 --- a/app.py
@@ -69,6 +69,7 @@ def checkout(cart: Cart) -> None:
 '''
 
 FILES = {
+    "README.md": "# Sample\n\nA small project the documentation's examples run in.\n",
     "cli.py": CLI,
     "app.py": APP,
     "fix.diff": FIX,

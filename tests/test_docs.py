@@ -1,26 +1,36 @@
 """Every code block of the documentation runs, as written (no snippet drifts again).
 
 The pages are docs/**/*.md (but docs/_incoming, drafts not yet in the site) and
-README.md. Each ```python block is one test: it runs in a fresh copy of the sample
-project of tests/docs_kit.py as its working folder, against a model server on
-127.0.0.1 (see there). A block that truly cannot run here says why in a marker on the
-line right above its fence, which the site does not show and this test reports as a
-skip:
+README.md; a new page under docs/ is collected without a change here.
 
-    <!-- not run: it reaches the internet -->
+- Each ```python block is one test: it runs in a fresh copy of the sample project of
+  tests/docs_kit.py as its working folder, against a model server on 127.0.0.1 (see
+  there), and must not raise.
+- Each ```bash block with `loki ...` lines is one test: those lines run in order, in
+  one fresh sample project (also at ~/src/app), as a shell would run them, and each must
+  exit 0. Other lines (pip install, claude mcp add) are not run.
+- A block that truly cannot run here says why in a marker on the line right above its
+  fence, which the site does not show and this test reports as a skip:
 
-Other fences name their language (bash, text, json, ...) and are not run. To add a page,
-put it under docs/: it is collected.
+      <!-- not run: it reaches the internet -->
+
+Other fences name their language (text, json, ...) and are not run.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from cli_run import SRC
 from docs_kit import AnswerEverything, make_project
 from fake_servers import clear_engine_env, served
 from yggdrasil.loki.tools import Toolbox
@@ -66,8 +76,15 @@ def blocks(page: Path) -> list[Block]:
     return found
 
 
+def loki_lines(code: str) -> list[str]:
+    """The command lines of a shell block that start with `loki` (continuations joined)."""
+    lines = code.replace("\\\n", " ").split("\n")
+    return [line.strip() for line in lines if line.strip().startswith("loki ")]
+
+
 ALL = [b for page in PAGES for b in blocks(page)]
 PYTHON = [b for b in ALL if b.lang in ("python", "py")]
+SHELL = [b for b in ALL if b.lang in ("bash", "sh") and loki_lines(b.code)]
 
 
 def test_the_pages_have_python_blocks() -> None:
@@ -82,29 +99,62 @@ def test_every_fence_names_its_language() -> None:
     assert bare == [], f"say ```python, ```bash, ```text ... at {bare}"
 
 
-@pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.name)
-def test_python_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if block.not_run:
-        pytest.skip(f"not run: {block.not_run}")
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A fresh sample project as the working folder, a home of its own (with the project
+    at ~/src/app too), a system temp folder apart from it (so edits there are confirmed,
+    as in a real checkout) and the engines' SDKs pointed at a local model server."""
+    project, home, scratch = tmp_path / "project", tmp_path / "home", tmp_path / "system-tmp"
+    for folder in (project, home / "src" / "app", home / ".cache" / "pip", scratch):
+        folder.mkdir(parents=True)
     make_project(project)
-    (home / ".cache" / "pip").mkdir(parents=True)
+    make_project(home / "src" / "app")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     clear_engine_env(monkeypatch)
     monkeypatch.chdir(project)
-    # the line numbers of a traceback are the page's
-    code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
-    namespace: dict[str, object] = {"__name__": "__docs__"}
     with served(AnswerEverything()) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-docs")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-docs")
-        try:
-            exec(code, namespace)
-        finally:
-            for value in namespace.values():
-                if isinstance(value, Toolbox):
-                    value.close()
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        yield project
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.name)
+def test_python_block_runs(block: Block, project: Path) -> None:
+    if block.not_run:
+        pytest.skip(f"not run: {block.not_run}")
+    # the line numbers of a traceback are the page's
+    code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    try:
+        exec(code, namespace)
+    finally:
+        for value in namespace.values():
+            if isinstance(value, Toolbox):
+                value.close()
+
+
+@pytest.mark.parametrize("block", SHELL, ids=lambda b: b.name)
+def test_loki_commands_run(block: Block, project: Path, tmp_path: Path) -> None:
+    if block.not_run:
+        pytest.skip(f"not run: {block.not_run}")
+    bin_dir = tmp_path / "bin"  # `loki` is this checkout's, whatever is installed
+    bin_dir.mkdir()
+    (bin_dir / "loki").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m yggdrasil.loki "$@"\n')
+    (bin_dir / "loki").chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(SRC), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    for line in loki_lines(block.code):
+        done = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=project, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=120)
+        missing = done.returncode == 127 and "command not found" in done.stderr
+        if missing and shutil.which("loki", path=str(bin_dir)):
+            continue  # a helper the page pipes into (jq) is not installed here
+        assert done.returncode == 0, (
+            f"{block.name}: `{line}` exited {done.returncode}\n{done.stdout[-2000:]}\n"
+            f"{done.stderr[-2000:]}")
