@@ -99,6 +99,22 @@ def test_every_fence_names_its_language() -> None:
     assert bare == [], f"say ```python, ```bash, ```text ... at {bare}"
 
 
+def test_few_blocks_are_not_run() -> None:
+    """The marker is for what truly cannot run here; it must stay rare."""
+    not_run = [f"{b.name} ({b.not_run})" for b in ALL if b.not_run]
+    assert len(not_run) <= 8, not_run
+
+
+def test_readme_is_a_front_page() -> None:
+    """README is short, and keeps the set-up commands people and CI copy."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 200
+    assert "pip install -e '.[all]' && loki tools --root . && loki call read_file" in readme
+    assert "pip install -e '.[dev]' && python -m pytest -q" in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pip install --quiet -e '.[dev]'" in ci and "python3 -m pytest -q" in ci
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A fresh sample project as the working folder, a home of its own (with the project
