@@ -18,6 +18,7 @@ from typing import BinaryIO
 from ._errors import TableError
 
 FORMATS = ("csv", "tsv", "parquet", "arrow", "json", "ndjson", "xlsx")
+"""The table formats, as ``fmt=`` names them."""
 SNIFF_BYTES = 64 * 1024  # what detection (and the CSV row estimate) looks at
 
 EXTENSIONS = {

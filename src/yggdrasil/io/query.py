@@ -39,11 +39,14 @@ def find_table_refs(sql: str) -> list[TableRef]:
 
 @dataclass
 class QueryResult:
+    """The rows of a query, cut at ``limit``; ``render()`` is the text ``query_table`` shows."""
+
     frame: Any  # the polars DataFrame of the rows kept
     cut: bool  # True when the query returned more than ``limit`` rows
     limit: int
 
     def render(self) -> str:
+        """``result  shape=(rows, cols)  columns=[...]``, the types, the rows as a table."""
         df = self.frame
         names, dtypes = list(df.columns), [str(t) for t in df.dtypes]
         shape = f"({df.height}{'+' if self.cut else ''}, {df.width})"

@@ -40,6 +40,7 @@ class TablePreview:
     size: int = 0
 
     def render(self) -> str:
+        """The preview as ``read_table`` shows it: shape, format, row count, types, rows."""
         rows = "?" if self.rows is None else str(self.rows)
         fmt = ", ".join(p for p in (FORMAT_NAMES.get(self.fmt, self.fmt), self.detail) if p)
         lines = [f"{self.path}  shape=({rows}, {len(self.columns)})  "

@@ -64,6 +64,7 @@ ENGINES: dict[str, str | EngineFactory] = {
     "anthropic": "yggdrasil.loki.engines.anthropic:AnthropicEngine",
     "scripted": "yggdrasil.loki.engines.scripted:ScriptedEngine",
 }
+"""Engine name -> factory, or ``"module:attr"`` imported on first use (register_engine adds)."""
 
 HOW_TO_CONFIGURE = """no engine is configured. Choose one of:
   - Anthropic:  export ANTHROPIC_API_KEY=...   (pip install 'yggdrasil-loki[anthropic]')

@@ -52,6 +52,7 @@ class ToolError(LokiError):
     prefix = "ERROR"
 
     def observation(self) -> str:
+        """What the model reads: ``ERROR: <message>`` (``REFUSED: ...`` for a refusal)."""
         return f"{self.prefix}: {self}"
 
 

@@ -16,7 +16,9 @@ from typing import Any, Protocol, runtime_checkable
 __all__ = ["DEFAULT_TIMEOUT", "Completion", "Engine", "Message", "ToolCall"]
 
 Message = dict[str, Any]
+"""A neutral message: a plain dict with a ``role`` of ``user``, ``assistant`` or ``tool``."""
 DEFAULT_TIMEOUT = 300.0  # seconds for one request; long enough for a slow local model
+"""Seconds an engine waits for one request by default."""
 
 
 @dataclass
@@ -69,4 +71,7 @@ class Engine(Protocol):
     def complete(
         self, messages: Sequence[Message], *, system: str,
         tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> Completion: ...
+    ) -> Completion:
+        """One reply to the conversation so far; ``tools`` are the toolbox's schemas (in the
+        engine's ``schema_flavor``) when the engine calls tools natively, else None."""
+        ...

@@ -44,6 +44,8 @@ class RetryPolicy:
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry ``attempt``: the server's ``retry_after`` (capped at
+        ``max_delay``) when it said one, else exponential backoff with jitter."""
         if retry_after is not None:
             return max(0.0, min(retry_after, self.max_delay))
         backoff = self.base_delay * 2 ** (attempt - 1)

@@ -28,6 +28,10 @@ DEFAULT_PROTECTED: tuple[str, ...] = (
     ".netrc", ".npmrc", ".pypirc", ".git-credentials", "*.kdbx",
     "credentials.json", "service-account*.json", "secrets.*", ".aws/", ".ssh/",
 )
+"""The globs protected by default (gitignore syntax; ``!`` lines are exceptions).
+
+``filesystem_toolbox(protect=DEFAULT_PROTECTED + ("*.sqlite",))`` adds to them, a list of
+your own replaces them, ``protect=()`` turns protection off."""
 HOW_TO_CHANGE = ("the user sets the list with filesystem_toolbox(protect=...) (protect=() "
                  "turns it off) or loki --protect GLOB / --no-protect")
 

@@ -25,6 +25,7 @@ from ._task import Task, TaskResult, check_unique
 __all__ = ["BACKENDS", "Fleet", "FleetStatus"]
 
 BACKENDS = ("local", "ray")
+"""The values of ``Fleet(backend=)``: a local process pool, or a Ray cluster."""
 _POLL = 0.5  # seconds between looks at deadlines and the gate's counters
 
 

@@ -128,6 +128,7 @@ class Toolbox:
         return list(self.tools)
 
     def get(self, name: str) -> Tool | None:
+        """The tool named ``name``, or None."""
         return self.tools.get(name)
 
     def __contains__(self, name: object) -> bool:

@@ -38,6 +38,7 @@ class Observation:
 
     @classmethod
     def of(cls, text: str, changed: tuple[str, ...] = ()) -> Observation:
+        """The observation of ``text``: made printable, capped, and classified by its prefix."""
         # The one guard every observation passes: made printable (names with stray bytes
         # shown escaped) and capped, errors and refusals too (they may quote a 2 MB
         # argument, a tool name, a command line).

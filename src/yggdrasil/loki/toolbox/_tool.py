@@ -75,6 +75,7 @@ class Tool:
         return cls(name or fn.__name__, description or summary or fn.__name__, params, fn, mutates)
 
     def signature(self) -> str:
+        """``name(arg, opt=default)``, as the catalog shows it."""
         props = self.input_schema["properties"]
         required = set(self.input_schema["required"])
         args = [k if k in required else f"{k}={json.dumps(props[k].get('default'))}"
@@ -82,6 +83,7 @@ class Tool:
         return f"{self.name}({', '.join(args)})"
 
     def spec(self) -> str:
+        """The tool's entry in the catalog: signature, description, one line per argument."""
         mark = "" if self.read_only else "  [changes files]"
         lines = [f"{self.signature()}{mark}"]
         lines += [f"  {line}" if line else "" for line in self.description.splitlines()]

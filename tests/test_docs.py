@@ -1,0 +1,176 @@
+"""Every code block of the documentation runs, as written (no snippet drifts again).
+
+The pages are docs/**/*.md (but docs/_incoming, drafts not yet in the site) and
+README.md; a new page under docs/ is collected without a change here.
+
+- Each ```python block is one test: it runs in a fresh copy of the sample project of
+  tests/docs_kit.py as its working folder, against a model server on 127.0.0.1 (see
+  there), and must not raise.
+- Each ```bash block with `loki ...` lines is one test: those lines run in order, in
+  one fresh sample project (also at ~/src/app), as a shell would run them, and each must
+  exit 0. Other lines (pip install, claude mcp add) are not run.
+- A block that truly cannot run here says why in a marker on the line right above its
+  fence, which the site does not show and this test reports as a skip:
+
+      <!-- not run: it reaches the internet -->
+
+Other fences name their language (text, json, ...) and are not run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cli_run import SRC
+from docs_kit import AnswerEverything, make_project
+from fake_servers import clear_engine_env, served
+from yggdrasil.loki.tools import Toolbox
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md",
+         *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_incoming" not in p.parts)]
+FENCE = re.compile(r"^(\s*)(`{3,})(\S*)")
+NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(.+?)\s*-->\s*$")
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int  # 1-based line of the first line of code
+    lang: str
+    code: str
+    not_run: str | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(page: Path) -> list[Block]:
+    """The fenced blocks of a page; a fence indented under a list item counts too."""
+    found: list[Block] = []
+    lines = page.read_text().split("\n")
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, ticks, lang = m.groups()
+        end = next(j for j in range(i + 1, len(lines))
+                   if lines[j].strip() == ticks and lines[j].startswith(indent))
+        code = "\n".join(line[len(indent):] for line in lines[i + 1:end]) + "\n"
+        before = next((line for line in reversed(lines[:i]) if line.strip()), "")
+        marker = NOT_RUN.match(before)
+        found.append(Block(page, i + 2, lang, code, marker.group(1) if marker else None))
+        i = end + 1
+    return found
+
+
+def loki_lines(code: str) -> list[str]:
+    """The command lines of a shell block that start with `loki` (continuations joined)."""
+    lines = code.replace("\\\n", " ").split("\n")
+    return [line.strip() for line in lines if line.strip().startswith("loki ")]
+
+
+ALL = [b for page in PAGES for b in blocks(page)]
+PYTHON = [b for b in ALL if b.lang in ("python", "py")]
+SHELL = [b for b in ALL if b.lang in ("bash", "sh") and loki_lines(b.code)]
+
+
+def test_the_pages_have_python_blocks() -> None:
+    """The collector finds what it should (a broken pattern would pass every page)."""
+    assert len(PYTHON) >= 20
+    assert {b.page.name for b in PYTHON} >= {"README.md", "getting-started.md", "agent.md"}
+
+
+def test_every_fence_names_its_language() -> None:
+    """A bare fence could hide a Python block from the tests."""
+    bare = [b.name for b in ALL if not b.lang]
+    assert bare == [], f"say ```python, ```bash, ```text ... at {bare}"
+
+
+def test_few_blocks_are_not_run() -> None:
+    """The marker is for what truly cannot run here; it must stay rare."""
+    not_run = [f"{b.name} ({b.not_run})" for b in ALL if b.not_run]
+    assert len(not_run) <= 8, not_run
+
+
+def test_readme_is_a_front_page() -> None:
+    """README is short, and keeps the set-up commands people and CI copy."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 200
+    assert "pip install -e '.[all]' && loki tools --root . && loki call read_file" in readme
+    assert "pip install -e '.[dev]' && python -m pytest -q" in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pip install --quiet -e '.[dev]'" in ci and "python3 -m pytest -q" in ci
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A fresh sample project as the working folder, a home of its own (with the project
+    at ~/src/app too), a system temp folder apart from it (so edits there are confirmed,
+    as in a real checkout) and the engines' SDKs pointed at a local model server."""
+    project, home, scratch = tmp_path / "project", tmp_path / "home", tmp_path / "system-tmp"
+    for folder in (project, home / "src" / "app", home / ".cache" / "pip", scratch):
+        folder.mkdir(parents=True)
+    make_project(project)
+    make_project(home / "src" / "app")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    clear_engine_env(monkeypatch)
+    monkeypatch.chdir(project)
+    with served(AnswerEverything()) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-docs")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-docs")
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        yield project
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.name)
+def test_python_block_runs(block: Block, project: Path) -> None:
+    if block.not_run:
+        pytest.skip(f"not run: {block.not_run}")
+    # the line numbers of a traceback are the page's
+    code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    try:
+        exec(code, namespace)
+    finally:
+        for value in namespace.values():
+            if isinstance(value, Toolbox):
+                value.close()
+
+
+@pytest.mark.parametrize("block", SHELL, ids=lambda b: b.name)
+def test_loki_commands_run(block: Block, project: Path, tmp_path: Path) -> None:
+    if block.not_run:
+        pytest.skip(f"not run: {block.not_run}")
+    bin_dir = tmp_path / "bin"  # `loki` is this checkout's, whatever is installed
+    bin_dir.mkdir()
+    (bin_dir / "loki").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m yggdrasil.loki "$@"\n')
+    (bin_dir / "loki").chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(SRC), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    for line in loki_lines(block.code):
+        done = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=project, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=120)
+        missing = done.returncode == 127 and "command not found" in done.stderr
+        if missing and shutil.which("loki", path=str(bin_dir)):
+            continue  # a helper the page pipes into (jq) is not installed here
+        assert done.returncode == 0, (
+            f"{block.name}: `{line}` exited {done.returncode}\n{done.stdout[-2000:]}\n"
+            f"{done.stderr[-2000:]}")
