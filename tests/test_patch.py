@@ -406,3 +406,39 @@ def test_add_onto_an_existing_file_and_move_onto_one_stay_refused(root: Path, bo
                      "*** End Patch")
     assert out.startswith("ERROR") and "b.txt" in out, out
     assert (root / "a.txt").read_text() == "a\n" and (root / "b.txt").read_text() == "b\n"
+
+
+MODULE = ('"""A module.\n\nclass NotAClass:\n    """\n\n\nclass A:\n    def m(self):\n'
+          '        return 1\n\n    def n(self):\n        return 2\n\n\ndef f(x):\n    return x\n')
+
+
+@pytest.mark.parametrize(("old", "new", "says"), [
+    ("        return 1", "        return (1", "line 9"),  # inside a method
+    ("    return x", "return x", "line 16: expected an indented block after function "
+                               "definition on line 15"),  # out of its def
+    ("        return 2", "    return 2", "no longer parses"),  # a method's body dedented
+    ("    def n(self):", "    def n(self)", "line 11"),  # the definition line itself
+])
+def test_a_patch_that_breaks_one_definition_is_caught_by_its_piece(
+        tmp_path: Path, old: str, new: str, says: str) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "m.py").write_text(MODULE)
+    box = filesystem_toolbox(root)
+    out = patch(box, f"*** Begin Patch\n*** Update File: m.py\n@@\n-{old}\n+{new}\n*** End Patch")
+    assert "WARNING: m.py no longer parses" in out and says in out, out
+    strict = filesystem_toolbox(root, on_syntax_error="reject")
+    (root / "m.py").write_text(MODULE)
+    out = patch(strict, f"*** Begin Patch\n*** Update File: m.py\n@@\n-{old}\n+{new}\n*** End Patch")
+    assert out.startswith("ERROR") and (root / "m.py").read_text() == MODULE, out
+
+
+def test_a_patch_that_keeps_every_definition_whole_passes_the_gate(root: Path, box: Toolbox) -> None:
+    (root / "m.py").write_text(MODULE)
+    out = patch(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-        return 1\n"
+                     "+        return 10  # changed\n@@\n-    return x\n+    return -x\n*** End Patch")
+    assert out.startswith("M m.py") and "WARNING" not in out, out
+    (root / "b.py").write_text("def f(:\n    pass\n\n\ndef g():\n    return 1\n")
+    out = patch(box, "*** Begin Patch\n*** Update File: b.py\n@@\n-    return 1\n+    return 2\n"
+                     "*** End Patch")
+    assert "WARNING" not in out, out  # broken before, elsewhere: the change did not break it
