@@ -331,3 +331,90 @@ def test_typography_comes_only_from_a_clear_source_line(root: Path, box: Toolbox
          "Intro - part one of the manual.\nA - b\nEnd - bye!")
     assert (root / "n.md").read_text() == (
         "Intro \u2014 part one of the manual.\nA - b\nEnd \u2014 bye!\n")
+
+
+NUMBERED = "def f():\n    a = 1\n\n    b = 2\n    return a + b\n\n\ndef g():\n    return 2\n"
+
+
+@pytest.mark.parametrize("prefix_new", [True, False])
+def test_line_numbers_copied_from_read_file_land_where_they_say(root: Path, box: Toolbox,
+                                                                prefix_new: bool) -> None:
+    (root / "m.py").write_text(NUMBERED)
+    view = box.call("read_file", {"path": "m.py"})
+    old = "\n".join(view.splitlines()[1:4])  # '2\t    a = 1', '3\t', '4\t    b = 2'
+    assert old.startswith("2\t    a = 1")
+    new = old.replace("a = 1", "a = 10") if prefix_new else "    a = 10\n\n    b = 2"
+    out = edit(box, "m.py", old, new)
+    assert out.splitlines()[0] == "edited m.py (1 replacement; matched ignoring line-number prefixes)"
+    assert (root / "m.py").read_text() == NUMBERED.replace("a = 1\n", "a = 10\n")
+
+
+def test_line_numbers_with_another_slip_say_both(root: Path, box: Toolbox) -> None:
+    (root / "m.py").write_text(NUMBERED)
+    out = edit(box, "m.py", "8\t  def g():\n9\t      return 2", "8\t  def g():\n9\t      return 3")
+    assert out.splitlines()[0] == ("edited m.py (1 replacement; matched ignoring line-number "
+                                   "prefixes and indentation)")
+    assert (root / "m.py").read_text().endswith("def g():\n    return 3\n")
+
+
+@pytest.mark.parametrize("old", [
+    "4\t    a = 1\n5\t\n6\t    b = 2",  # numbers of other lines (a stale view)
+    "2\t    a = 1\n4\t    b = 2",  # not consecutive
+    "2\t    a = 1\n    b = 2",  # not every line
+    "8\tdef g():\n9\t    return 2\n10\t",  # past the end of the file
+])
+def test_line_numbers_that_do_not_name_the_lines_are_refused(root: Path, box: Toolbox,
+                                                             old: str) -> None:
+    (root / "m.py").write_text(NUMBERED)
+    out = edit(box, "m.py", old, old.replace("2", "7"))
+    assert out.startswith("ERROR"), out
+    assert (root / "m.py").read_text() == NUMBERED
+
+
+def test_a_file_whose_lines_start_with_numbers_is_matched_as_written(root: Path, box: Toolbox) -> None:
+    (root / "t.tsv").write_text("1\tone\n2\ttwo\n3\tthree\n")
+    out = edit(box, "t.tsv", "2\ttwo\n3\tthree", "2\tTWO\n3\tthree")
+    assert out.splitlines()[0] == "edited t.tsv (1 replacement)"
+    assert (root / "t.tsv").read_text() == "1\tone\n2\tTWO\n3\tthree\n"
+
+
+def test_blank_lines_left_out_of_old_are_kept_in_the_file(root: Path, box: Toolbox) -> None:
+    (root / "m.py").write_text(NUMBERED)
+    out = edit(box, "m.py", "    a = 1\n    b = 2\n    return a + b",
+               "    a = 1\n    b = 3\n    return a + b")
+    assert out.splitlines()[0] == "edited m.py (1 replacement; matched ignoring blank lines)"
+    assert (root / "m.py").read_text() == NUMBERED.replace("b = 2", "b = 3")
+    out = edit(box, "m.py", "    return a + b\ndef g():", "    return a - b\ndef h():")
+    assert "matched ignoring blank lines" in out.splitlines()[0]
+    assert (root / "m.py").read_text() == NUMBERED.replace("b = 2", "b = 3").replace(
+        "a + b\n\n\ndef g", "a - b\n\n\ndef h")
+    # what was left out at both ends of a blank line is kept too
+    out = edit(box, "m.py", "    a = 1\n    b = 3\n", "    a = 5\n    b = 3\n")
+    assert (root / "m.py").read_text().startswith("def f():\n    a = 5\n\n    b = 3\n"), out
+
+
+def test_blank_lines_left_out_where_new_changes_around_them_or_twice_are_refused(
+        root: Path, box: Toolbox) -> None:
+    text = NUMBERED + "\n\ndef h():\n    a = 1\n    b = 2\n"
+    (root / "m.py").write_text(text)
+    out = edit(box, "m.py", "    a = 1\n    b = 2", "    a = 1\n    b = 5")  # exact at h: lands
+    assert out.splitlines()[0] == "edited m.py (1 replacement)"
+    (root / "n.py").write_text(NUMBERED)
+    out = edit(box, "n.py", "def f():\n    a = 1\n    b = 2", "def f():\n    a = 1\n    c = 0\n    b = 2")
+    assert out.startswith("ERROR") and "where they belong is unclear" in out, out
+    out = edit(box, "n.py", "    a = 1\n    b = 2\n    x", "    a = 2\n    b = 2\n    x")
+    assert out.startswith("ERROR"), out
+    twice = NUMBERED + "\n\ndef k():\n    a = 1\n\n\n    b = 2\n"
+    (root / "k.py").write_text(twice)
+    out = edit(box, "k.py", "    a = 1\n    b = 2", "    a = 1\n    b = 4")
+    assert out.startswith("ERROR") and "appears 2x in k.py when blank lines are ignored" in out, out
+    assert (root / "k.py").read_text() == twice and (root / "n.py").read_text() == NUMBERED
+    out = edit(box, "k.py", "    a = 1\n    b = 2", "    a = 1\n    b = 4", replace_all=True)
+    assert out.startswith("edited k.py (2 replacements; matched ignoring blank lines)"), out
+    assert (root / "k.py").read_text() == twice.replace("b = 2", "b = 4")
+
+
+def test_old_with_a_blank_line_the_file_lacks_is_not_this_slip(root: Path, box: Toolbox) -> None:
+    (root / "m.py").write_text("x = 1\ny = 2\n")
+    out = edit(box, "m.py", "x = 1\n\ny = 2", "x = 1\n\ny = 3")
+    assert out.startswith("ERROR"), out

@@ -199,6 +199,19 @@ def test_what_a_job_changes_after_the_last_call_is_settled_when_it_ends(
     assert box.changes["late.txt"] == "created"
 
 
+def test_the_call_that_shows_a_jobs_exit_shows_what_it_changed(root: Path, box: Toolbox) -> None:
+    # The job's end settles in its watcher thread while job_output returns on the same end:
+    # twenty rounds, so that a race between the two cannot pass by luck.
+    for n in range(20):
+        job, _ = start(box, f"sleep 1.1; echo {n} > made-by-job-{n}.txt; echo wrote")
+        while True:
+            obs = box.call("job_output", {"job": job, "wait": 2})
+            if sections(obs)[0].startswith("exit="):
+                break
+        assert f"changed:\ncreated made-by-job-{n}.txt\n" in obs, (n, obs)
+        assert f"made-by-job-{n}.txt" in box.changed, (n, box.changed)
+
+
 def test_a_running_jobs_changes_are_in_the_next_calls_observation(root: Path, box: Toolbox) -> None:
     job, _ = start(box, "echo go > started; while true; do date > clock.txt; sleep 0.1; done")
     wait_for_file(root / "started")

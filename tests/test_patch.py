@@ -363,3 +363,82 @@ def test_codex_end_of_file_anchors_a_hunk_at_the_end(root: Path, box: Toolbox) -
     # As in Codex, the marker is a preference: lines found only elsewhere still match there.
     assert patch(box, misplaced).startswith("M m.py")
     assert (root / "m.py").read_text().startswith("def c():\n    return 0\n")
+
+
+@pytest.mark.parametrize("text", [
+    # openai/codex's scenarios 017, 018 and 020: padded file header, Begin and End lines
+    "*** Begin Patch\n  *** Update File: foo.txt\n@@\n-old\n+new\n*** End Patch\n",
+    " *** Begin Patch\n*** Update File: foo.txt\n@@\n-old\n+new\n*** End Patch \n",
+    "*** Begin Patch \n*** Update File: foo.txt\n@@\n-old\n+new\n *** End Patch\n",
+    "\t*** Begin Patch\n\t*** Update File: foo.txt \n  @@  \n-old\n+new\n  *** End of File \n"
+    "  *** End Patch\t\n",
+    "*** Begin Patch\n*** Update File: foo.txt\n  @@ -1,2 +1,2 @@ \n-old\n+new\n end\n",
+])
+def test_whitespace_around_marker_lines_is_forgiven(root: Path, box: Toolbox, text: str) -> None:
+    (root / "foo.txt").write_text("old\nend\n")
+    out = patch(box, text)
+    assert out.startswith("M foo.txt"), out
+    assert (root / "foo.txt").read_text() == "new\nend\n"
+
+
+def test_a_content_line_that_reads_as_a_marker_stays_content(root: Path, box: Toolbox) -> None:
+    (root / "notes.txt").write_text("top\n *** End Patch\n*** End of File\nend\n")
+    out = patch(box, "*** Begin Patch\n*** Update File: notes.txt\n@@\n top\n"
+                     "+*** End Patch\n+  *** Update File: x.txt\n"  # added lines, not markers
+                     "  *** End Patch\n"  # a context line: more of the hunk follows
+                     "-*** End of File\n+ *** End of File\n end\n*** End Patch\n")
+    assert out.startswith("M notes.txt"), out
+    assert (root / "notes.txt").read_text() == (
+        "top\n*** End Patch\n  *** Update File: x.txt\n *** End Patch\n *** End of File\nend\n")
+    assert not (root / "x.txt").exists()
+    (root / "n.txt").write_text("a\n")
+    out = patch(box, "*** Begin Patch\n*** Add File: made.txt\n+*** End Patch\n+ *** End Patch\n"
+                     "*** End Patch\n")
+    assert (root / "made.txt").read_text() == "*** End Patch\n *** End Patch\n", out
+
+
+def test_add_onto_an_existing_file_and_move_onto_one_stay_refused(root: Path, box: Toolbox) -> None:
+    (root / "a.txt").write_text("a\n")
+    (root / "b.txt").write_text("b\n")
+    out = patch(box, "  *** Begin Patch\n  *** Add File: a.txt\n+x\n *** End Patch ")
+    assert out.startswith("ERROR") and "a.txt already exists" in out, out
+    out = patch(box, "*** Begin Patch\n *** Update File: a.txt\n *** Move to: b.txt\n"
+                     "*** End Patch")
+    assert out.startswith("ERROR") and "b.txt" in out, out
+    assert (root / "a.txt").read_text() == "a\n" and (root / "b.txt").read_text() == "b\n"
+
+
+MODULE = ('"""A module.\n\nclass NotAClass:\n    """\n\n\nclass A:\n    def m(self):\n'
+          '        return 1\n\n    def n(self):\n        return 2\n\n\ndef f(x):\n    return x\n')
+
+
+@pytest.mark.parametrize(("old", "new", "says"), [
+    ("        return 1", "        return (1", "line 9"),  # inside a method
+    ("    return x", "return x", "line 16: expected an indented block after function "
+                               "definition on line 15"),  # out of its def
+    ("        return 2", "    return 2", "no longer parses"),  # a method's body dedented
+    ("    def n(self):", "    def n(self)", "line 11"),  # the definition line itself
+])
+def test_a_patch_that_breaks_one_definition_is_caught_by_its_piece(
+        tmp_path: Path, old: str, new: str, says: str) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "m.py").write_text(MODULE)
+    box = filesystem_toolbox(root)
+    out = patch(box, f"*** Begin Patch\n*** Update File: m.py\n@@\n-{old}\n+{new}\n*** End Patch")
+    assert "WARNING: m.py no longer parses" in out and says in out, out
+    strict = filesystem_toolbox(root, on_syntax_error="reject")
+    (root / "m.py").write_text(MODULE)
+    out = patch(strict, f"*** Begin Patch\n*** Update File: m.py\n@@\n-{old}\n+{new}\n*** End Patch")
+    assert out.startswith("ERROR") and (root / "m.py").read_text() == MODULE, out
+
+
+def test_a_patch_that_keeps_every_definition_whole_passes_the_gate(root: Path, box: Toolbox) -> None:
+    (root / "m.py").write_text(MODULE)
+    out = patch(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-        return 1\n"
+                     "+        return 10  # changed\n@@\n-    return x\n+    return -x\n*** End Patch")
+    assert out.startswith("M m.py") and "WARNING" not in out, out
+    (root / "b.py").write_text("def f(:\n    pass\n\n\ndef g():\n    return 1\n")
+    out = patch(box, "*** Begin Patch\n*** Update File: b.py\n@@\n-    return 1\n+    return 2\n"
+                     "*** End Patch")
+    assert "WARNING" not in out, out  # broken before, elsewhere: the change did not break it

@@ -1,6 +1,14 @@
 """Codex's patch format: ``*** Begin Patch``, ``*** Add File:`` / ``*** Delete File:`` /
 ``*** Update File:`` (with ``*** Move to:``), ``@@`` hunks, ``*** End of File``,
-``*** End Patch``. A missing Begin or End line is forgiven."""
+``*** End Patch``. A missing Begin or End line is forgiven.
+
+Whitespace around a marker line is forgiven, as Codex forgives it, wherever the line
+cannot be content: a line starting with '+' or '-' is always content; one starting with
+whitespace is a marker where a file header (or Begin) is expected, when it is the
+patch's last line (End Patch), when ``*** End of File`` is followed by the next hunk, the
+next file or the end, and when it is a bare ``@@`` (or ``@@ -a,b +c,d @@``) line;
+elsewhere in a hunk it is a context line.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +19,8 @@ from ._hunks import HUNK_NUMBERS, FileOp, Hunk, PatchReader, add_line, hint
 __all__ = ["CODEX_OPS", "Codex"]
 
 CODEX_OPS = ("*** Add File:", "*** Delete File:", "*** Update File:")
+_END = "*** End Patch"
+_EOF = "*** End of File"
 
 
 class Codex(PatchReader):
@@ -18,14 +28,14 @@ class Codex(PatchReader):
         lines: list[str] = self.lines
         ops: list[FileOp] = []
         while self.i < len(lines) and lines[self.i].strip() != "*** Begin Patch":
-            if lines[self.i].startswith(CODEX_OPS):
+            if lines[self.i].strip().startswith(CODEX_OPS):
                 break  # no Begin line: forgiven
             self.i += 1
         else:
             self.i += 1
         while self.i < len(lines):
-            line = lines[self.i].rstrip()
-            if line == "*** End Patch":
+            line = lines[self.i].strip()  # a header is expected: padding is forgiven
+            if line == _END:
                 return ops
             if not line:
                 self.i += 1
@@ -48,8 +58,9 @@ class Codex(PatchReader):
         if kind == "add":
             op.hunks = [self.added()]
         elif kind == "update":
-            if self.i < len(self.lines) and self.lines[self.i].startswith("*** Move to:"):
-                op.move_to = self.lines[self.i][len("*** Move to:"):].strip()
+            move = self.lines[self.i].strip() if self.i < len(self.lines) else ""
+            if move.startswith("*** Move to:"):
+                op.move_to = move[len("*** Move to:"):].strip()
                 self.i += 1
             op.hunks = self.hunks()
             if not op.hunks and not op.move_to:
@@ -59,7 +70,7 @@ class Codex(PatchReader):
 
     def added(self) -> Hunk:
         hunk = Hunk(where=self.i + 1, at_eof=True)
-        while self.i < len(self.lines) and not self.lines[self.i].startswith("***"):
+        while self.i < len(self.lines) and not self.ends_body():
             line = self.lines[self.i]
             if line.startswith("+"):
                 hunk.new.append(line[1:])
@@ -78,14 +89,14 @@ class Codex(PatchReader):
         hunk: Hunk | None = None
         while self.i < len(self.lines):
             line = self.lines[self.i]
-            if line.startswith("***") and line.rstrip() != "*** End of File":
+            if self.ends_body() and not self.end_of_file():
                 break
-            if line.startswith("@@"):
+            if line.startswith("@@") or _padded_hunk_header(line):
                 if hunk is None or hunk.old or hunk.new:
                     hunk = Hunk(where=self.i + 1)
                     hunks.append(hunk)
-                _codex_header(hunk, line)
-            elif line.rstrip() == "*** End of File":
+                _codex_header(hunk, line.strip())
+            elif self.end_of_file():
                 if hunk is None:
                     raise self.error("'*** End of File' ends a hunk; it cannot come first")
                 hunk.at_eof = True
@@ -99,6 +110,42 @@ class Codex(PatchReader):
                                  "'+' (added); a new hunk starts with '@@'")
             self.i += 1
         return [h.finish() for h in hunks if h.old or h.new]
+
+
+    def ends_body(self) -> bool:
+        """Whether the line being read is a marker that ends an added file's or a hunk's
+        lines: one starting with '***', or a padded one that cannot be content (the patch's
+        last line, or an End of File line that a header or the end follows)."""
+        line = self.lines[self.i]
+        if line.startswith("***"):
+            return True
+        if line[:1] in ("+", "-") or not line.strip().startswith("***"):
+            return False
+        after = self.next_filled(self.i + 1)
+        if line.strip() == _END:
+            return after is None
+        if line.strip() != _EOF or after is None:
+            return line.strip() == _EOF
+        follows = self.lines[after]
+        return (follows.startswith(("***", "@@"))
+                or (follows.strip() == _END and self.next_filled(after + 1) is None))
+
+    def next_filled(self, i: int) -> int | None:
+        """The first line from ``i`` on that is not blank (None: there is none)."""
+        while i < len(self.lines) and not self.lines[i].strip():
+            i += 1
+        return i if i < len(self.lines) else None
+
+    def end_of_file(self) -> bool:
+        line = self.lines[self.i]
+        return line.strip() == _EOF and (line.rstrip() == _EOF or self.ends_body())
+
+
+def _padded_hunk_header(line: str) -> bool:
+    """A bare '@@' or a unified '@@ -a,b +c,d @@' with whitespace around it (a context line
+    never reads so: it would be the file's own '@@' line, written with a space before)."""
+    body = line.strip()
+    return line[:1].isspace() and (body == "@@" or HUNK_NUMBERS.match(body) is not None)
 
 
 def _codex_header(hunk: Hunk, line: str) -> None:

@@ -2,7 +2,9 @@
 
 ``replace`` finds ``old`` exactly (as a substring) first; when it is not there, as whole
 lines by the looser rungs of ``_match`` (line endings, trailing whitespace, indentation,
-typographic punctuation), writing ``new`` in the file's conventions. Two or more places
+typographic punctuation), then as one of the slips of ``_slips`` (read_file's line
+numbers in front of every line, blank lines left out), writing ``new`` in the file's
+conventions. Two or more places
 at the first rung that matches are refused, listing them. When nothing matches, the error
 points at the closest near-match. ``apply_edits`` runs several edits in order on the
 evolving text, all or nothing.
@@ -18,6 +20,7 @@ from ..errors import ToolError
 from ._diff import trimmed
 from ._match import IGNORED, LOOSEST, MAX_PLACES, NOTES, Lines, adapt
 from ._nearmiss import near_miss
+from ._slips import unblanked, unnumbered
 from ._text import printable
 
 MAX_EDITS = 100  # edits in one edit_file call
@@ -43,6 +46,7 @@ class Landed:
     # (start, end, count): lines [start, end) of the text, as it was when each replacement
     # was made (earlier ones applied), became ``count`` lines; in the order they were made
     spans: tuple[tuple[int, int, int], ...] = ()
+    slip: str = ""  # a slip of _slips that was forgiven as well (NUMBERS, BLANKS)
 
 
 def apply_edits(text: str, edits: Sequence[Edit], rel: str) -> tuple[str, list[Landed]]:
@@ -134,7 +138,8 @@ def _body(text: str) -> tuple[list[str], bool]:
 
 
 def _replace_lines(text: str, old: str, new: str, rel: str, *, replace_all: bool) -> Landed:
-    """``old`` as whole lines, found by the looser rungs (exact was tried as a substring).
+    """``old`` as whole lines, found by the looser rungs (exact was tried as a substring),
+    else as one of the slips of ``_slips`` (line numbers in front, blank lines left out).
 
     Each place found is then replaced like a substring: the matched lines (with the line
     break after them when ``old`` ends with one) become ``new`` written in the file's
@@ -145,13 +150,18 @@ def _replace_lines(text: str, old: str, new: str, rel: str, *, replace_all: bool
     want, repl, old_nl, new_nl = _blocks(old, new)
     doc = Lines(body)
     found = doc.find(want, first_rung=1) if want else None
+    slipped = None
+    if found is None and want:
+        slipped = unnumbered(want, repl, doc) or unblanked(want, repl, body)
+        found = slipped.found if slipped else None
     if found is None:
         raise ToolError(f"old was not found in {rel}. {printable(near_miss(text, old))}")
-    k = len(want)
+    slip = slipped.slip if slipped else ""
+    spans_of = slipped.spans if slipped else {}
     if len(found.starts) > 1 and not replace_all:
-        where = [f"{s + 1}-{s + k}" if k > 1 else str(s + 1) for s in found.starts]
+        where = [_lines(s, spans_of.get(s, len(want))) for s in found.starts]
         raise ToolError(
-            f"old appears {_count(where)} in {rel}{_when(found.rung)} (at lines "
+            f"old appears {_count(where)} in {rel}{_when(found.rung, slip)} (at lines "
             f"{', '.join(where[:_SHOW_PLACES])}{_more(where)}); include more surrounding "
             "lines so it is unique, or pass replace_all=true to replace every one")
     if replace_all and len(found.starts) >= MAX_PLACES:
@@ -161,8 +171,11 @@ def _replace_lines(text: str, old: str, new: str, rel: str, *, replace_all: bool
     pieces: list[str] = []
     spans: list[tuple[int, int, int]] = []
     cursor = shift = 0
-    for start in _apart(found.starts, k):
-        made = adapt(body[start : start + k], want, repl, found.rung, found.indents.get(start))
+    for start in _apart(found.starts, spans_of, len(want)):
+        k = spans_of.get(start, len(want))
+        olds = slipped.old_at(start) if slipped else want
+        news = slipped.new_at(start, rel) if slipped else repl
+        made = adapt(body[start : start + k], olds, news, found.rung, found.indents.get(start))
         a = doc.offset(start)
         # up to the line break after the block (included when old ends with one)
         b = min(doc.offset(start + k) - (0 if old_nl else 1), len(text))
@@ -173,11 +186,24 @@ def _replace_lines(text: str, old: str, new: str, rel: str, *, replace_all: bool
         shift += rep.count("\n") - was.count("\n")
         cursor = b
     pieces.append(text[cursor:])
-    return Landed("".join(pieces), len(spans), found.rung, tuple(spans))
+    return Landed("".join(pieces), len(spans), found.rung, tuple(spans), slip)
 
 
-def _when(rung: int) -> str:
-    return f" when {IGNORED[rung]}" if rung else ""
+def _lines(start: int, k: int) -> str:
+    return f"{start + 1}-{start + k}" if k > 1 else str(start + 1)
+
+
+def _when(rung: int, slip: str = "") -> str:
+    ignored = [f"{slip} are ignored"] if slip else []
+    ignored += [IGNORED[rung]] if rung else []
+    return f" when {' and '.join(ignored)}" if ignored else ""
+
+
+def note(rung: int, slip: str) -> str:
+    """What a loose match forgave: ``matched ignoring indentation``; "" when exact."""
+    ignored = [slip] if slip else []
+    ignored += [NOTES[rung].removeprefix("matched ignoring ")] if rung else []
+    return f"matched ignoring {' and '.join(ignored)}" if ignored else ""
 
 
 def _blocks(old: str, new: str) -> tuple[list[str], list[str], bool, bool]:
@@ -191,11 +217,12 @@ def _blocks(old: str, new: str) -> tuple[list[str], list[str], bool, bool]:
     return want, repl, old_nl, new_nl
 
 
-def _apart(starts: list[int], k: int) -> list[int]:
-    """The places that do not overlap an earlier one (what replace_all replaces)."""
+def _apart(starts: list[int], spans: dict[int, int], k: int) -> list[int]:
+    """The places that do not overlap an earlier one (what replace_all replaces); a place
+    spans ``spans[start]`` lines, else ``k``."""
     kept: list[int] = []
     for start in starts:
-        if not kept or start >= kept[-1] + k:
+        if not kept or start >= kept[-1] + spans.get(kept[-1], k):
             kept.append(start)
     return kept
 
@@ -253,8 +280,8 @@ def summary(rel: str, landed: list[Landed]) -> str:
     count = sum(done.count for done in landed)
     noun = "replacement" if count == 1 else "replacements"
     if len(landed) == 1:
-        note = f"; {NOTES[landed[0].rung]}" if landed[0].rung else ""
-        return f"edited {rel} ({count} {noun}{note})"
-    notes = "".join(f"; edit {n} {NOTES[done.rung]}" for n, done in enumerate(landed, 1)
-                    if done.rung)
+        said = note(landed[0].rung, landed[0].slip)
+        return f"edited {rel} ({count} {noun}{'; ' + said if said else ''})"
+    notes = "".join(f"; edit {n} {note(done.rung, done.slip)}"
+                    for n, done in enumerate(landed, 1) if done.rung or done.slip)
     return f"edited {rel} ({len(landed)} edits, {count} {noun}{notes})"

@@ -200,8 +200,9 @@ class Files:
             if state.text is not None:
                 before = (state.source or state.original)
                 try:
+                    changed = [(c.a0, c.a1, c.b0, c.b1) for c in state.spans.changes]
                     warning = self.syntax.check(state.rel, before.text if before else None,
-                                                state.text)
+                                                state.text, changed)
                 except ToolError as exc:
                     raise ToolError(f"apply_patch changed nothing: {exc}") from exc
                 warnings += [warning] if warning else []
@@ -222,15 +223,18 @@ class Files:
 
     def _commit(self, states: list[FileState]) -> None:
         """Write a planned patch: every new file staged beside its target first (a failure
-        there changes nothing), then renamed over, then the deletions. A failure among the
-        renames puts back what was already done; a kill leaves every file whole."""
+        there changes nothing) and made durable together (one syncfs), then renamed over,
+        then the deletions, and the folders flushed together. A failure among the renames
+        puts back what was already done; a kill leaves every file whole."""
         for state in states:
             self.before_change(state.rel, state.real)
         staged: list[tuple[FileState, Staged]] = []
         try:
             for state in states:
                 if state.text is not None:
-                    staged.append((state, self.root.stage(state.real, state.data(), state.mode)))
+                    staged.append((state, self.root.stage(state.real, state.data(), state.mode,
+                                                          sync=False)))
+            self.root.sync_all()  # the staged data on disk before any rename points at it
         except BaseException:
             for _, temp in staged:
                 self.root.discard(temp)
@@ -244,7 +248,7 @@ class Files:
                 if state.text is None and state.original is not None:
                     self.root.remove(state.real)
                     done.append(state)
-            self.root.sync_folders([state.real for state in states])
+            self.root.sync_all()  # the renames and removals
         except (OSError, LokiError) as exc:
             for _, temp in staged[len(done):]:
                 self.root.discard(temp)

@@ -26,7 +26,7 @@ def parse_patch(text: str) -> list[FileOp]:
     lines = _unwrap(text.split("\n"))
     if all(line.endswith("\r") for line in lines if line):
         lines = [line.removesuffix("\r") for line in lines]
-    head = [line.rstrip() for line in lines if line.strip()][:3]
+    head = [line.strip() for line in lines if line.strip()][:3]
     if any(h == "*** Begin Patch" or h.startswith(CODEX_OPS) for h in head):
         ops = Codex(lines).parse()
     elif any(line.startswith(("--- ", "diff --git ", "@@")) for line in lines):

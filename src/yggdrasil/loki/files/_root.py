@@ -12,12 +12,13 @@ A Root may hold a :class:`~._protect.Protection`: then a protected path (``.env`
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import secrets
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,12 +227,14 @@ class Root:
                             "commands from it (hooks, core.fsmonitor, aliases, another git "
                             f"folder), which would run outside the sandbox; {HOW_TO_ALLOW_GIT}")
 
-    def stage(self, real: Path, data: bytes, mode: int | None = None) -> Staged:
+    def stage(self, real: Path, data: bytes, mode: int | None = None, *,
+              sync: bool = True) -> Staged:
         """Write ``data`` to a flushed temp file beside ``real``; ``commit`` renames it over.
 
         Several files staged first and committed after change nothing until the renames,
         which are quick: a failure while staging leaves every file as it was. ``mode`` is
         for a new file (a file moved there keeps its bits); an existing one keeps its own.
+        ``sync=False`` leaves flushing the data to ``sync_all``, once for many files.
         """
         parts = self._parts(real)
         if not parts:
@@ -248,22 +251,29 @@ class Root:
             elif mode is None:
                 mode = 0o666 & ~_UMASK
             mode &= ~_SET_ID
-            return Staged(real, _write_temp_at(dfd, name, data, mode), created=old is None)
+            return Staged(real, _write_temp_at(dfd, name, data, mode, sync),
+                          created=old is None)
 
     def commit(self, staged: Staged, *, sync: bool = True) -> None:
         """Rename a staged temp file over its target (the folder is walked again, no link
         followed: a folder swapped since staging has no temp file, and the rename fails).
-        ``sync=False`` leaves flushing the folder to ``sync_folders``, once for many files."""
+        ``sync=False`` leaves flushing the folder to ``sync_all``, once for many files."""
         with self.folder_fd(self._parts(staged.real)[:-1]) as dfd:
             os.rename(staged.temp, staged.real.name, src_dir_fd=dfd, dst_dir_fd=dfd)
             if sync:
                 os.fsync(dfd)
 
-    def sync_folders(self, reals: list[Path]) -> None:
-        """Flush the folders holding ``reals`` to disk, each once (renames made durable)."""
-        for parts in sorted({self._parts(real)[:-1] for real in reals}):
-            with suppress(OSError, PathError), self.folder_fd(parts) as dfd:
-                os.fsync(dfd)
+    def sync_all(self) -> None:
+        """Flush everything written on the root's filesystem to disk at once (syncfs):
+        many files staged with ``sync=False`` are made durable by one call, and renames
+        after a second one. Where syncfs is missing, os.sync does the same for every
+        filesystem."""
+        fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            if _SYNCFS is None or _SYNCFS(fd) != 0:
+                os.sync()
+        finally:
+            os.close(fd)
 
     def discard(self, staged: Staged) -> None:
         """Remove a staged temp file that will not be committed; never raises."""
@@ -346,8 +356,9 @@ def _lstat_at(dfd: int, name: str) -> os.stat_result | None:
         return None
 
 
-def _write_temp_at(dfd: int, name: str, data: bytes, mode: int) -> str:
-    """A new temp file beside ``name`` holding ``data``, flushed to disk; its name."""
+def _write_temp_at(dfd: int, name: str, data: bytes, mode: int, sync: bool = True) -> str:
+    """A new temp file beside ``name`` holding ``data``, flushed to disk (unless not
+    ``sync``: the caller flushes many at once); its name."""
     tmp = f".{name}.loki-{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o600, dir_fd=dfd)
@@ -356,7 +367,8 @@ def _write_temp_at(dfd: int, name: str, data: bytes, mode: int) -> str:
             fh.write(data)
             fh.flush()
             os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
     except BaseException:
         with suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=dfd)
@@ -364,6 +376,15 @@ def _write_temp_at(dfd: int, name: str, data: bytes, mode: int) -> str:
     return tmp
 
 
+def _syncfs() -> Callable[[int], int] | None:
+    """libc's syncfs(fd), or None where there is none (not Linux)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+
+
+_SYNCFS = _syncfs()
 _SET_ID = stat.S_ISUID | stat.S_ISGID
 # os.umask can only be read by setting it: do it once, at import, before threads start.
 _UMASK = os.umask(0)

@@ -8,15 +8,26 @@ ends with a ``WARNING:`` line; with ``reject`` the change is refused (ERROR with
 parser's line and message) when it would break a file that parsed before (or a new file,
 when its format's own parser says so; a grammar only warns about a new file): a file
 that was already broken can still be edited step by step towards parsing.
+
+A change to a Python file given with the lines it changed (apply_patch's spans) is first
+checked piece by piece: each changed region widened to the ``def``/``class`` around it
+(its lines dedented), compiled alone. When every piece compiles, the change cannot have
+broken the file (a definition that compiles alone compiles in any body around it) and
+the rest of the file is not parsed. When one does not and the same regions of the old
+text all compile alone, the change broke the file there (that error is reported);
+otherwise the whole file is parsed, as for any write. A boundary is only taken where the text before it has an even number of each
+kind of triple quote (not inside a docstring), so a ``def`` line quoted in a string is
+not one.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import tomllib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Literal
 
@@ -133,14 +144,27 @@ class SyntaxGate:
         self.reject = on_error == "reject"
         self.grammar = grammar
 
-    def check(self, rel: str, before: str | None, after: str) -> str:
+    def check(self, rel: str, before: str | None, after: str,
+              changed: Sequence[tuple[int, int, int, int]] | None = None) -> str:
         """A ``WARNING:`` line ('' when it parses); raises ToolError when rejecting.
 
-        ``before`` is the text before the change (None for a new file)."""
-        problem = syntax_problem(rel, after, self.grammar)
+        ``before`` is the text before the change (None for a new file); ``changed``, when
+        known, the line ranges (a0, a1, b0, b1): lines [a0, a1) of ``before`` became
+        [b0, b1) of ``after``."""
+        problem: str | None = None
+        broke = True
+        if before is not None and changed is not None and rel.endswith(".py"):
+            problem = _piece_problem(after, [(b0, b1) for _, _, b0, b1 in changed])
+            if problem == "":
+                return ""
+            if problem is not None and _piece_problem(
+                    before, [(a0, a1) for a0, a1, _, _ in changed]) != "":
+                problem = None  # the old pieces do not compile alone either: ask the file
         if problem is None:
-            return ""
-        broke = before is None or syntax_problem(rel, before, self.grammar) is None
+            problem = syntax_problem(rel, after, self.grammar)
+            if problem is None:
+                return ""
+            broke = before is None or syntax_problem(rel, before, self.grammar) is None
         # A grammar approximates its language (macros, dialects): its word alone refuses
         # no new file, only a change that breaks a file it read cleanly before.
         trusted = before is not None or _own_parser(rel)
@@ -150,3 +174,82 @@ class SyntaxGate:
         if not broke:
             return f"WARNING: {rel} does not parse: {problem} (nor did it before this change)"
         return f"WARNING: {rel} no longer parses: {problem}"
+
+
+_DEFINES = ("def ", "class ", "async def ")
+
+
+def _piece_problem(text: str, changed: Sequence[tuple[int, int]]) -> str | None:
+    """'' when every changed region of ``text``, widened to the definition around it,
+    compiles alone; the first one's error ('line N: ...', in the file's numbers) when one
+    does not; None when only the whole file can tell."""
+    lines = text.split("\n")
+    starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]
+    pieces: list[tuple[int, int, int]] = []
+    for b0, b1 in sorted(changed):
+        lo, hi = (max(b0 - 1, 0), min(b0 + 1, len(lines))) if b0 == b1 else (b0, b1)
+        piece = _piece(text, lines, starts, lo, hi)
+        if pieces and piece[0] < pieces[-1][1]:  # overlapping: one piece around both
+            first = pieces.pop()
+            piece = (min(first[0], piece[0]), max(first[1], piece[1]), min(first[2], piece[2]))
+        pieces.append(piece)
+    for start, end, indent in pieces:
+        body = lines[start:end]
+        if indent:
+            if any(0 < _indent(line) < indent for line in body if _code(line)):
+                return None  # a line between two depths: only the whole file tells
+            body = [line[indent:] if line[:indent].isspace() else line for line in body]
+        source = "\n" * start + "\n".join(body)  # the file's line numbers in messages
+        if start and "__future__" in source:
+            return None  # a future import is only valid at the top of the file
+        try:
+            _python(source)
+        except SyntaxError as exc:
+            if "nonlocal" in str(exc.msg):
+                return None  # its binding may be in a function around the piece
+            return f"line {exc.lineno}: {exc.msg}"
+        except ValueError:
+            return None
+    return ""
+
+
+def _piece(text: str, lines: list[str], starts: list[int], lo: int,
+           hi: int) -> tuple[int, int, int]:
+    """(first line, end line, indentation) of the definition around lines [lo, hi): from
+    the nearest def/class at or above ``lo`` indented no deeper than any changed line, to
+    the next one after ``hi`` indented no deeper than it (its decorators left out)."""
+    deepest = min((_indent(line) for line in lines[lo:hi] if _code(line)), default=0)
+    start, indent = 0, 0
+    for i in range(min(lo, len(lines) - 1), -1, -1):
+        if _defines(lines[i]) and _indent(lines[i]) <= deepest and _outside_strings(text, starts[i]):
+            start, indent = i, _indent(lines[i])
+            break
+    end = len(lines)
+    for i in range(hi, len(lines)):
+        if _defines(lines[i]) and _indent(lines[i]) <= indent and _outside_strings(text, starts[i]):
+            end = i
+            while end > hi and lines[end - 1].strip().startswith("@"):
+                end -= 1
+            break
+    if start == 0:
+        indent = 0
+    return start, end, indent
+
+
+def _code(line: str) -> bool:
+    """Neither blank nor only a comment (whose depth means nothing to the parser)."""
+    stripped = line.lstrip()
+    return bool(stripped) and not stripped.startswith("#")
+
+
+def _defines(line: str) -> bool:
+    return line.lstrip().startswith(_DEFINES)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _outside_strings(text: str, offset: int) -> bool:
+    """Whether ``offset`` follows an even number of each kind of triple quote."""
+    return text.count('"""', 0, offset) % 2 == 0 and text.count("'''", 0, offset) % 2 == 0

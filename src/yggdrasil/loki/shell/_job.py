@@ -125,6 +125,7 @@ class Job:
         self.ended_at = 0.0
         self.stop_requested = threading.Event()
         self.ended = threading.Event()
+        self.settled = threading.Event()  # what it changed up to its end is in ``changes``
         self.why = ""  # who stopped it: "job_stop", "the toolbox closed", a lifetime
         self.stopped_by = ""  # the signal that ended a stopped job
         self.held_open = False
@@ -155,9 +156,10 @@ class Job:
     def output_size(self) -> int:
         return self.stdout.total + self.stderr.total
 
-    def state(self) -> str:
-        """``job 3 running`` or ``exit=<code>`` with how it was stopped."""
-        if self.running:
+    def state(self, ended: bool | None = None) -> str:
+        """``job 3 running`` or ``exit=<code>`` with how it was stopped (``ended``: as
+        the caller saw it, default now)."""
+        if not (self.ended.is_set() if ended is None else ended):
             return f"job {self.id} running"
         if not self.why or not self.stopped_by:  # it ended on its own first
             return f"exit={self.exit_code}"
@@ -198,12 +200,13 @@ class Job:
             seen = size
             self.ended.wait(min(QUIET, max(0.0, deadline - time.monotonic())))
 
-    def read(self) -> str:
-        """The state line, then what the job printed since the last read."""
-        final = self.ended.is_set()
+    def read(self, ended: bool | None = None) -> str:
+        """The state line, then what the job printed since the last read (``ended``:
+        whether the job had ended as the caller saw it, default now)."""
+        final = self.ended.is_set() if ended is None else ended
         # each section ends with one newline of its own, so a read's output is exact:
         # a last line without a newline (a prompt) is followed by just that one
-        text = (f"{self.state()}\nstdout:\n{self.stdout.take(final=final)}"
+        text = (f"{self.state(final)}\nstdout:\n{self.stdout.take(final=final)}"
                 f"\nstderr:\n{self.stderr.take(final=final)}\n")
         return text + (HELD_OPEN if final and self.held_open else "")
 

@@ -10,6 +10,12 @@ mutating tool call (the toolbox calls :meth:`Jobs.settle`), in ``job_output``,
 ``job_stop`` and ``jobs()``, when a job ends, and when the toolbox closes. What changes
 while a foreground command runs is reported by that command.
 
+The observation that first shows a job's exit shows everything it changed: a job ends
+in its watcher thread, which settles what it did; a call reporting on an ended job
+settles first itself or, when another thread holds the lock (that settle, a mutating
+call's), waits for the job's end to be settled (unless a foreground command holds the
+tracker: what changes then is that command's to report).
+
 Jobs end with their toolbox: ``close()`` (the toolbox's) stops them all, and so does
 the interpreter's exit (``atexit``), for every ``Jobs`` still alive.
 """
@@ -41,6 +47,7 @@ log = logging.getLogger("yggdrasil.loki.tools")
 FIRST_LOOK = 1.0  # seconds of a new job's output shown by the call that starts it
 INPUT_LOOK = 1.0  # seconds job_input waits for the job to answer
 INPUT_WAIT = 5.0  # seconds job_input waits for a job that does not read its stdin
+SETTLE_WAIT = 60.0  # seconds a report waits for an ended job's changes (a guard only)
 KEPT_ENDED = 50  # ended jobs remembered (their unread output, their exit) per toolbox
 MAX_INPUT = 1_000_000  # characters one job_input may send
 Wait = Annotated[float, Interval(ge=0, le=60)]
@@ -61,6 +68,7 @@ class Jobs:
         self._next = 1
         self._charged: list[Job] = []  # jobs that ran since the last settle
         self._tracking = False  # the tracker is open for the jobs' changes
+        self._held = False  # a foreground command took the tracker over (settle(resume=False))
         self.lock: Lock = _private_lock()  # the toolbox's mutating-call lock, once attached
         self.closed = False
         _LIVE.add(self)
@@ -144,6 +152,7 @@ class Jobs:
         meanwhile (``exclude``: paths a tool call just changed itself), then watch again
         (``resume=False``: a foreground command takes the tracker over and resumes after).
         Call it holding the lock that serialises mutating calls."""
+        self._held = not resume
         if not self._tracking:
             return
         self._tracking = False
@@ -160,6 +169,7 @@ class Jobs:
 
     def resume(self) -> None:
         """After a foreground command: keep watching for the running jobs' changes."""
+        self._held = False
         self._charged = [job for job in self._jobs.values() if job.running]
         if self._charged:
             self._begin()
@@ -179,9 +189,12 @@ class Jobs:
 
     def _ended(self, job: Job) -> None:
         """In the job's watcher thread: settle what it did (unless we are shutting down)."""
-        if not _EXITING:
-            with self.lock():
-                self.settle()
+        try:
+            if not _EXITING:
+                with self.lock():
+                    self.settle()
+        finally:
+            job.settled.set()
 
     # -- status and lifetime -------------------------------------------------------------
 
@@ -253,8 +266,14 @@ class Jobs:
                 self.settle()
 
     def _report(self, job: Job) -> str:
-        self._settle_if_free()
-        text = job.read()
+        """The job's state, output and changes; an ended job's changes all there."""
+        ended = job.ended.is_set()  # the state shown: it may end while this reads
+        with self.lock(blocking=False) as turn:
+            if turn:  # its end's own settle waits for this lock: this one covers it
+                self.settle()
+        if ended and not turn and not self._held:
+            job.settled.wait(SETTLE_WAIT)
+        text = job.read(ended)
         text += changed_section([f"{verb} {rel}" for rel, verb in job.changes.items()])
         return text + put_back_note(list(dict.fromkeys(job.put_back)))
 
