@@ -12,7 +12,7 @@ __all__ = ["add_mcp", "run_mcp"]
 
 
 def add_mcp(commands: Any) -> None:
-    subcommand(
+    parser = subcommand(
         commands, "mcp", run_mcp, with_yes=False,
         summary="serve the tools over MCP (stdio)",
         description=("Serve the toolbox as a Model Context Protocol server over stdin/stdout. "
@@ -27,6 +27,11 @@ def add_mcp(commands: Any) -> None:
                "client configuration (Claude Desktop / Claude Code / Cursor):\n"
                '  {"mcpServers": {"loki": {"command": "loki", '
                '"args": ["mcp", "--root", "/path/to/project"]}}}')
+    group = parser.add_argument_group("mcp")
+    group.add_argument("--max-message-bytes", type=_positive, default=None,
+                       metavar="N", help="a JSON-RPC message (a line on stdin, an HTTP body) "
+                       "longer than N bytes is answered with an error and dropped unread "
+                       "(default: 16777216 = 16 MiB)")
 
 
 def run_mcp(args: argparse.Namespace) -> int:
@@ -37,5 +42,16 @@ def run_mcp(args: argparse.Namespace) -> int:
         load_sdk()
     except ImportError as exc:
         raise CliError(f"loki mcp needs the MCP SDK: pip install 'yggdrasil-loki[mcp]' ({exc})") from exc
-    serve(box, root=os.path.realpath(args.root))
+    limit = {"max_message_bytes": args.max_message_bytes} if args.max_message_bytes else {}
+    serve(box, root=os.path.realpath(args.root), **limit)
     return EXIT_OK
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
