@@ -115,7 +115,7 @@ def describe(root: str | None) -> str:
             "Paths are relative to that root; a path outside it is refused.")
 
 
-def _log_to_stderr() -> None:
+def log_to_stderr() -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="loki mcp: %(levelname)s %(message)s")
 
@@ -155,7 +155,7 @@ def serve(box: Toolbox, *, root: str | None = None,
     A JSON-RPC line over ``max_message_bytes`` is answered with an error and dropped
     without being held in memory.
     """
-    _log_to_stderr()
+    log_to_stderr()
     sdk = load_sdk()
     where = f" inside {root}" if root else ""
     log.info("serving %d tools%s (mcp %s)", len(box), where, sdk.version)
