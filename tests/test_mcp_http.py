@@ -86,11 +86,14 @@ def http_server(python: str, root: Path, *flags: str, env: dict[str, str] | None
                 proc.wait()
 
 
-async def in_session(url: str, scenario: Scenario, token: str = TOKEN) -> Any:
-    """Open an MCP session at ``url`` with the SDK's client, run ``scenario``, end it (DELETE)."""
+async def in_session(url: str, scenario: Scenario, token: str = TOKEN, *,
+                     delete: bool = True) -> Any:
+    """Open an MCP session at ``url`` with the SDK's client, run ``scenario``, then end the
+    session (DELETE) or, without ``delete``, just go away."""
     with anyio.fail_after(GUARD):
         async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http, \
-                streamable_http_client(url, http_client=http) as (read, write), \
+                streamable_http_client(url, http_client=http,
+                                       terminate_on_close=delete) as (read, write), \
                 ClientSession(read, write) as client:
             await client.initialize()
             return await scenario(client)
@@ -249,6 +252,78 @@ def test_end_to_end_list_edit_background_job_cancel(root: Path, mcp_python: str)
     # mcp 1.30 logs a traceback of its own when a session ends (its SSE writer finds its
     # stream closed): that one only
     assert log.count("Traceback") == log.count("Error in standalone SSE writer")
+
+
+def test_a_session_left_idle_ends_and_its_job_is_stopped(root: Path) -> None:
+    async def leave_a_job(client: ClientSession) -> str:
+        started = text_of(await client.call_tool("run", {"command": LONG, "background": True}))
+        await anyio.to_thread.run_sync(wait_for, root / "started")
+        return started
+
+    with http_server("python3", root, "--idle-timeout", "2") as server:
+        started = anyio.run(lambda: in_session(server.url, leave_a_job, delete=False))
+        pids = running(root / "shell.pid")
+        deadline = time.monotonic() + GUARD
+        while "idle: its toolbox is closed" not in server.log():
+            assert time.monotonic() < deadline, server.log()
+            time.sleep(0.1)
+        alive_after = [pid for pid in pids if alive(pid)]
+    assert started.startswith("started job ") and pids and not alive_after
+
+
+def test_sessions_over_the_cap_are_503_until_one_ends(root: Path) -> None:
+    auth = f"Bearer {TOKEN}"
+    with http_server("python3", root, "--max-sessions", "1") as server:
+        first = post(server, INIT, authorization=auth)
+        second = post(server, INIT, authorization=auth)
+        httpx.delete(server.url, headers={"authorization": auth,
+                                          "mcp-session-id": first.headers["mcp-session-id"]})
+        deadline = time.monotonic() + GUARD
+        while "ended: its toolbox is closed" not in server.log():
+            assert time.monotonic() < deadline, server.log()
+            time.sleep(0.05)
+        third = post(server, INIT, authorization=auth)
+    assert (first.status_code, second.status_code, third.status_code) == (200, 503, 200)
+    assert "1 sessions are open" in second.json()["error"]["message"]
+
+
+def test_http_app_serves_from_python_with_a_toolbox_per_session(root: Path) -> None:
+    import threading
+
+    import uvicorn
+
+    from yggdrasil.loki.mcp import allowed_hosts, http_app
+    from yggdrasil.loki.tools import filesystem_toolbox
+
+    made: list[Any] = []
+
+    def make() -> Any:
+        made.append(filesystem_toolbox(root, read_only=True))
+        return made[-1]
+
+    app = http_app(make, token=TOKEN, hosts=allowed_hosts("127.0.0.1"))
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + GUARD
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive()
+            time.sleep(0.05)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def names(client: ClientSession) -> list[str]:
+            return [t.name for t in (await client.list_tools()).tools]
+        first = anyio.run(lambda: in_session(url, names))
+        second = anyio.run(lambda: in_session(url, names))
+    finally:
+        server.should_exit = True
+        thread.join(GUARD)
+    assert first == second and "write_file" not in first and "read_file" in first
+    assert len(made) == 2 and made[0] is not made[1]
+    assert all(box.closed for box in made)
 
 
 def test_sigterm_closes_every_open_session(root: Path) -> None:

@@ -20,7 +20,6 @@ in order:
 from __future__ import annotations
 
 import contextlib
-import functools
 import hmac
 import json
 import logging
@@ -270,13 +269,13 @@ def serve_http(make_toolbox: Callable[[], Toolbox], host: str = "127.0.0.1", por
                root: str | None = None, path: str = "/mcp",
                max_message_bytes: int = MAX_MESSAGE_BYTES,
                idle_timeout: float | None = IDLE_TIMEOUT, max_sessions: int = MAX_SESSIONS,
-               on_listening: Callable[[str], None] | None = None) -> None:
+               ) -> None:
     """Serve ``http_app(make_toolbox, ...)`` on ``host:port`` with uvicorn until SIGINT or
     SIGTERM; then every session ends and its toolbox is closed.
 
     ``names`` are the host names clients reach the server by (beyond its address);
-    ``origins`` browser origins to accept; ``port=0`` picks a free port. ``on_listening``
-    gets the URL once the socket is bound (the default logs it).
+    ``origins`` browser origins to accept; ``port=0`` picks a free port (the URL is
+    logged on stderr once the socket is bound).
     """
     import uvicorn
 
@@ -291,7 +290,10 @@ def serve_http(make_toolbox: Callable[[], Toolbox], host: str = "127.0.0.1", por
     url = f"http://{_bracketed(host)}:{sock.getsockname()[1]}{app.path}"
     log.info("serving MCP over HTTP at %s (mcp %s)%s", url, app.sdk.version,
              "" if token else "; NO TOKEN: anyone who reaches the port drives the tools")
-    (on_listening or functools.partial(log.info, "listening on %s"))(url)
+    if host in ("0.0.0.0", "::", ""):
+        log.info("bound to every interface: clients are accepted by the names %s only "
+                 "(add the one they use with names=/--http-host)",
+                 ", ".join(h for h in hosts if not h.endswith(":*")))
     config = uvicorn.Config(app, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=5, h11_max_incomplete_event_size=1 << 16)
     try:
