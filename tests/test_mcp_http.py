@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -357,3 +358,25 @@ def test_bad_token_sources_and_addresses_fail_with_a_clear_error(root: Path, tmp
                                *flags], capture_output=True, text=True, timeout=GUARD,
                               env={"PYTHONPATH": str(SRC), "PATH": os.environ["PATH"]})
         assert done.returncode == 2 and says in done.stderr, (flags, done.stderr)
+
+
+def test_mcp_inspectors_cli_calls_a_tool_with_the_token_and_is_refused_without(
+        root: Path) -> None:
+    """A second client, not written in Python: MCP Inspector's CLI (npm
+    @modelcontextprotocol/inspector, which .ci/run installs when npm is there)."""
+    inspector = shutil.which("mcp-inspector")
+    if inspector is None:
+        pytest.skip("MCP Inspector is not installed (npm i -g @modelcontextprotocol/inspector)")
+    (root / "notes.txt").write_text("hello\n")
+    with http_server("python3", root) as server:
+        def inspect(*headers: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [inspector, "--cli", server.url, "--transport", "http", *headers,
+                 "--method", "tools/call", "--tool-name", "read_file", "--tool-arg",
+                 "path=notes.txt"], capture_output=True, text=True, timeout=GUARD)
+        called = inspect("--header", f"Authorization: Bearer {TOKEN}")
+        refused = inspect()
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["content"][0]["text"] == "1\thello"
+    assert refused.returncode != 0
+    assert "missing or wrong bearer token" in refused.stdout + refused.stderr
