@@ -34,10 +34,10 @@ LONG = (f"(sleep 300 & echo $! {NS_PID} > child.pid; wait) & echo $$ {NS_PID} > 
 class WireClient:
     """The client side of `loki mcp --root ROOT` over pipes, one JSON line per message."""
 
-    def __init__(self, python: str, root: Path, tmpdir: Path) -> None:
+    def __init__(self, python: str, root: Path, tmpdir: Path, *flags: str) -> None:
         self.stderr_path = root.parent / "server-stderr.txt"
         self.proc = subprocess.Popen(
-            [python, "-m", "yggdrasil.loki", "mcp", "--root", str(root)],
+            [python, "-m", "yggdrasil.loki", "mcp", "--root", str(root), *flags],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.stderr_path.open("wb"),
             env={"PYTHONPATH": str(SRC), "TMPDIR": str(tmpdir), "PATH": os.environ["PATH"]})
@@ -188,3 +188,53 @@ def test_lines_it_cannot_parse_are_logged_and_the_server_goes_on(
     log = client.stderr()
     assert log.count("ignored a line that is not a valid JSON-RPC message") == 3
     assert "this is not json" in log and '"id": 7' in log
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident memory (VmHWM), in MiB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+
+def test_a_message_over_the_limit_is_answered_with_an_error_and_never_held(
+        root: Path, tmpdir_: Path, mcp_python: str) -> None:
+    (root / "notes.txt").write_text("hello\n")
+    with wire(mcp_python, root, tmpdir_) as client:
+        before = peak_rss_mb(client.proc.pid)
+        head = '{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": ' \
+               '"write_file", "arguments": {"path": "big.txt", "content": "'
+        assert client.proc.stdin is not None
+        client.proc.stdin.write(head.encode())
+        block = b"x" * (1 << 20)
+        for _ in range(64):  # 64 MiB, written as the client would stream it
+            client.proc.stdin.write(block)
+        client.proc.stdin.write(b'"}}}\n')
+        client.proc.stdin.flush()
+        error = client.answer(5)["error"]
+        client.call(6, "read_file", path="notes.txt")
+        assert text(client.answer(6)) == "1\thello"
+        peak = peak_rss_mb(client.proc.pid)
+    assert error["code"] == -32600
+    assert "message too large" in error["message"] and "16777216 bytes" in error["message"]
+    assert not (root / "big.txt").exists()
+    assert peak < 300, f"peak RSS {peak:.0f} MiB (at start {before:.0f} MiB)"
+    assert "refused a message of 67108" in client.stderr()
+
+
+def test_an_oversized_line_without_an_id_gets_an_error_for_null_and_a_lower_limit_holds(
+        root: Path, tmpdir_: Path, mcp_python: str) -> None:
+    client = WireClient(mcp_python, root, tmpdir_, "--max-message-bytes", "1000")
+    try:
+        client.initialize()
+        client.send('{"params": {"id": 3, "pad": "' + "y" * 5000 + '"}, "id": 9}')  # id too late
+        client.send('{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "list_dir"'
+                    + " " * 5000 + "}, \"id\": 10}")
+        client.call(11, "list_dir")
+        assert text(client.answer(11)) == "./ is empty"
+        errors = [m for m in client.seen if "error" in m]
+    finally:
+        client.proc.kill()
+        client.proc.wait()
+    assert [e["id"] for e in errors] == [None, None]
+    assert all("over the limit of 1000 bytes" in e["error"]["message"] for e in errors)

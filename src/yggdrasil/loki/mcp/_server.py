@@ -33,6 +33,7 @@ import anyio
 import anyio.lowlevel
 
 from ..tools import Observation, Tool, Toolbox
+from ._limits import MAX_MESSAGE_BYTES
 from ._sdk import Sdk, load_sdk
 from ._stdio import stdio_streams
 
@@ -107,6 +108,18 @@ def build_server(box: Toolbox, *, instructions: str = "", sdk: Sdk | None = None
     return sdk.server("loki", _version(), instructions, list_tools, call_tool)
 
 
+def describe(root: str | None) -> str:
+    """What the server tells the client about its tools."""
+    where = f" inside {root}" if root else ""
+    return (f"Tools to list, read, search, write, edit and run files{where}. "
+            "Paths are relative to that root; a path outside it is refused.")
+
+
+def log_to_stderr() -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="loki mcp: %(levelname)s %(message)s")
+
+
 def _version() -> str:
     try:
         return metadata.version("yggdrasil-loki")
@@ -123,9 +136,10 @@ async def _stop_on_signals(box: Toolbox, scope: anyio.CancelScope) -> None:
             return
 
 
-async def _serve(box: Toolbox, sdk: Sdk, instructions: str) -> None:
+async def _serve(box: Toolbox, sdk: Sdk, instructions: str, max_message_bytes: int) -> None:
     server = build_server(box, instructions=instructions, sdk=sdk)
-    async with stdio_streams(sdk) as (read_stream, write_stream), \
+    async with stdio_streams(sdk, max_message_bytes=max_message_bytes) as (read_stream,
+                                                                           write_stream), \
             anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, box, tg.cancel_scope)
         await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -134,17 +148,19 @@ async def _serve(box: Toolbox, sdk: Sdk, instructions: str) -> None:
     # command's tree, a table worker's parse) and waits for it a bounded time
 
 
-def serve(box: Toolbox, *, root: str | None = None) -> None:
-    """Serve ``box`` over stdin/stdout until the client closes stdin or a signal stops it."""
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                        format="loki mcp: %(levelname)s %(message)s")
+def serve(box: Toolbox, *, root: str | None = None,
+          max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    """Serve ``box`` over stdin/stdout until the client closes stdin or a signal stops it.
+
+    A JSON-RPC line over ``max_message_bytes`` is answered with an error and dropped
+    without being held in memory.
+    """
+    log_to_stderr()
     sdk = load_sdk()
     where = f" inside {root}" if root else ""
-    instructions = (f"Tools to list, read, search, write, edit and run files{where}. "
-                    "Paths are relative to that root; a path outside it is refused.")
     log.info("serving %d tools%s (mcp %s)", len(box), where, sdk.version)
     try:
-        anyio.run(_serve, box, sdk, instructions)
+        anyio.run(_serve, box, sdk, describe(root), max_message_bytes)
     finally:
         box.close()  # calls in flight and background jobs end with the server, however it ends
     log.info("stopped")
