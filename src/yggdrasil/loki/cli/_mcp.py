@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..settings import Settings
 from ._common import EXIT_OK, CliError
-from ._toolbox import announce, open_toolbox, subcommand
+from ._toolbox import announce, cli_settings, open_toolbox, subcommand
 
 __all__ = ["add_mcp", "run_mcp"]
 
@@ -70,7 +71,8 @@ def add_mcp(commands: Any) -> None:
 
 
 def run_mcp(args: argparse.Namespace) -> int:
-    box = open_toolbox(args)  # before importing the SDK: a bad root fails fast
+    settings = cli_settings(args)  # the files are read once: every session gets the same
+    box = open_toolbox(args, settings=settings)  # before importing the SDK: fails fast
     announce(box, confirm="by the MCP client (mutating tools are marked destructive)",
              root=args.root)
     try:
@@ -83,19 +85,19 @@ def run_mcp(args: argparse.Namespace) -> int:
     root = os.path.realpath(args.root)
     if args.http:
         box.close()  # it showed the options make a toolbox; each session makes its own
-        _serve_http(args, root, limit)
+        _serve_http(args, root, limit, settings)
     else:
         serve(box, root=root, max_message_bytes=limit)
     return EXIT_OK
 
 
-def _serve_http(args: argparse.Namespace, root: str, limit: int) -> None:
+def _serve_http(args: argparse.Namespace, root: str, limit: int, settings: Settings) -> None:
     from ..mcp import serve_http
 
     host, port = _address(args.http)
     token = _token(args)
     try:
-        serve_http(lambda: open_toolbox(args), host, port, token=token, names=args.http_host,
+        serve_http(lambda: open_toolbox(args, settings=settings), host, port, token=token, names=args.http_host,
                    origins=args.http_origin, root=root, idle_timeout=args.idle_timeout,
                    max_sessions=args.max_sessions, max_message_bytes=limit)
     except (ImportError, TypeError) as exc:
