@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -230,7 +231,10 @@ def test_end_to_end_list_edit_background_job_cancel(root: Path, mcp_python: str)
             "run", {"command": "sleep 3; echo job-done", "background": True}))
         job = started.split()[2].rstrip(":")
         seen["started"] = started
-        seen["job"] = text_of(await client.call_tool("job_output", {"job": job, "wait": 30}))
+        outputs: list[str] = []  # job_output waits for new output or the end, whichever first
+        while not outputs or not outputs[-1].startswith("exit="):
+            outputs.append(text_of(await client.call_tool("job_output", {"job": job, "wait": 30})))
+        seen["job"] = outputs
         async with anyio.create_task_group() as tg:  # a call cancelled by its caller
             tg.start_soon(client.call_tool, "run", {"command": LONG})
             await anyio.to_thread.run_sync(wait_for, root / "started")
@@ -245,7 +249,7 @@ def test_end_to_end_list_edit_background_job_cancel(root: Path, mcp_python: str)
     assert seen["edit"].startswith("edited app.py (1 replacement)")
     assert (root / "app.py").read_text() == "debug = True\n"
     assert "job 1 running" in seen["started"]
-    assert seen["job"].startswith("exit=0\nstdout:\njob-done")
+    assert seen["job"][-1].startswith("exit=0") and "job-done" in "".join(seen["job"])
     assert seen["pids"] and not any(alive(pid) for pid in seen["pids"])
     assert seen["after"].startswith("exit=0\nstdout:\nafter")
     log = server.log()
@@ -380,3 +384,55 @@ def test_mcp_inspectors_cli_calls_a_tool_with_the_token_and_is_refused_without(
     assert json.loads(called.stdout)["content"][0]["text"] == "1\thello"
     assert refused.returncode != 0
     assert "missing or wrong bearer token" in refused.stdout + refused.stderr
+
+
+# -- the programs of the docs page, as written ------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "_incoming" / "mcp.md"  # -> docs/mcp.md
+
+
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```$", path.read_text(), re.M | re.S)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("kind", ["serve_http(", "http_app("])
+def test_the_docs_server_and_client_programs_run_as_written(root: Path, tmp_path: Path,
+                                                            kind: str) -> None:
+    blocks = python_blocks(DOCS)
+    server_code = next(b for b in blocks if kind in b)
+    client_code = next(b for b in blocks if "streamable_http_client(" in b)
+    (root / "README.md").write_text("# the project\n")
+    (tmp_path / "server.py").write_text(server_code)
+    (tmp_path / "client.py").write_text(client_code)
+    port = free_port()
+    env = {"PYTHONPATH": str(SRC), "PATH": os.environ["PATH"], "TMPDIR": str(tmp_path),
+           "PROJECT": str(root), "PORT": str(port), "LOKI_MCP_TOKEN": TOKEN,
+           "LOKI_MCP_URL": f"http://127.0.0.1:{port}/mcp"}
+    server = subprocess.Popen([sys.executable, str(tmp_path / "server.py")], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + GUARD
+        while True:
+            try:
+                httpx.get(env["LOKI_MCP_URL"], timeout=1)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        done = subprocess.run([sys.executable, str(tmp_path / "client.py")], env=env,
+                              capture_output=True, text=True, timeout=GUARD)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(GUARD)
+    assert done.returncode == 0, done.stderr[-2000:]
+    count, first_line = done.stdout.splitlines()[:2]
+    assert count.endswith(" tools") and int(count.split()[0]) > 10
+    assert first_line == "1\t# the project"

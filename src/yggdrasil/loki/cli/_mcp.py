@@ -100,8 +100,8 @@ def _serve_http(args: argparse.Namespace, root: str, limit: int, settings: Setti
         serve_http(lambda: open_toolbox(args, settings=settings), host, port, token=token, names=args.http_host,
                    origins=args.http_origin, root=root, idle_timeout=args.idle_timeout,
                    max_sessions=args.max_sessions, max_message_bytes=limit)
-    except (ImportError, TypeError) as exc:
-        raise CliError(f"loki mcp --http needs mcp>=1.30 or 2.x ({exc})") from exc
+    except ImportError as exc:
+        raise CliError(f"loki mcp --http: {exc}: pip install -U 'mcp>=1.30'") from exc
     except OSError as exc:
         raise CliError(f"--http {args.http}: {exc.strerror or exc}") from exc
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import inspect
 import json
 import logging
 import secrets
@@ -116,15 +117,19 @@ class HttpApp:
                  instructions: str = "", max_message_bytes: int = MAX_MESSAGE_BYTES,
                  idle_timeout: float | None = IDLE_TIMEOUT,
                  max_sessions: int = MAX_SESSIONS) -> None:
+        from mcp.server.streamable_http import StreamableHTTPServerTransport
         from mcp.server.transport_security import (
             TransportSecurityMiddleware,
             TransportSecuritySettings,
         )
 
+        self.sdk = load_sdk()
+        if "idle_timeout" not in inspect.signature(StreamableHTTPServerTransport).parameters:
+            raise ImportError(f"mcp {self.sdk.version} has no idle timeout for HTTP sessions; "
+                              "serving MCP over HTTP needs mcp>=1.30 or 2.x")
         if token is not None and len(token) < 16:
             raise ValueError("the bearer token must be at least 16 characters (new_token() "
                              "makes one); pass token=None only behind your own authentication")
-        self.sdk = load_sdk()
         self.make_toolbox, self.token, self.path = make_toolbox, token, path.rstrip("/") or "/"
         self.instructions, self.limit = instructions, max_message_bytes
         self.idle_timeout, self.max_sessions = idle_timeout, max_sessions
