@@ -40,6 +40,7 @@ PAGES = [ROOT / "README.md",
          *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_incoming" not in p.parts)]
 FENCE = re.compile(r"^(\s*)(`{3,})(\S*)")
 NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(.+?)\s*-->\s*$")
+RUN_BY = re.compile(r"^\s*<!--\s*run by (tests/\w+\.py)\s*-->\s*$")  # a test of its own runs it
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Block:
     lang: str
     code: str
     not_run: str | None
+    run_by: str | None = None
 
     @property
     def name(self) -> str:
@@ -70,8 +72,9 @@ def blocks(page: Path) -> list[Block]:
                    if lines[j].strip() == ticks and lines[j].startswith(indent))
         code = "\n".join(line[len(indent):] for line in lines[i + 1:end]) + "\n"
         before = next((line for line in reversed(lines[:i]) if line.strip()), "")
-        marker = NOT_RUN.match(before)
-        found.append(Block(page, i + 2, lang, code, marker.group(1) if marker else None))
+        marker, elsewhere = NOT_RUN.match(before), RUN_BY.match(before)
+        found.append(Block(page, i + 2, lang, code, marker.group(1) if marker else None,
+                           elsewhere.group(1) if elsewhere else None))
         i = end + 1
     return found
 
@@ -103,6 +106,14 @@ def test_few_blocks_are_not_run() -> None:
     """The marker is for what truly cannot run here; it must stay rare."""
     not_run = [f"{b.name} ({b.not_run})" for b in ALL if b.not_run]
     assert len(not_run) <= 8, not_run
+
+
+def test_blocks_run_elsewhere_name_a_test_that_reads_their_page() -> None:
+    """`<!-- run by tests/x.py -->`: a block needing a setup of its own (a server, a
+    framework) is run by that test, which must exist and read the page."""
+    for b in (b for b in ALL if b.run_by):
+        test = ROOT / b.run_by
+        assert test.is_file() and b.page.name in test.read_text(), b.name
 
 
 def test_readme_is_a_front_page() -> None:
@@ -142,8 +153,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.name)
 def test_python_block_runs(block: Block, project: Path) -> None:
-    if block.not_run:
-        pytest.skip(f"not run: {block.not_run}")
+    if block.not_run or block.run_by:
+        pytest.skip(f"not run: {block.not_run}" if block.not_run else f"run by {block.run_by}")
     # the line numbers of a traceback are the page's
     code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
     namespace: dict[str, object] = {"__name__": "__docs__"}
@@ -157,8 +168,8 @@ def test_python_block_runs(block: Block, project: Path) -> None:
 
 @pytest.mark.parametrize("block", SHELL, ids=lambda b: b.name)
 def test_loki_commands_run(block: Block, project: Path, tmp_path: Path) -> None:
-    if block.not_run:
-        pytest.skip(f"not run: {block.not_run}")
+    if block.not_run or block.run_by:
+        pytest.skip(f"not run: {block.not_run}" if block.not_run else f"run by {block.run_by}")
     bin_dir = tmp_path / "bin"  # `loki` is this checkout's, whatever is installed
     bin_dir.mkdir()
     (bin_dir / "loki").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m yggdrasil.loki "$@"\n')

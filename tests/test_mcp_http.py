@@ -388,7 +388,7 @@ def test_mcp_inspectors_cli_calls_a_tool_with_the_token_and_is_refused_without(
 
 # -- the programs of the docs page, as written ------------------------------------------------
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "_incoming" / "mcp.md"  # -> docs/mcp.md
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "mcp.md"
 
 
 def python_blocks(path: Path) -> list[str]:

@@ -56,32 +56,35 @@ def add_mcp(commands: Any) -> None:
     http.add_argument("--no-token", action="store_true",
                       help="accept requests without a token: only behind a proxy that "
                            "authenticates")
-    http.add_argument("--http-host", action="append", default=[], metavar="NAME",
+    http.add_argument("--http-host", action="append", default=None, metavar="NAME",
                       help="a host name clients reach the server by (the Host header; "
                            "repeatable): others are refused against DNS rebinding (default: "
                            "the address bound, and loopback names)")
-    http.add_argument("--http-origin", action="append", default=[], metavar="ORIGIN",
+    http.add_argument("--http-origin", action="append", default=None, metavar="ORIGIN",
                       help="a browser origin allowed to call (e.g. https://app.example; "
                            "repeatable; default: pages of the accepted hosts only)")
-    http.add_argument("--idle-timeout", type=_positive, default=600, metavar="SECONDS",
+    http.add_argument("--idle-timeout", type=_positive, default=None, metavar="SECONDS",
                       help="a session with no request for this long ends and its toolbox "
                            "(jobs included) is closed (default: 600)")
-    http.add_argument("--max-sessions", type=_positive, default=32, metavar="N",
+    http.add_argument("--max-sessions", type=_positive, default=None, metavar="N",
                       help="open sessions (each a toolbox) before new ones get 503 (default: 32)")
 
 
 def run_mcp(args: argparse.Namespace) -> int:
-    settings = cli_settings(args)  # the files are read once: every session gets the same
+    settings = cli_settings(args, extra={  # the files are read once: every session gets them
+        "mcp.max_message_bytes": args.max_message_bytes, "mcp.idle_timeout": args.idle_timeout,
+        "mcp.max_sessions": args.max_sessions, "mcp.http_hosts": args.http_host,
+        "mcp.http_origins": args.http_origin})
     box = open_toolbox(args, settings=settings)  # before importing the SDK: fails fast
     announce(box, confirm="by the MCP client (mutating tools are marked destructive)",
              root=args.root)
     try:
-        from ..mcp import MAX_MESSAGE_BYTES, load_sdk, serve
+        from ..mcp import load_sdk, serve
 
         load_sdk()
     except ImportError as exc:
         raise CliError(f"loki mcp needs the MCP SDK: pip install 'yggdrasil-loki[mcp]' ({exc})") from exc
-    limit = args.max_message_bytes or MAX_MESSAGE_BYTES
+    limit = settings.mcp.max_message_bytes
     root = os.path.realpath(args.root)
     if args.http:
         box.close()  # it showed the options make a toolbox; each session makes its own
@@ -97,9 +100,10 @@ def _serve_http(args: argparse.Namespace, root: str, limit: int, settings: Setti
     host, port = _address(args.http)
     token = _token(args)
     try:
-        serve_http(lambda: open_toolbox(args, settings=settings), host, port, token=token, names=args.http_host,
-                   origins=args.http_origin, root=root, idle_timeout=args.idle_timeout,
-                   max_sessions=args.max_sessions, max_message_bytes=limit)
+        serve_http(lambda: open_toolbox(args, settings=settings), host, port, token=token,
+                   names=list(settings.mcp.http_hosts), origins=list(settings.mcp.http_origins),
+                   root=root, idle_timeout=settings.mcp.idle_timeout,
+                   max_sessions=settings.mcp.max_sessions, max_message_bytes=limit)
     except ImportError as exc:
         raise CliError(f"loki mcp --http: {exc}: pip install -U 'mcp>=1.30'") from exc
     except OSError as exc:

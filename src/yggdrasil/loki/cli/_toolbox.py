@@ -89,8 +89,10 @@ def pairs(items: list[str], flag: str) -> dict[str, str]:
     return out
 
 
-def cli_settings(args: argparse.Namespace, root: str | None = None) -> Settings:
-    """The settings the files, the environment and the given flags make for ``root``."""
+def cli_settings(args: argparse.Namespace, root: str | None = None,
+                 extra: dict[str, Any] | None = None) -> Settings:
+    """The settings the files, the environment and the given flags make for ``root``
+    (``extra``: a subcommand's own flags, by field; None where not given)."""
     if args.no_network and args.allow_host:
         raise CliError("--no-network and --allow-host contradict each other; give one")
     given: dict[str, Any] = {
@@ -107,7 +109,7 @@ def cli_settings(args: argparse.Namespace, root: str | None = None) -> Settings:
         "policy.rules": [rule(r) for r in args.rule] or None,
         "policy.rules_default": args.rule_default, "jobs.max_jobs": args.max_jobs,
         "jobs.lifetime": args.job_lifetime, "editing.on_syntax_error": args.on_syntax_error,
-        "code.cache": args.code_cache,
+        "code.cache": args.code_cache, **(extra or {}),
     }
     where = root if root is not None else getattr(args, "root", ".")
     try:

@@ -1,7 +1,7 @@
 """Settings: the one object every surface is configured by, and the files it is read from.
 
 Owns :class:`Settings` (grouped by concern: ``fence``, ``policy``, ``jobs``, ``editing``,
-``code``, ``web``, ``agent``, ``mcp_servers``), :func:`load_settings` (defaults < the
+``code``, ``web``, ``agent``, ``mcp``, ``mcp_servers``), :func:`load_settings` (defaults < the
 user's ``~/.config/loki/config.toml`` < the project's ``loki.toml`` or ``[tool.loki]``
 < ``LOKI_*`` variables < flags and keywords, with named profiles; an untrusted project
 may only tighten) and :func:`trust_project`. Imports ``files`` and ``shell`` for their
@@ -36,6 +36,7 @@ from ._model import (
     Editing,
     Fence,
     Jobs,
+    Mcp,
     McpServer,
     Policy,
     Settings,
@@ -52,6 +53,7 @@ __all__ = [
     "Editing",
     "Fence",
     "Jobs",
+    "Mcp",
     "McpServer",
     "Policy",
     "Settings",

@@ -125,6 +125,20 @@ class Agent(Group):
     max_steps: int = Field(12, ge=1, le=10_000, description="tool calls per task at most")
 
 
+class Mcp(Group):
+    """``loki mcp``, the toolbox served over MCP (stdio or streamable HTTP)."""
+
+    max_message_bytes: int = Field(16 << 20, ge=1024, le=1 << 30, description=(
+        "a JSON-RPC message (a stdin line, an HTTP body) longer than this is refused unread"))
+    idle_timeout: float = Field(600.0, gt=0, le=7 * 86400, description=(
+        "HTTP: a session with no request for this long ends, its toolbox closed"))
+    max_sessions: int = Field(32, ge=1, le=4096, description=(
+        "HTTP: open sessions (a toolbox each) before new ones are refused"))
+    http_hosts: tuple[str, ...] = Field((), description=(
+        "HTTP: host names clients reach the server by (others refused: DNS rebinding)"))
+    http_origins: tuple[str, ...] = Field((), description="HTTP: browser origins allowed")
+
+
 class McpServer(Group):
     """An MCP server whose tools join the toolbox (they run outside the fence)."""
 
@@ -158,6 +172,7 @@ class Settings(Group):
     code: Code = Field(default_factory=Code)
     web: Web = Field(default_factory=Web)
     agent: Agent = Field(default_factory=Agent)
+    mcp: Mcp = Field(default_factory=Mcp)
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
 
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -19,7 +19,8 @@ _ON_IS_LOOSER = frozenset({"fence.allow_private_hosts", "fence.git_writable", "w
                            "code.cache"})
 _MORE_IS_STRICTER = frozenset({"fence.hidden", "policy.protect"})
 _LESS_IS_STRICTER = frozenset({"jobs.max_jobs", "jobs.lifetime", "jobs.buffer",
-                               "agent.max_steps"})
+                               "agent.max_steps", "mcp.max_message_bytes", "mcp.idle_timeout",
+                               "mcp.max_sessions"})
 _NEUTRAL = frozenset({"agent.protocol"})
 
 
