@@ -14,6 +14,10 @@ README.md; a new page under docs/ is collected without a change here.
 
       <!-- not run: it reaches the internet -->
 
+  and a block that a test of its own runs (with assertions on what it printed) names it:
+
+      <!-- tested by tests/test_docs_frameworks.py -->
+
 Other fences name their language (text, json, ...) and are not run.
 """
 
@@ -40,6 +44,7 @@ PAGES = [ROOT / "README.md",
          *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_incoming" not in p.parts)]
 FENCE = re.compile(r"^(\s*)(`{3,})(\S*)")
 NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(.+?)\s*-->\s*$")
+TESTED_BY = re.compile(r"^\s*<!--\s*tested by\s+(tests/\S+\.py)\s*-->\s*$")
 
 
 @dataclass
@@ -49,6 +54,7 @@ class Block:
     lang: str
     code: str
     not_run: str | None
+    tested_by: str | None = None
 
     @property
     def name(self) -> str:
@@ -70,8 +76,9 @@ def blocks(page: Path) -> list[Block]:
                    if lines[j].strip() == ticks and lines[j].startswith(indent))
         code = "\n".join(line[len(indent):] for line in lines[i + 1:end]) + "\n"
         before = next((line for line in reversed(lines[:i]) if line.strip()), "")
-        marker = NOT_RUN.match(before)
-        found.append(Block(page, i + 2, lang, code, marker.group(1) if marker else None))
+        marker, elsewhere = NOT_RUN.match(before), TESTED_BY.match(before)
+        found.append(Block(page, i + 2, lang, code, marker.group(1) if marker else None,
+                           elsewhere.group(1) if elsewhere else None))
         i = end + 1
     return found
 
@@ -103,6 +110,13 @@ def test_few_blocks_are_not_run() -> None:
     """The marker is for what truly cannot run here; it must stay rare."""
     not_run = [f"{b.name} ({b.not_run})" for b in ALL if b.not_run]
     assert len(not_run) <= 8, not_run
+
+
+def test_blocks_tested_elsewhere_name_a_test_that_reads_their_page() -> None:
+    for block in (b for b in ALL if b.tested_by):
+        test = ROOT / block.tested_by
+        assert test.is_file(), f"{block.name} names {block.tested_by}, which does not exist"
+        assert block.page.name in test.read_text(), f"{test.name} does not read {block.name}"
 
 
 def test_readme_is_a_front_page() -> None:
@@ -144,6 +158,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_python_block_runs(block: Block, project: Path) -> None:
     if block.not_run:
         pytest.skip(f"not run: {block.not_run}")
+    if block.tested_by:
+        pytest.skip(f"run by {block.tested_by}")
     # the line numbers of a traceback are the page's
     code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
     namespace: dict[str, object] = {"__name__": "__docs__"}
@@ -159,6 +175,8 @@ def test_python_block_runs(block: Block, project: Path) -> None:
 def test_loki_commands_run(block: Block, project: Path, tmp_path: Path) -> None:
     if block.not_run:
         pytest.skip(f"not run: {block.not_run}")
+    if block.tested_by:
+        pytest.skip(f"run by {block.tested_by}")
     bin_dir = tmp_path / "bin"  # `loki` is this checkout's, whatever is installed
     bin_dir.mkdir()
     (bin_dir / "loki").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m yggdrasil.loki "$@"\n')
