@@ -9,6 +9,11 @@ README.md; a new page under docs/ is collected without a change here.
 - Each ```bash block with `loki ...` lines is one test: those lines run in order, in
   one fresh sample project (also at ~/src/app), as a shell would run them, and each must
   exit 0. Other lines (pip install, claude mcp add) are not run.
+- Each ```text block that starts with `>>> tool(arg=value, ...)` is a transcript of tool
+  calls: each call runs on `filesystem_toolbox(".")` in a fresh sample project, and the
+  lines under it must be its observation's lines. A `...` line stands for any lines, a
+  line ending in `...` for any line starting with what precedes it; a call with no lines
+  under it must not answer `ERROR:`.
 - A block that truly cannot run here says why in a marker on the line right above its
   fence, which the site does not show and this test reports as a skip:
 
@@ -23,6 +28,7 @@ Other fences name their language (text, json, ...) and are not run.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -37,7 +43,7 @@ import pytest
 from cli_run import SRC
 from docs_kit import AnswerEverything, make_project
 from fake_servers import clear_engine_env, served
-from yggdrasil.loki.tools import Toolbox
+from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md",
@@ -91,6 +97,7 @@ def loki_lines(code: str) -> list[str]:
 
 ALL = [b for page in PAGES for b in blocks(page)]
 PYTHON = [b for b in ALL if b.lang in ("python", "py")]
+TRANSCRIPTS = [b for b in ALL if b.lang == "text" and b.code.startswith(">>> ")]
 SHELL = [b for b in ALL if b.lang in ("bash", "sh") and loki_lines(b.code)]
 
 
@@ -192,3 +199,57 @@ def test_loki_commands_run(block: Block, project: Path, tmp_path: Path) -> None:
         assert done.returncode == 0, (
             f"{block.name}: `{line}` exited {done.returncode}\n{done.stdout[-2000:]}\n"
             f"{done.stderr[-2000:]}")
+
+
+def transcript(code: str) -> list[tuple[str, dict[str, object], list[str]]]:
+    """(tool, args, expected lines) per `>>> tool(...)` line of a transcript block."""
+    calls: list[tuple[str, dict[str, object], list[str]]] = []
+    for line in code.rstrip("\n").split("\n"):
+        if line.startswith(">>> "):
+            call = ast.parse(line[4:], mode="eval").body
+            assert isinstance(call, ast.Call) and isinstance(call.func, ast.Name), line
+            args = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+            calls.append((call.func.id, args, []))
+        else:
+            calls[-1][2].append(line)
+    return [(tool, args, _trim(lines)) for tool, args, lines in calls]
+
+
+def _trim(lines: list[str]) -> list[str]:
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+def shown(expected: list[str], actual: list[str]) -> bool:
+    """Whether ``actual`` reads as ``expected``: `...` is any lines, `text...` a prefix."""
+    if not expected:
+        return not actual
+    head, rest = expected[0], expected[1:]
+    if head == "...":
+        return any(shown(rest, actual[i:]) for i in range(len(actual) + 1))
+    if not actual:
+        return False
+    matches = actual[0].startswith(head[:-3]) if head.endswith("...") else actual[0] == head
+    return matches and shown(rest, actual[1:])
+
+
+def test_transcript_matching_can_fail() -> None:
+    assert shown(["a", "...", "d..."], ["a", "b", "c", "done"])
+    assert not shown(["a", "c"], ["a", "b", "c"])
+    assert not shown(["a"], ["a", "b"])
+    assert not shown(["d..."], ["x"])
+
+
+@pytest.mark.parametrize("block", TRANSCRIPTS, ids=lambda b: b.name)
+def test_transcript_shows_what_the_tools_answer(block: Block, project: Path) -> None:
+    if block.not_run:
+        pytest.skip(f"not run: {block.not_run}")
+    with filesystem_toolbox(".") as box:
+        for tool, args, expected in transcript(block.code):
+            answer = box.call(tool, args)
+            if expected:
+                assert shown(expected, answer.rstrip("\n").split("\n")), (
+                    f"{block.name}: {tool}({args}) answered:\n{answer}")
+            else:
+                assert not answer.startswith("ERROR:"), f"{block.name}: {answer}"
