@@ -249,7 +249,7 @@ def test_transcript_shows_what_the_tools_answer(block: Block, project: Path) -> 
         for tool, args, expected in transcript(block.code):
             answer = box.call(tool, args)
             if expected:
-                assert shown(expected, answer.rstrip("\n").split("\n")), (
+                assert shown(expected, _trim(answer.split("\n"))), (
                     f"{block.name}: {tool}({args}) answered:\n{answer}")
             else:
                 assert not answer.startswith("ERROR:"), f"{block.name}: {answer}"
