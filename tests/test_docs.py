@@ -31,7 +31,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -146,6 +145,12 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         folder.mkdir(parents=True)
     make_project(project)
     make_project(home / "src" / "app")
+    bin_dir = tmp_path / "bin"  # `loki` is this checkout's, whatever is installed
+    bin_dir.mkdir()
+    (bin_dir / "loki").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m yggdrasil.loki "$@"\n')
+    (bin_dir / "loki").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", str(SRC))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("TMPDIR", str(scratch))
@@ -179,22 +184,16 @@ def test_python_block_runs(block: Block, project: Path) -> None:
 
 
 @pytest.mark.parametrize("block", SHELL, ids=lambda b: b.name)
-def test_loki_commands_run(block: Block, project: Path, tmp_path: Path) -> None:
+def test_loki_commands_run(block: Block, project: Path) -> None:
     if block.not_run:
         pytest.skip(f"not run: {block.not_run}")
     if block.tested_by:
         pytest.skip(f"run by {block.tested_by}")
-    bin_dir = tmp_path / "bin"  # `loki` is this checkout's, whatever is installed
-    bin_dir.mkdir()
-    (bin_dir / "loki").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m yggdrasil.loki "$@"\n')
-    (bin_dir / "loki").chmod(0o755)
-    env = {**os.environ, "PYTHONPATH": str(SRC), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     for line in loki_lines(block.code):
-        done = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=project, env=env,
+        done = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=project,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=120)
-        missing = done.returncode == 127 and "command not found" in done.stderr
-        if missing and shutil.which("loki", path=str(bin_dir)):
+        if done.returncode == 127 and "command not found" in done.stderr:
             continue  # a helper the page pipes into (jq) is not installed here
         assert done.returncode == 0, (
             f"{block.name}: `{line}` exited {done.returncode}\n{done.stdout[-2000:]}\n"
