@@ -23,7 +23,8 @@ README.md; a new page under docs/ is collected without a change here.
 
       <!-- tested by tests/test_docs_frameworks.py -->
 
-Other fences name their language (text, json, ...) and are not run.
+Other fences name their language (text, json, console for a terminal session shown with its
+output, ...) and are not run.
 """
 
 from __future__ import annotations
