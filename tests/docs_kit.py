@@ -51,6 +51,8 @@ TAX_RATE = 0.2
 
 @dataclass
 class Cart:
+    """What a customer is buying."""
+
     items: list = field(default_factory=list)
 
     def total(self, discount: float = 0.0) -> float:

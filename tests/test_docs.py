@@ -9,19 +9,29 @@ README.md; a new page under docs/ is collected without a change here.
 - Each ```bash block with `loki ...` lines is one test: those lines run in order, in
   one fresh sample project (also at ~/src/app), as a shell would run them, and each must
   exit 0. Other lines (pip install, claude mcp add) are not run.
+- Each ```text block that starts with `>>> tool(arg=value, ...)` is a transcript of tool
+  calls: each call runs on `filesystem_toolbox(".")` in a fresh sample project, and the
+  lines under it must be its observation's lines. A `...` line stands for any lines, a
+  line ending in `...` for any line starting with what precedes it; a call with no lines
+  under it must not answer `ERROR:`.
 - A block that truly cannot run here says why in a marker on the line right above its
   fence, which the site does not show and this test reports as a skip:
 
       <!-- not run: it reaches the internet -->
 
-Other fences name their language (text, json, ...) and are not run.
+  and a block that a test of its own runs (with assertions on what it printed) names it:
+
+      <!-- tested by tests/test_docs_frameworks.py -->
+
+Other fences name their language (text, json, console for a terminal session shown with its
+output, ...) and are not run.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,14 +43,14 @@ import pytest
 from cli_run import SRC
 from docs_kit import AnswerEverything, make_project
 from fake_servers import clear_engine_env, served
-from yggdrasil.loki.tools import Toolbox
+from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md",
          *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_incoming" not in p.parts)]
 FENCE = re.compile(r"^(\s*)(`{3,})(\S*)")
 NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(.+?)\s*-->\s*$")
-RUN_BY = re.compile(r"^\s*<!--\s*run by (tests/\w+\.py)\s*-->\s*$")  # a test of its own runs it
+TESTED_BY = re.compile(r"^\s*<!--\s*tested by\s+(tests/\S+\.py)\s*-->\s*$")
 
 
 @dataclass
@@ -50,7 +60,7 @@ class Block:
     lang: str
     code: str
     not_run: str | None
-    run_by: str | None = None
+    tested_by: str | None = None
 
     @property
     def name(self) -> str:
@@ -72,7 +82,7 @@ def blocks(page: Path) -> list[Block]:
                    if lines[j].strip() == ticks and lines[j].startswith(indent))
         code = "\n".join(line[len(indent):] for line in lines[i + 1:end]) + "\n"
         before = next((line for line in reversed(lines[:i]) if line.strip()), "")
-        marker, elsewhere = NOT_RUN.match(before), RUN_BY.match(before)
+        marker, elsewhere = NOT_RUN.match(before), TESTED_BY.match(before)
         found.append(Block(page, i + 2, lang, code, marker.group(1) if marker else None,
                            elsewhere.group(1) if elsewhere else None))
         i = end + 1
@@ -87,6 +97,7 @@ def loki_lines(code: str) -> list[str]:
 
 ALL = [b for page in PAGES for b in blocks(page)]
 PYTHON = [b for b in ALL if b.lang in ("python", "py")]
+TRANSCRIPTS = [b for b in ALL if b.lang == "text" and b.code.startswith(">>> ")]
 SHELL = [b for b in ALL if b.lang in ("bash", "sh") and loki_lines(b.code)]
 
 
@@ -105,15 +116,14 @@ def test_every_fence_names_its_language() -> None:
 def test_few_blocks_are_not_run() -> None:
     """The marker is for what truly cannot run here; it must stay rare."""
     not_run = [f"{b.name} ({b.not_run})" for b in ALL if b.not_run]
-    assert len(not_run) <= 8, not_run
+    assert len(not_run) <= 12, not_run
 
 
-def test_blocks_run_elsewhere_name_a_test_that_reads_their_page() -> None:
-    """`<!-- run by tests/x.py -->`: a block needing a setup of its own (a server, a
-    framework) is run by that test, which must exist and read the page."""
-    for b in (b for b in ALL if b.run_by):
-        test = ROOT / b.run_by
-        assert test.is_file() and b.page.name in test.read_text(), b.name
+def test_blocks_tested_elsewhere_name_a_test_that_reads_their_page() -> None:
+    for block in (b for b in ALL if b.tested_by):
+        test = ROOT / block.tested_by
+        assert test.is_file(), f"{block.name} names {block.tested_by}, which does not exist"
+        assert block.page.name in test.read_text(), f"{test.name} does not read {block.name}"
 
 
 def test_readme_is_a_front_page() -> None:
@@ -136,6 +146,12 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         folder.mkdir(parents=True)
     make_project(project)
     make_project(home / "src" / "app")
+    bin_dir = tmp_path / "bin"  # `loki` is this checkout's, whatever is installed
+    bin_dir.mkdir()
+    (bin_dir / "loki").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m yggdrasil.loki "$@"\n')
+    (bin_dir / "loki").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", str(SRC))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("TMPDIR", str(scratch))
@@ -153,8 +169,10 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.name)
 def test_python_block_runs(block: Block, project: Path) -> None:
-    if block.not_run or block.run_by:
-        pytest.skip(f"not run: {block.not_run}" if block.not_run else f"run by {block.run_by}")
+    if block.not_run:
+        pytest.skip(f"not run: {block.not_run}")
+    if block.tested_by:
+        pytest.skip(f"run by {block.tested_by}")
     # the line numbers of a traceback are the page's
     code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
     namespace: dict[str, object] = {"__name__": "__docs__"}
@@ -167,21 +185,71 @@ def test_python_block_runs(block: Block, project: Path) -> None:
 
 
 @pytest.mark.parametrize("block", SHELL, ids=lambda b: b.name)
-def test_loki_commands_run(block: Block, project: Path, tmp_path: Path) -> None:
-    if block.not_run or block.run_by:
-        pytest.skip(f"not run: {block.not_run}" if block.not_run else f"run by {block.run_by}")
-    bin_dir = tmp_path / "bin"  # `loki` is this checkout's, whatever is installed
-    bin_dir.mkdir()
-    (bin_dir / "loki").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m yggdrasil.loki "$@"\n')
-    (bin_dir / "loki").chmod(0o755)
-    env = {**os.environ, "PYTHONPATH": str(SRC), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+def test_loki_commands_run(block: Block, project: Path) -> None:
+    if block.not_run:
+        pytest.skip(f"not run: {block.not_run}")
+    if block.tested_by:
+        pytest.skip(f"run by {block.tested_by}")
     for line in loki_lines(block.code):
-        done = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=project, env=env,
+        done = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=project,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=120)
-        missing = done.returncode == 127 and "command not found" in done.stderr
-        if missing and shutil.which("loki", path=str(bin_dir)):
+        if done.returncode == 127 and "command not found" in done.stderr:
             continue  # a helper the page pipes into (jq) is not installed here
         assert done.returncode == 0, (
             f"{block.name}: `{line}` exited {done.returncode}\n{done.stdout[-2000:]}\n"
             f"{done.stderr[-2000:]}")
+
+
+def transcript(code: str) -> list[tuple[str, dict[str, object], list[str]]]:
+    """(tool, args, expected lines) per `>>> tool(...)` line of a transcript block."""
+    calls: list[tuple[str, dict[str, object], list[str]]] = []
+    for line in code.rstrip("\n").split("\n"):
+        if line.startswith(">>> "):
+            call = ast.parse(line[4:], mode="eval").body
+            assert isinstance(call, ast.Call) and isinstance(call.func, ast.Name), line
+            args = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+            calls.append((call.func.id, args, []))
+        else:
+            calls[-1][2].append(line)
+    return [(tool, args, _trim(lines)) for tool, args, lines in calls]
+
+
+def _trim(lines: list[str]) -> list[str]:
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+def shown(expected: list[str], actual: list[str]) -> bool:
+    """Whether ``actual`` reads as ``expected``: `...` is any lines, `text...` a prefix."""
+    if not expected:
+        return not actual
+    head, rest = expected[0], expected[1:]
+    if head == "...":
+        return any(shown(rest, actual[i:]) for i in range(len(actual) + 1))
+    if not actual:
+        return False
+    matches = actual[0].startswith(head[:-3]) if head.endswith("...") else actual[0] == head
+    return matches and shown(rest, actual[1:])
+
+
+def test_transcript_matching_can_fail() -> None:
+    assert shown(["a", "...", "d..."], ["a", "b", "c", "done"])
+    assert not shown(["a", "c"], ["a", "b", "c"])
+    assert not shown(["a"], ["a", "b"])
+    assert not shown(["d..."], ["x"])
+
+
+@pytest.mark.parametrize("block", TRANSCRIPTS, ids=lambda b: b.name)
+def test_transcript_shows_what_the_tools_answer(block: Block, project: Path) -> None:
+    if block.not_run:
+        pytest.skip(f"not run: {block.not_run}")
+    with filesystem_toolbox(".") as box:
+        for tool, args, expected in transcript(block.code):
+            answer = box.call(tool, args)
+            if expected:
+                assert shown(expected, _trim(answer.split("\n"))), (
+                    f"{block.name}: {tool}({args}) answered:\n{answer}")
+            else:
+                assert not answer.startswith("ERROR:"), f"{block.name}: {answer}"

@@ -2,7 +2,8 @@
 
 The docstrings say :class:`Toolbox` or :func:`~yggdrasil.loki.engine.create_engine`, which
 Markdown would show as typed; this turns each into `Toolbox` / `create_engine` (a leading
-``~`` keeps the last name only, as Sphinx does).
+``~`` keeps the last name only, as Sphinx does), and a paragraph ending in ``::`` (reST's
+"a literal block follows", which Markdown reads from the indentation alone) ends in ``:``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import griffe
 
+LITERAL = re.compile(r"::$", re.MULTILINE)
 ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|data|mod|exc|obj|const):`(~?)([^`]+)`")
 
 
@@ -23,4 +25,5 @@ def _code(match: re.Match[str]) -> str:
 class SphinxRoles(griffe.Extension):
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is not None:
-            obj.docstring.value = ROLE.sub(_code, obj.docstring.value)
+            text = ROLE.sub(_code, obj.docstring.value)
+            obj.docstring.value = LITERAL.sub(":", text)
