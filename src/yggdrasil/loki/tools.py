@@ -140,7 +140,7 @@ def filesystem_toolbox(
     where = Root.at(root, protect=protection(protect_globs(protect)),
                     git_writable=git_writable)
     guard_imports(where.path)  # what commands write in the root never runs in this process
-    box = Toolbox(before_call=before_call, after_call=after_call)
+    box = Toolbox(before_call=before_call, after_call=after_call, root=where)
     journal = Journal(where, box.record)
     box.journal = journal
     files = Files(where, confirm=confirm, on_change=journal.after_write,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import LokiError, ToolDefinitionError, ToolError
-from ..files import Journal, Reverted, clip_text, printable
+from ..files import Journal, Reverted, Root, clip_text, printable
 from ..sandbox import cancel_scope
 from ._calls import Observation, RunningCalls
 from ._flavors import FLAVORS, Flavor, reshape
@@ -21,6 +21,7 @@ __all__ = ["AfterCall", "BeforeCall", "Part", "Toolbox"]
 
 log = logging.getLogger("yggdrasil.loki.tools")
 
+MAX_RUN_DIFF = 1_000_000  # characters of Toolbox.diff(), the cut said
 _CLOSE_WAIT = 30.0  # seconds close() waits for cancelled calls to wind up
 
 # before_call(tool, args) -> None to go on, or a message that refuses the call;
@@ -94,6 +95,7 @@ class Toolbox:
     tools: dict[str, Tool] = field(default_factory=dict)
     changed: list[str] = field(default_factory=_ChangedList)
     journal: Journal | None = field(default=None, repr=False, compare=False)
+    root: Root | None = field(default=None, repr=False, compare=False)  # where its files live
     _status: str = field(default="", init=False, repr=False, compare=False)
     _parts: list[Part] = field(default_factory=list, init=False, repr=False, compare=False)
     _resources: list[Closeable] = field(default_factory=list, init=False, repr=False,
@@ -220,6 +222,22 @@ class Toolbox:
         """Each changed path's status against the start of the run, from the journal."""
         entries = self.journal.entries if self.journal is not None else {}
         return {p: entries[p].status if p in entries else "modified" for p in self.changed}
+
+    def diff(self, limit: int = MAX_RUN_DIFF) -> str:
+        """The unified diff of every changed file against the start of the run, from the
+        journal's originals; a file it cannot show gets a ``# <path>: why`` line."""
+        if self.journal is None:
+            return ""
+        parts = []
+        for rel in list(self.changed):
+            try:
+                parts.append(self.journal.unified_diff(rel))
+            except LokiError as exc:  # the file turned into a folder, a link out...
+                parts.append(f"# {rel}: {exc}\n")
+        text = "".join(parts)
+        if len(text) > limit:
+            text = text[:limit] + f"\n# [diff cut at {limit} of {len(text)} characters]\n"
+        return text
 
     def revert(self, paths: Iterable[str] | None = None) -> Reverted:
         """Undo this run's file changes where the original is known; never raises per path.
