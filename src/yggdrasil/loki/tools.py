@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .code import syntax_error
 from .files import DEFAULT_PROTECTED, Files, Journal, OnSyntaxError, Root, SyntaxGate, protect_globs
@@ -34,6 +35,7 @@ from .tables import TableReader
 from .toolbox import (
     AfterCall,
     BeforeCall,
+    McpServer,
     Observation,
     Tool,
     Toolbox,
@@ -44,8 +46,8 @@ from .toolbox import (
     write_tools,
 )
 
-__all__ = ["DEFAULT_PROTECTED", "Observation", "Tool", "Toolbox", "filesystem_toolbox",
-           "sandbox_status"]
+__all__ = ["DEFAULT_PROTECTED", "McpServer", "Observation", "Tool", "Toolbox",
+           "filesystem_toolbox", "sandbox_status"]
 
 
 def filesystem_toolbox(
@@ -73,6 +75,7 @@ def filesystem_toolbox(
     before_call: BeforeCall | None = None,
     after_call: AfterCall | None = None,
     hosts: Mapping[str, str] | None = None,
+    mcp_servers: Sequence[McpServer | Mapping[str, Any]] = (),
 ) -> Toolbox:
     """Build the default toolbox rooted at ``root``.
 
@@ -135,12 +138,20 @@ def filesystem_toolbox(
     around every call: a string from ``before_call`` refuses the call with that message, a
     string from ``after_call`` replaces the observation; an exception in a hook is an ERROR
     observation.
+
+    ``mcp_servers``: MCP servers whose tools to add (``McpServer`` or mappings of its
+    fields, see ``Toolbox.add_mcp``), named ``<server>__<tool>``. They run outside the
+    fence; ``rules`` (and ``rules_default``) decide their calls by tool name, e.g.
+    ``("deny", "db__drop_table")``, and the hooks apply to them.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
     where = Root.at(root, protect=protection(protect_globs(protect)),
                     git_writable=git_writable)
     guard_imports(where.path)  # what commands write in the root never runs in this process
     box = Toolbox(before_call=before_call, after_call=after_call, root=where)
+    command_rules = CommandRules(parse_rules(rules), rules_default)
+    box.gate = lambda name: command_rules.check(name, confirm,
+                                                action=f"call {name} (an MCP server's tool)")
     journal = Journal(where, box.record)
     box.journal = journal
     files = Files(where, confirm=confirm, on_change=journal.after_write,
@@ -157,7 +168,7 @@ def filesystem_toolbox(
                       hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden),
                       git_writable=git_writable,
                       limits=JobLimits(max_jobs, float(job_lifetime), job_buffer),
-                      rules=CommandRules(parse_rules(rules), rules_default), confirm=confirm)
+                      rules=command_rules, confirm=confirm)
         tools += write_tools(files, shell) + edit_tools(files, box) + job_tools(shell)
         box.attach(shell.jobs)
         box.own(shell, *([proxy] if proxy is not None else []))
@@ -172,4 +183,10 @@ def filesystem_toolbox(
     box.own(tables)
     for tool in tools:
         box.add(tool)
+    try:
+        for server in mcp_servers:
+            box.add_mcp(server)
+    except BaseException:
+        box.close()  # the servers started so far, and the rest the toolbox holds
+        raise
     return box

@@ -2,7 +2,7 @@
 
 :func:`toolbox_options` / :func:`open_toolbox` (``--root``, ``--read-only``, ``--web``,
 ``--sandbox``, ``--no-network``, ``--allow-host``, ``--protect``, ``--no-protect``,
-``--rule``, ``--rule-default``, ``--on-syntax-error``), :func:`subcommand` (registers
+``--rule``, ``--rule-default``, ``--on-syntax-error``, ``--mcp``), :func:`subcommand` (registers
 one), :func:`terminal_confirm` (the y/N prompt for destructive operations, with the diff
 it asks about), :class:`CliError` and :func:`fail` (the error on stderr, a non-zero exit,
 never a traceback).
@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from ..errors import LokiError
 from ..files import Confirm
-from ..tools import DEFAULT_PROTECTED, Toolbox, filesystem_toolbox
+from ..tools import DEFAULT_PROTECTED, McpServer, Toolbox, filesystem_toolbox
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -156,6 +156,11 @@ def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
                        help="a write, edit or patch that breaks a file's syntax (.py, .json, "
                             ".toml, .yaml, and the code-navigation languages by their grammar): "
                             "write it with a WARNING (warn, the default) or refuse it (reject)")
+    group.add_argument("--mcp", action="append", default=[], metavar="NAME=SERVER",
+                       help="add the tools of an MCP server, named NAME__TOOL: "
+                            "NAME='COMMAND ARGS' (stdio) or NAME=http://HOST/PATH (streamable "
+                            "HTTP); repeatable. They run outside the fence; --rule decides "
+                            "their calls by tool name (--rule deny:NAME__TOOL)")
     if with_yes:
         group.add_argument("-y", "--yes", action="store_true",
                            help="allow overwriting/editing existing files without asking "
@@ -176,11 +181,18 @@ def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None) -> To
     protect = protect_globs(args)
     network: bool | list[str] = list(args.allow_host) if args.allow_host else not args.no_network
     try:
+        servers = [McpServer.parse(text) for text in getattr(args, "mcp", [])]
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    try:
         return filesystem_toolbox(args.root, read_only=args.read_only, allow_web=args.web,
                                   confirm=confirm, sandbox=args.sandbox, network=network,
                                   on_syntax_error=args.on_syntax_error,
                                   protect=protect, rules=[_rule(r) for r in args.rule],
-                                  rules_default=args.rule_default)
+                                  rules_default=args.rule_default, mcp_servers=servers)
+    except ImportError as exc:
+        raise CliError(f"--mcp needs the mcp package: pip install 'yggdrasil-loki[mcp]' "
+                       f"({exc})") from exc
     except (LokiError, ValueError) as exc:
         raise CliError(str(exc)) from exc
 

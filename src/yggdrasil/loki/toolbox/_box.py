@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -14,6 +14,7 @@ from ..files import Journal, Reverted, Root, clip_text, printable
 from ..sandbox import cancel_scope
 from ._calls import Observation, RunningCalls
 from ._flavors import FLAVORS, Flavor, reshape
+from ._mcp import McpServer, connect
 from ._schema import bind_args
 from ._tool import Tool
 
@@ -103,6 +104,9 @@ class Toolbox:
     closed: bool = field(default=False, init=False, compare=False)
     before_call: BeforeCall | None = field(default=None, repr=False, compare=False)
     after_call: AfterCall | None = field(default=None, repr=False, compare=False)
+    # gate(tool) raises (ToolError, Refused) to refuse a call of a tool that runs outside
+    # the fence (an MCP server's): filesystem_toolbox's asks its command rules
+    gate: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     _calls: RunningCalls = field(default_factory=RunningCalls, init=False, repr=False,
                                  compare=False)
     _touched: dict[str, None] | None = field(default=None, init=False, repr=False, compare=False)
@@ -114,6 +118,33 @@ class Toolbox:
             raise ToolDefinitionError(f"a tool named {tool.name!r} is already in the toolbox")
         self.tools[tool.name] = tool
         return tool
+
+    def add_mcp(self, server: McpServer | Mapping[str, Any]) -> list[Tool]:
+        """Add the tools of an MCP server, named ``<server name>__<tool>``; returns them.
+
+        ``server`` is an ``McpServer`` or a mapping of its fields (``name``, then
+        ``command``/``args``/``env``/``cwd`` for a stdio server or ``url``/``headers`` for
+        streamable HTTP, ``timeout``). The tools keep the server's schemas and say that
+        they run outside loki's fence; before each call ``gate`` (the command rules, by
+        tool name) may refuse it, and the hooks apply as to every tool. A call the server
+        fails, or a server that died, is an ERROR observation. The session ends (a stdio
+        server's process too) when the toolbox closes. ToolDefinitionError when the
+        server cannot be started or a name is taken; ImportError without the ``mcp`` extra.
+        """
+        spec = server if isinstance(server, McpServer) else McpServer(**server)
+        connection, tools = connect(spec, lambda name: self.gate(name) if self.gate else None)
+        taken = [t.name for t in tools if t.name in self.tools]
+        if taken:
+            connection.close()
+            raise ToolDefinitionError(f"the MCP server {spec.name!r} has tools whose names are "
+                                      f"taken: {', '.join(taken)}; give the server another name")
+        for tool in tools:
+            self.add(tool)
+        self.own(connection)
+        line = (f"Tools from the MCP server {spec.name!r} ({spec.name}__*, {len(tools)}) run "
+                "outside the fence, as the user's own program.")
+        self._status = "\n".join(s for s in (self._status, line) if s)
+        return tools
 
     def tool(self, fn: Callable[..., str] | None = None, *, mutates: bool = False) -> Any:
         """Decorator form of ``add(Tool.from_function(fn))``."""
