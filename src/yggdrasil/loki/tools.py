@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from .code import syntax_error
-from .files import DEFAULT_PROTECTED, Files, Journal, OnSyntaxError, Root, SyntaxGate, protect_globs
+from .files import (
+    DEFAULT_PROTECTED,
+    Approvals,
+    Files,
+    Journal,
+    OnSyntaxError,
+    Root,
+    SyntaxGate,
+    protect_globs,
+)
 from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
@@ -56,7 +65,7 @@ def filesystem_toolbox(
     read_only: bool = False,
     allow_shell: bool = False,
     allow_web: bool = False,
-    confirm: Callable[[str], bool] | None = None,
+    confirm: Callable[[str], Any] | None = None,
     allow_private_hosts: bool = False,
     sandbox: SandboxMode = "auto",
     network: bool | Sequence[str] = True,
@@ -83,8 +92,11 @@ def filesystem_toolbox(
     read_table, query_table) are always present.
     write_file, edit_file, run_python and run are added unless ``read_only``.
     ``allow_shell`` is kept for back-compat and no longer gates ``run``. Network tools
-    (web_*) are added only with ``allow_web``. ``confirm(action) -> bool`` is asked before
-    overwriting or editing an existing file outside the system temp dir.
+    (web_*) are added only with ``allow_web``. ``confirm(action)`` is asked before
+    overwriting or editing an existing file outside the system temp dir (and for commands
+    and MCP tools an ``ask`` rule matches); it answers True/False or ``"yes"``, ``"no"``,
+    ``"always"``: "always" allows the same question's key (this verb on this path, this
+    rule, this tool) for the rest of the toolbox's life without asking again.
     ``allow_private_hosts`` lets the web tools reach private, loopback and link-local
     addresses (an intranet, a local test server); cloud metadata addresses stay refused.
 
@@ -145,6 +157,7 @@ def filesystem_toolbox(
     ``("deny", "db__drop_table")``, and the hooks apply to them.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
+    confirm = Approvals(confirm) if confirm is not None else None  # "always" is remembered
     where = Root.at(root, protect=protection(protect_globs(protect)),
                     git_writable=git_writable)
     guard_imports(where.path)  # what commands write in the root never runs in this process

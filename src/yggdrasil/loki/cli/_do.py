@@ -209,7 +209,7 @@ class Progress:
 
     def paused(self, confirm: Confirm) -> Confirm:
         """``confirm`` with the spinner stopped while the user is asked."""
-        def ask(action: str) -> bool:
+        def ask(action: str) -> Any:
             if self.status is None:
                 return confirm(action)
             self.status.stop()
