@@ -216,3 +216,19 @@ def test_the_transcript_records_the_prompt_tools_and_times(server: FakeModelServ
 def result_fence(root: Path) -> str:
     with filesystem_toolbox(root) as box:
         return box.status
+
+
+def test_a_transcript_cut_mid_record_still_resumes_and_an_old_one_says_why_not(
+        server: FakeModelServer, root: Path, tmp_path: Path) -> None:
+    from yggdrasil.loki.errors import LokiError
+
+    log = tmp_path / "run.jsonl"
+    server.queue(openai_reply("hello"))
+    loki_at(server).act("t", root=root, transcript=log)
+    text = log.read_text()
+    log.write_text(text[: text.rindex('{"type": "end"') + 20])  # killed while writing
+    assert [m["role"] for m in Session.from_transcript(log).messages] == ["user", "assistant"]
+    old = tmp_path / "old.jsonl"
+    old.write_text('{"type": "start", "task": "t"}\n{"type": "turn", "text": "x"}\n')
+    with pytest.raises(LokiError, match="written by a loki before sessions"):
+        Session.from_transcript(old)

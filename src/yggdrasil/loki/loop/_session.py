@@ -101,6 +101,8 @@ def _records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         try:
             record = json.loads(line)
         except ValueError as exc:
+            if number == len(lines):  # the run was killed while writing its last record
+                break
             raise LokiError(f"{os.fspath(path)}:{number}: not JSON: {exc}") from exc
         if isinstance(record, dict):
             records.append(record)

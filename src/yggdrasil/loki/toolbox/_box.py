@@ -133,7 +133,8 @@ class Toolbox:
         """
         spec = server if isinstance(server, McpServer) else McpServer(**server)
         connection, tools = connect(spec, lambda name: self.gate(name) if self.gate else None)
-        taken = [t.name for t in tools if t.name in self.tools]
+        names = [t.name for t in tools]
+        taken = [n for i, n in enumerate(names) if n in self.tools or n in names[:i]]
         if taken:
             connection.close()
             raise ToolDefinitionError(f"the MCP server {spec.name!r} has tools whose names are "

@@ -27,12 +27,14 @@ from typing import Any
 
 from ..errors import ToolDefinitionError, ToolError
 from ..sandbox import current_cancel
+from ._flavors import FLAVORS, reshape
 from ._tool import Tool
 
 __all__ = ["McpConnection", "McpServer", "connect"]
 
 _CHECK = 0.05  # seconds between looks at a call's cancel event
 _START = 60.0  # seconds a server has to answer initialize and tools/list
+MAX_TOOLS = 256  # tools taken from one server (a model cannot use a thousand anyway)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SHOWN_CONTENT = 200  # characters of a non-text content item's description
 
@@ -225,8 +227,8 @@ async def _list_tools(session: Any) -> list[Any]:
         page = await (session.list_tools(cursor=cursor) if cursor else session.list_tools())
         tools += list(page.tools)
         cursor = getattr(page, "nextCursor", None) or getattr(page, "next_cursor", None)
-        if not cursor or len(tools) > 1000:
-            return tools
+        if not cursor or len(tools) >= MAX_TOOLS:
+            return tools[:MAX_TOOLS]
 
 
 def _field(obj: Any, snake: str) -> Any:
@@ -296,13 +298,47 @@ def _tool(connection: McpConnection, listed: Any, gate: Callable[[str], None] | 
     return tool
 
 
+_SUBSCHEMA = ("items", "not", "contains", "propertyNames", "if", "then", "else")
+_SUBSCHEMAS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+
+
 def _schema(given: Any) -> dict[str, Any]:
-    """The server's input schema, with what ``bind_args`` reads made sure of."""
-    schema = dict(given) if isinstance(given, Mapping) else {}
+    """The server's input schema, with what ``bind_args`` and the vendor flavors read made
+    sure of: an object with ``properties`` and ``required``, no boolean subschemas. One
+    that a flavor still cannot reshape becomes an open object (the server checks it)."""
+    schema = _plain(given) if isinstance(given, Mapping) else {}
     schema["type"] = "object"
     properties = schema.get("properties")
     schema["properties"] = dict(properties) if isinstance(properties, Mapping) else {}
     required = schema.get("required")
     schema["required"] = [r for r in required if r in schema["properties"]] if isinstance(
         required, list) else []
+    try:
+        for flavor in FLAVORS:
+            reshape(schema, flavor)
+    except Exception:
+        return {"type": "object", "properties": {}, "required": [],
+                "additionalProperties": True}
     return schema
+
+
+def _plain(node: Any, depth: int = 0) -> Any:
+    """A schema with ``true``/``false`` subschemas spelled as objects ({} / {"not": {}})."""
+    if depth > 64:  # a server's schema nested without end
+        return {}
+    if isinstance(node, bool):
+        return {} if node else {"not": {}}
+    if not isinstance(node, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _SUBSCHEMA:
+            out[key] = _plain(value, depth + 1)
+        elif key in _SUBSCHEMAS and isinstance(value, list):
+            out[key] = [_plain(v, depth + 1) for v in value]
+        elif key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {k: _plain(v, depth + 1) for k, v in value.items()}
+        else:
+            out[key] = value
+    return out
