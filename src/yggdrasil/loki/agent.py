@@ -111,6 +111,7 @@ class Loki:
         if repo_map < 0:
             raise ValueError(f"repo_map is a size in characters (0: no map), got {repo_map}")
         toolbox = toolbox or (session.toolbox if session is not None else None)
+        root = root if root is not None else (session.root if session is not None else None)
         plan = _Plan(task, max_steps, on_step, transcript, repo_map, instructions, session,
                      on_event, run_id or new_run_id())
         if toolbox is not None:

@@ -115,8 +115,8 @@ def run_do(args: argparse.Namespace) -> int:
         with event_sink(args.events) as on_event:
             try:
                 with progress:
-                    result = loki.act(args.task, max_steps=args.max_steps, toolbox=box,
-                                      on_step=progress.step, transcript=transcript,
+                    result = loki.act(args.task, root=args.root, max_steps=args.max_steps,
+                                      toolbox=box, on_step=progress.step, transcript=transcript,
                                       instructions=instructions, session=session,
                                       on_event=on_event, run_id=run_id)
             finally:
