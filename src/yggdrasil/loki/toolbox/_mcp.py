@@ -16,6 +16,7 @@ stdio server's process) ends with the toolbox.
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import json
 import re
 import shlex
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ToolDefinitionError, ToolError
+from ..files import clip_text
 from ..sandbox import current_cancel
 from ._flavors import FLAVORS, reshape
 from ._tool import Tool
@@ -34,6 +36,8 @@ __all__ = ["McpConnection", "McpServer", "connect"]
 
 _CHECK = 0.05  # seconds between looks at a call's cancel event
 _START = 60.0  # seconds a server has to answer initialize and tools/list
+MAX_NAME = 64  # characters of a tool name (OpenAI's limit)
+MAX_DESCRIPTION = 2_000  # characters of a tool's description, which rides in every request
 MAX_TOOLS = 256  # tools taken from one server (a model cannot use a thousand anyway)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SHOWN_CONTENT = 200  # characters of a non-text content item's description
@@ -278,7 +282,7 @@ def connect(server: McpServer, gate: Callable[[str], None] | None) -> tuple[McpC
 def _tool(connection: McpConnection, listed: Any, gate: Callable[[str], None] | None) -> Tool:
     server = connection.server
     remote = str(listed.name)
-    name = re.sub(r"\W", "_", f"{server.name}__{remote}", flags=re.ASCII)
+    name = _tool_name(server.name, remote)
     schema = _schema(_field(listed, "input_schema"))
     hints = _field(listed, "annotations")
     read_only = bool(_field(hints, "read_only_hint")) if hints is not None else False
@@ -288,7 +292,7 @@ def _tool(connection: McpConnection, listed: Any, gate: Callable[[str], None] | 
             gate(name)
         return connection.call(remote, args)
 
-    about = (str(listed.description or remote).strip() +
+    about = (clip_text(str(listed.description or remote).strip(), MAX_DESCRIPTION) +
              f"\n[from the MCP server {server.name!r}: runs outside loki's fence]")
     params = {k: str(v.get("description") or k) if isinstance(v, dict) else k
               for k, v in schema["properties"].items()}
@@ -301,6 +305,16 @@ def _tool(connection: McpConnection, listed: Any, gate: Callable[[str], None] | 
 _SUBSCHEMA = ("items", "not", "contains", "propertyNames", "if", "then", "else")
 _SUBSCHEMAS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+
+
+def _tool_name(server: str, remote: str) -> str:
+    """``<server>__<tool>`` as an identifier vendors take (letters, digits, ``_``; at most
+    64 characters: a longer one keeps its head and a hash of the whole)."""
+    name = re.sub(r"\W", "_", f"{server}__{remote}", flags=re.ASCII)
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:MAX_NAME - 9]}_{digest}"
 
 
 def _schema(given: Any) -> dict[str, Any]:
