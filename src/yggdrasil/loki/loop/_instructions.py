@@ -23,6 +23,7 @@ __all__ = ["AGENTS_FILE", "MAX_INSTRUCTIONS", "Instructions", "gather_instructio
 
 AGENTS_FILE = "AGENTS.md"
 MAX_INSTRUCTIONS = 32_768  # characters, as Codex's project_doc_max_bytes (32 KiB)
+_READ_LIMIT = 4 * MAX_INSTRUCTIONS  # bytes read of one file at most (UTF-8: up to 4 a character)
 
 
 @dataclass
@@ -90,11 +91,24 @@ def _read(root: Root, folder: Path, notes: list[str], label: str) -> str | None:
     if not os.path.lexists(folder / AGENTS_FILE):
         return None
     try:
-        data = where.read_bytes(where.resolve(AGENTS_FILE), limit=4 * MAX_INSTRUCTIONS)
+        with where.open_file(where.resolve(AGENTS_FILE)) as fd:
+            data = _head(fd, _READ_LIMIT)  # the cap cuts it below; the rest is never read
     except LokiError as exc:  # protected, a folder, a link out of its folder, a FIFO...
         notes.append(f"{label}: not read ({exc})")
         return None
-    if data is None:
-        notes.append(f"{label}: not read (larger than {4 * MAX_INSTRUCTIONS} bytes)")
+    except OSError as exc:
+        notes.append(f"{label}: not read ({exc.strerror or exc})")
         return None
     return data.decode("utf-8", "replace")
+
+
+def _head(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = os.read(fd, limit + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
