@@ -91,3 +91,17 @@ def test_events_validate_against_the_schema_and_times_increase(root: Path) -> No
     assert lines[4]["changed"] == ["a.txt"] and lines[-1]["answer"] == "Done."
     # '-': the events are stdout (the answer rides in the finished event)
     assert to_stdout.stdout.splitlines()[0].startswith('{"type": "run_started"')
+
+
+def test_bad_daily_flags_say_what_is_allowed(root: Path) -> None:
+    plan = root.parent / "plan.jsonl"
+    plan.write_text('{"done": true, "answer": "ok"}\n')
+    base = ("do", "t", "--root", str(root), "--engine", "scripted", "--model", str(plan))
+    both = loki(root.parent, *base, "--events", "-", "--json")
+    assert both.returncode == 2 and "--events - and --json both write to stdout" in both.stderr
+    missing = loki(root.parent, *base, "--instructions", str(root / "nope.md"))
+    assert missing.returncode == 2 and "--instructions" in missing.stderr
+    assert "cannot read it" in missing.stderr
+    bad = loki(root.parent, *base, "--mcp", "no-equals-sign")
+    assert bad.returncode == 2 and "write NAME=COMMAND ARGS or NAME=URL" in bad.stderr
+    assert "Traceback" not in both.stderr + missing.stderr + bad.stderr
