@@ -91,12 +91,15 @@ class Toolbox:
     each edit and append what it said). Both run in the call's turn (a mutating call's
     lock held, so a hook may call the box's tools and their changes count for the call);
     an exception in either is an ``ERROR:`` observation, never raised.
+
+    ``root``: the ``Root`` its file tools are confined to (``filesystem_toolbox`` sets it;
+    ``Loki.act`` runs there and reads AGENTS.md through it). ``add_mcp`` adds an MCP
+    server's tools; ``gate(tool)`` may refuse their calls (the command rules).
     """
 
     tools: dict[str, Tool] = field(default_factory=dict)
     changed: list[str] = field(default_factory=_ChangedList)
     journal: Journal | None = field(default=None, repr=False, compare=False)
-    root: Root | None = field(default=None, repr=False, compare=False)  # where its files live
     _status: str = field(default="", init=False, repr=False, compare=False)
     _parts: list[Part] = field(default_factory=list, init=False, repr=False, compare=False)
     _resources: list[Closeable] = field(default_factory=list, init=False, repr=False,
@@ -104,6 +107,7 @@ class Toolbox:
     closed: bool = field(default=False, init=False, compare=False)
     before_call: BeforeCall | None = field(default=None, repr=False, compare=False)
     after_call: AfterCall | None = field(default=None, repr=False, compare=False)
+    root: Root | None = field(default=None, repr=False, compare=False)  # where its files live
     # gate(tool) raises (ToolError, Refused) to refuse a call of a tool that runs outside
     # the fence (an MCP server's): filesystem_toolbox's asks its command rules
     gate: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
