@@ -4,6 +4,7 @@ the start line, --instructions, --continue/--resume, --events."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import jsonschema
@@ -105,3 +106,35 @@ def test_bad_daily_flags_say_what_is_allowed(root: Path) -> None:
     bad = loki(root.parent, *base, "--mcp", "no-equals-sign")
     assert bad.returncode == 2 and "write NAME=COMMAND ARGS or NAME=URL" in bad.stderr
     assert "Traceback" not in both.stderr + missing.stderr + bad.stderr
+
+
+def test_an_interrupted_run_still_ends_its_events(root: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from cli_run import child_env
+
+    plan = root.parent / "plan.jsonl"
+    plan.write_text(json.dumps({"thought": "", "tool": "run",
+                                "args": {"command": "touch started; sleep 60", "timeout": 120}})
+                    + "\n")
+    events = root.parent / "events.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root",
+                             str(root), "--engine", "scripted", "--model", str(plan),
+                             "--events", str(events)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=child_env(root.parent))
+    try:
+        deadline = time.monotonic() + 60  # a guard against a run that never starts
+        while not (root / "started").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    last = json.loads(events.read_text().splitlines()[-1])
+    assert last["type"] == "finished" and last["stop_reason"] == "interrupted"
+    jsonschema.validate(last, events_schema())

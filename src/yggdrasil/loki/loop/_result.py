@@ -35,7 +35,8 @@ class ActResult:
     """The outcome of ``Loki.act``.
 
     ``completed`` is True when the engine said it was done; ``stop_reason`` is ``"done"``,
-    ``"max_steps"`` or ``"error"`` (the partial result then rides on the raised
+    ``"max_steps"``, ``"interrupted"`` (in the transcript and events of a run stopped by
+    Ctrl-C) or ``"error"`` (the partial result then rides on the raised
     EngineError as ``.result``). ``usage`` sums ``input_tokens``, ``output_tokens`` and
     ``requests`` over the run; ``files_changed`` are root-relative, from the toolbox.
     ``seconds`` is how long the run took; ``diff`` the unified diff of its changes against

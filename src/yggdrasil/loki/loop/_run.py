@@ -80,6 +80,9 @@ class Run:
             self._finish("", completed=False, reason="error", error=str(exc))
             exc.result = self.result
             raise
+        except KeyboardInterrupt:  # Ctrl-C, or loki do's SIGTERM: the records still end
+            self._finish("", completed=False, reason="interrupted")
+            raise
         finally:
             self.log.close()
         return self.result
