@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,12 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
     """The test server over streamable HTTP, for as long as this module's tests run."""
+    with http_server() as url:
+        yield url
+
+
+@contextmanager
+def http_server() -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, SERVER, "http", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -99,6 +106,15 @@ def test_errors_a_dead_server_and_close(root: Path, notes: McpServer) -> None:
     box.close()
     assert box.call("notes__add", {"a": 1, "b": 2}).startswith(
         "ERROR: the MCP server 'notes' is not running")
+
+
+def test_an_http_server_that_goes_away_gives_errors(root: Path) -> None:
+    with filesystem_toolbox(root) as box:
+        with http_server() as url:
+            box.add_mcp(McpServer("gone", url=url, timeout=20))
+            assert box.call("gone__add", {"a": 1, "b": 2}) == "3"
+        seen = box.call("gone__add", {"a": 1, "b": 2})  # the server's process ended
+        assert seen.startswith("ERROR: the MCP server 'gone' failed on add"), seen
 
 
 def test_a_server_that_cannot_start_is_a_definition_error(root: Path) -> None:
