@@ -8,8 +8,12 @@ import sys
 
 try:
     from mcp.server.mcpserver import MCPServer as Server  # mcp 2.x
+
+    V1 = False
 except ImportError:
     from mcp.server.fastmcp import FastMCP as Server  # type: ignore[no-redef]  # mcp 1.x
+
+    V1 = True
 
 server = Server("notes")
 NOTES: list[str] = []
@@ -50,5 +54,8 @@ def die() -> str:
 if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run("stdio")
+    elif V1:  # the address is a setting of the server
+        server.settings.host, server.settings.port = "127.0.0.1", int(sys.argv[2])
+        server.run("streamable-http")
     else:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

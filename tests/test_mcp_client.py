@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from cli_run import loki
+from cli_run import child_env, loki
 from fake_servers import FakeModelServer, openai_reply, serve
 from yggdrasil.loki import Loki
 from yggdrasil.loki.engine import RetryPolicy
@@ -144,3 +144,46 @@ def test_the_mcp_flag(root: Path, http_url: str) -> None:
     steps = json.loads(done.stdout)["steps"]
     assert steps[0]["observation"] == "42"
     assert steps[1]["observation"].startswith("ERROR: the command 'web__add' is refused")
+
+
+CLIENT = """
+import json, sys
+from yggdrasil.loki.tools import McpServer, filesystem_toolbox
+root, server, url = sys.argv[1:4]
+seen = {}
+with filesystem_toolbox(root, rules=[("deny", "web__drop_all")]) as box:
+    box.add_mcp(McpServer("notes", command=sys.executable, args=(server, "stdio")))
+    box.add_mcp(McpServer("web", url=url))
+    seen["stdio"] = box.call("notes__add", {"a": 2, "b": 3})
+    seen["http"] = box.call("web__remember", {"note": "x"})
+    seen["denied"] = box.call("web__drop_all", {})
+    seen["failed"] = box.call("notes__fail", {"why": "boom"})
+print(json.dumps(seen))
+"""
+
+
+def test_the_client_under_both_sdk_generations(root: Path, mcp_python: str) -> None:
+    """The client, and the servers, under this environment's mcp SDK and the other major."""
+    port = free_port()
+    server = subprocess.Popen([mcp_python, SERVER, "http", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        done = subprocess.run([mcp_python, "-c", CLIENT, str(root), SERVER,
+                               f"http://127.0.0.1:{port}/mcp"], capture_output=True, text=True,
+                              timeout=120, env=child_env(root.parent))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["stdio"] == "5" and seen["http"].endswith("note(s)")
+    assert seen["denied"].startswith("ERROR: the command 'web__drop_all' is refused")
+    assert seen["failed"].startswith("ERROR: ")
