@@ -232,3 +232,23 @@ def test_a_transcript_cut_mid_record_still_resumes_and_an_old_one_says_why_not(
     old.write_text('{"type": "start", "task": "t"}\n{"type": "turn", "text": "x"}\n')
     with pytest.raises(LokiError, match="written by a loki before sessions"):
         Session.from_transcript(old)
+
+
+def test_a_resumed_session_lists_only_the_changes_that_still_hold(
+        server: FakeModelServer, root: Path, tmp_path: Path) -> None:
+    (root / "old.txt").write_text("x\n")
+    log = tmp_path / "first.jsonl"
+    server.queue(openai_reply(None, [("write_file", {"path": "kept.txt", "content": "1\n"}),
+                                     ("write_file", {"path": "undone.txt", "content": "2\n"}),
+                                     ("run", {"command": "rm old.txt"})]),
+                 openai_reply("Done."), openai_reply("Again."))
+    loki_at(server).act("t", root=root, transcript=log, confirm=lambda action: True)
+    (root / "undone.txt").unlink()  # the user undid one by hand
+    session = Session.from_transcript(log)
+    assert session.statuses == {"kept.txt": "created", "undone.txt": "created",
+                                "old.txt": "deleted"}
+    with filesystem_toolbox(root) as box:
+        loki_at(server).act("t2", toolbox=box, session=session)
+        assert box.changed == ["kept.txt", "old.txt"]
+    assert session.notes[-1] == ("undone.txt was created by the earlier run and has changed "
+                                 "since: not listed as this session's change")

@@ -16,7 +16,16 @@ from typing import Any
 
 from .engine import DEFAULT_TIMEOUT, Engine, RetryPolicy, choose_engine
 from .files import DEFAULT_PROTECTED, Root, protect_globs
-from .loop import ActResult, ActStep, ProtocolName, Run, Session, gather_instructions, new_run_id
+from .loop import (
+    ActResult,
+    ActStep,
+    ProtocolName,
+    Run,
+    Session,
+    carry_changes,
+    gather_instructions,
+    new_run_id,
+)
 from .search import protection
 from .tools import Toolbox, filesystem_toolbox
 
@@ -130,9 +139,7 @@ class Loki:
                            root=str(Path(root).resolve()), run=plan.run,
                            session=session.id if session is not None else plan.run)
         if session is not None:
-            for path in session.changed:  # what runs of an earlier process changed
-                toolbox.record(path)
-            session.changed = []
+            carry_changes(session, toolbox)  # what runs of an earlier process changed
         where = toolbox.root or Root.at(root, protect=protection(protect_globs(DEFAULT_PROTECTED)))
         instructions = gather_instructions(
             where, ("instructions given to Loki", self.instructions),

@@ -100,6 +100,7 @@ def run_do(args: argparse.Namespace) -> int:
         raise CliError("--events - and --json both write to stdout; give one a file")
     instructions = _read_instructions(args.instructions)
     session = _session(args)
+    said = len(session.notes) if session is not None else 0
     try:
         loki = Loki(engine=args.engine, model=args.model, base_url=args.base_url,
                     agents_md=not args.no_agents_md)
@@ -132,6 +133,8 @@ def run_do(args: argparse.Namespace) -> int:
         print(result.to_json(indent=2))
     elif args.events != "-":
         print(result.answer or "(no answer: the step budget ran out)")
+    for note in session.notes[said:] if session is not None else ():
+        sys.stderr.write(f"loki: {note}\n")  # what the run found no longer holds
     if not args.json:
         report_changes(box, usage=result.usage)
         sys.stderr.write(f"run {run_id}: continue it with `loki do --resume {run_id} TASK`\n")

@@ -13,9 +13,10 @@ from __future__ import annotations
 from ._instructions import AGENTS_FILE, MAX_INSTRUCTIONS, Instructions, gather_instructions
 from ._result import ActResult, ActStep, ProtocolName
 from ._run import Run
-from ._session import Session, new_run_id
+from ._session import Session, carry_changes, new_run_id
 from ._transcript import EVENTS_SCHEMA, Transcript, events_schema
 
 __all__ = ["AGENTS_FILE", "EVENTS_SCHEMA", "MAX_INSTRUCTIONS", "ActResult", "ActStep",
-           "Instructions", "ProtocolName", "Run", "Session", "Transcript", "events_schema",
+           "Instructions", "ProtocolName", "Run", "Session", "Transcript", "carry_changes",
+           "events_schema",
            "gather_instructions", "new_run_id"]

@@ -234,8 +234,8 @@ class Run:
         result.seconds = self.clock.elapsed()
         result.diff = self.box.diff()
         self.log.write("end", answer=answer, completed=completed, stop_reason=reason,
-                       files_changed=result.files_changed, usage=result.usage,
-                       seconds=result.seconds, diff=result.diff, **extra)
+                       files_changed=result.files_changed, changes=self.box.changes,
+                       usage=result.usage, seconds=result.seconds, diff=result.diff, **extra)
         self.events.emit("finished", stop_reason=reason, completed=completed, answer=answer,
                          seconds=result.seconds, files_changed=result.files_changed,
                          usage=dict(result.usage), **extra)

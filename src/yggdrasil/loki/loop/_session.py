@@ -22,7 +22,7 @@ from ..brain import Message
 from ..errors import LokiError
 from ..toolbox import Toolbox
 
-__all__ = ["Session", "new_run_id"]
+__all__ = ["Session", "carry_changes", "new_run_id"]
 
 
 def new_run_id() -> str:
@@ -47,6 +47,7 @@ class Session:
     root: str | None = None
     toolbox: Toolbox | None = None
     changed: list[str] = field(default_factory=list)
+    statuses: dict[str, str] = field(default_factory=dict)  # of ``changed``, when it ended
     notes: list[str] = field(default_factory=list)
     owns_toolbox: bool = False
 
@@ -74,19 +75,42 @@ class Session:
                             "loki before sessions (it can still be replayed with --engine "
                             "scripted --model FILE)")
         changed: dict[str, None] = {}
+        statuses: dict[str, str] = {}
         for record in records:
             if record.get("type") == "end":
                 changed.update(dict.fromkeys(record.get("files_changed") or []))
+                statuses.update(record.get("changes") or {})
         run = str(start.get("run") or Path(path).stem)
         session = cls(id=str(start.get("session") or run), messages=messages,
                       runs=[*start.get("runs_before", []), run], root=start.get("root"),
-                      changed=list(changed))
+                      changed=list(changed), statuses=statuses)
         if changed:
             session.notes.append(
                 f"the {len(changed)} file(s) the earlier run changed are listed as changed "
                 "again, but cannot be undone from here: their originals were kept by the "
                 "process that ran it")
         return session
+
+
+def carry_changes(session: Session, toolbox: Toolbox) -> None:
+    """Record into ``toolbox`` the files an earlier process's runs changed, where that still
+    holds: a file they created or modified still exists, one they deleted is still gone.
+    The others are left out, and ``notes`` says so."""
+    for path in session.changed:
+        status = session.statuses.get(path, "modified")
+        if _still_holds(toolbox, path, status):
+            toolbox.record(path)
+        else:
+            session.notes.append(f"{path} was {status} by the earlier run and has changed "
+                                 "since: not listed as this session's change")
+    session.changed, session.statuses = [], {}
+
+
+def _still_holds(toolbox: Toolbox, path: str, status: str) -> bool:
+    if toolbox.root is None or status == "transient":
+        return True
+    exists = os.path.lexists(toolbox.root.path / path)
+    return not exists if status == "deleted" else exists
 
 
 def _records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
