@@ -15,7 +15,8 @@ def child_env(tmp_path: Path) -> dict[str, str]:
     existing files in the root count as real assets and edits to them are gated."""
     scratch = tmp_path / "system-tmp"
     scratch.mkdir(exist_ok=True)
-    return {**os.environ, "PYTHONPATH": str(SRC), "TMPDIR": str(scratch)}
+    return {**os.environ, "PYTHONPATH": str(SRC), "TMPDIR": str(scratch),
+            "LOKI_STATE_DIR": str(tmp_path / "loki-state")}  # transcripts of `loki do` runs
 
 
 def loki(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -98,7 +98,7 @@ def test_on_a_terminal_the_user_is_asked(root: Path, answer: str, code: int, con
     finally:
         os.close(follower)
         os.close(leader)
-    assert "loki: overwrite x.py? [y/N]" in done.stderr
+    assert "loki: overwrite x.py? [y]es/[N]o/[a]lways for this session: " in done.stderr
     assert done.returncode == code
     assert target.read_text() == content
 

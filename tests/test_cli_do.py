@@ -136,6 +136,7 @@ def test_ctrl_c_stops_and_still_reports_changes(root: Path) -> None:
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=child_env(root.parent))
     assert proc.stderr is not None
+    assert proc.stderr.readline().startswith("loki: scripted model ")  # the start line
     first = proc.stderr.readline()
     assert first.startswith("loki: fence: commands ")  # the fence in force is said first
     while first.startswith("loki: "):  # then the warnings (the root is in the temp folder)

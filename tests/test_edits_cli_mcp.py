@@ -94,15 +94,15 @@ def test_the_terminal_prompt_shows_the_diff_it_asks_about(root: Path) -> None:
     (root / "app.py").write_text("a = 1\nb = 2\n")
     done = run_on_terminal(root, "y\n", "edit_file", "path=app.py", "old=b = 2", "new=b = 3")
     assert done.stderr.startswith("--- app.py\n+++ app.py\n@@ -1,2 +1,2 @@\n a = 1\n-b = 2\n"
-                                  "+b = 3\nloki: edit app.py? [y/N] ")
+                                  "+b = 3\nloki: edit app.py? [y]es/[N]o/[a]lways for this session: ")
     assert done.returncode == 0 and (root / "app.py").read_text() == "a = 1\nb = 3\n"
     done = run_on_terminal(root, "n\n", "write_file", "path=app.py", "content=c = 4\n")
-    assert "-a = 1\n-b = 3\n+c = 4\nloki: overwrite app.py? [y/N] " in done.stderr
+    assert "-a = 1\n-b = 3\n+c = 4\nloki: overwrite app.py? [y]es/[N]o/[a]lways for this session: " in done.stderr
     assert done.returncode == 3 and (root / "app.py").read_text() == "a = 1\nb = 3\n"
     (root / "gone.txt").write_text("x\n")
     done = run_on_terminal(root, "n\n", "apply_patch",
                            "patch=*** Begin Patch\n*** Delete File: gone.txt\n*** End Patch")
-    assert done.stderr.endswith("loki: delete gone.txt? [y/N] ") and (root / "gone.txt").exists()
+    assert done.stderr.endswith("loki: delete gone.txt? [y]es/[N]o/[a]lways for this session: ") and (root / "gone.txt").exists()
 
 
 def test_the_terminal_prompt_shows_control_characters_escaped(root: Path) -> None:

@@ -52,7 +52,8 @@ def test_native_tool_use_edits_real_files(server: FakeModelServer, root: Path) -
     assert result.answer == "Fixed add: it subtracted." and result.files_changed == ["pkg/mod.py"]
     first, _, last = server.posts()
     assert server.requests[0].path == "/v1/messages"
-    assert filesystem_toolbox(root).spec() in first["system"]
+    assert "read_file(path" not in first["system"]  # the schemas are the catalog
+    assert filesystem_toolbox(root).status in first["system"]
     assert first["max_tokens"] == 8192 and first["model"] == "claude-fake"
     assert first["tools"][0]["input_schema"]["type"] == "object"  # neutral schemas, as is
     # the first message carries the task and the repository map (Loki.act's repo_map)

@@ -56,7 +56,10 @@ def test_native_tool_calls_edit_real_files(server: FakeModelServer, root: Path) 
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"
     assert first["model"] == "gpt-fake"
     assert first["messages"][0]["role"] == "system"
-    assert "read_file(path, start=1, end=0, symbol=\"\")" in first["messages"][0]["content"]  # spec()
+    # the catalog goes once, as the tools' schemas: the system prompt does not repeat it
+    system = first["messages"][0]["content"]
+    assert "read_file(path" not in system and "Protected files" in system  # the status stays
+    assert all(t["function"]["description"] not in system for t in first["tools"])
     names = [t["function"]["name"] for t in first["tools"]]
     assert names[:2] == ["list_dir", "read_file"] and "edit_file" in names
     read_file = first["tools"][1]["function"]  # strict form: all required, optional nullable
@@ -84,6 +87,7 @@ def test_text_decisions_for_a_model_without_tools(server: FakeModelServer, root:
     first, second = server.posts()
     assert "tools" not in first
     assert '"done": true' in first["messages"][0]["content"]  # the protocol is in the prompt
+    assert 'read_file(path, start=1, end=0, symbol="")' in first["messages"][0]["content"]  # spec()
     assert second["messages"][-1]["content"] == "Output of step 1 (write_file):\ncreated hello.py (9 bytes)"
 
 

@@ -77,7 +77,7 @@ def test_toolbox_names_lists_the_tools_in_catalog_order(tmp_path: Path) -> None:
 
 
 EXPORTS = {  # each public module's __all__, exactly: a new public name is a decision
-    "yggdrasil.loki.agent": ["ActResult", "ActStep", "Loki"],
+    "yggdrasil.loki.agent": ["ActResult", "ActStep", "Loki", "Session"],
     "yggdrasil.loki.engine": ["DEFAULT_TIMEOUT", "ENGINES", "Completion", "Decision", "Engine",
                               "Message", "NotADecision", "RetryPolicy", "ToolCall",
                               "choose_engine", "create_engine", "decisions_from",

@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Unpack
+from typing import Any, Unpack
 
 from .code import syntax_error
-from .files import DEFAULT_PROTECTED, Files, Journal, Root, SyntaxGate
+from .files import DEFAULT_PROTECTED, Approvals, Files, Journal, Root, SyntaxGate
 from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
@@ -26,6 +26,7 @@ from .settings import Settings, ToolboxKeywords, config_dir, with_keywords
 from .shell import CommandRules, JobLimits, Shell, parse_rules, writable_paths
 from .tables import TableReader
 from .toolbox import (
+    McpServer,
     Observation,
     Tool,
     Toolbox,
@@ -36,8 +37,8 @@ from .toolbox import (
     write_tools,
 )
 
-__all__ = ["DEFAULT_PROTECTED", "Observation", "Tool", "Toolbox", "filesystem_toolbox",
-           "sandbox_status"]
+__all__ = ["DEFAULT_PROTECTED", "McpServer", "Observation", "Tool", "Toolbox",
+           "filesystem_toolbox", "sandbox_status"]
 
 
 def filesystem_toolbox(
@@ -46,7 +47,7 @@ def filesystem_toolbox(
     read_only: bool = False,
     allow_shell: bool = False,
     allow_web: bool = False,
-    confirm: Callable[[str], bool] | None = None,
+    confirm: Callable[[str], Any] | None = None,
     settings: Settings | None = None,
     **keywords: Unpack[ToolboxKeywords],
 ) -> Toolbox:
@@ -63,8 +64,11 @@ def filesystem_toolbox(
     read_table, query_table) are always present.
     write_file, edit_file, run_python and run are added unless ``read_only``.
     ``allow_shell`` is kept for back-compat and no longer gates ``run``. Network tools
-    (web_*) are added only with ``allow_web``. ``confirm(action) -> bool`` is asked before
-    overwriting or editing an existing file outside the system temp dir.
+    (web_*) are added only with ``allow_web``. ``confirm(action)`` is asked before
+    overwriting or editing an existing file outside the system temp dir (and for commands
+    and MCP tools an ``ask`` rule matches); it answers True/False or ``"yes"``, ``"no"``,
+    ``"always"``: "always" allows the same question's key (this verb on this path, this
+    rule, this tool) for the rest of the toolbox's life without asking again.
     ``allow_private_hosts`` lets the web tools reach private, loopback and link-local
     addresses (an intranet, a local test server); cloud metadata addresses stay refused.
 
@@ -118,19 +122,28 @@ def filesystem_toolbox(
     around every call: a string from ``before_call`` refuses the call with that message, a
     string from ``after_call`` replaces the observation; an exception in a hook is an ERROR
     observation.
+
+    ``mcp_servers``: MCP servers whose tools to add (``McpServer`` or mappings of its
+    fields, see ``Toolbox.add_mcp``), named ``<server>__<tool>``. They run outside the
+    fence; ``rules`` (and ``rules_default``) decide their calls by tool name, e.g.
+    ``("deny", "db__drop_table")``, and the hooks apply to them.
     """
     del allow_shell  # back-compat only: run is present whenever the toolbox may write
     given = {k: v for k, v in (("read_only", read_only), ("allow_web", allow_web),
                                ("confirm", confirm)) if v}
     s = with_keywords(settings, {**given, **keywords})
     fence, policy = s.fence, s.policy
+    confirm = Approvals(policy.confirm) if policy.confirm is not None else None  # "always"
     where = Root.at(root, protect=protection(policy.protect), git_writable=fence.git_writable)
     guard_imports(where.path)  # what commands write in the root never runs in this process
-    box = Toolbox(before_call=policy.before_call, after_call=policy.after_call)
+    box = Toolbox(before_call=policy.before_call, after_call=policy.after_call, root=where)
     box.settings = s
+    command_rules = CommandRules(parse_rules(policy.rules), policy.rules_default)
+    box.gate = lambda name: command_rules.check(name, confirm,
+                                                action=f"call {name} (an MCP server's tool)")
     journal = Journal(where, box.record)
     box.journal = journal
-    files = Files(where, confirm=policy.confirm, on_change=journal.after_write,
+    files = Files(where, confirm=confirm, on_change=journal.after_write,
                   before_change=journal.before_write, on_remove=journal.after_remove,
                   syntax=SyntaxGate(s.editing.on_syntax_error, grammar=syntax_error))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
@@ -145,8 +158,7 @@ def filesystem_toolbox(
                       hidden=(*fence.hidden, str(config_dir(os.environ))),  # loki's own
                       git_writable=fence.git_writable,
                       limits=JobLimits(s.jobs.max_jobs, s.jobs.lifetime, s.jobs.buffer),
-                      rules=CommandRules(parse_rules(policy.rules), policy.rules_default),
-                      confirm=policy.confirm)
+                      rules=command_rules, confirm=confirm)
         tools += write_tools(files, shell) + edit_tools(files, box) + job_tools(shell)
         box.attach(shell.jobs)
         box.own(shell, *([proxy] if proxy is not None else []))
@@ -157,8 +169,14 @@ def filesystem_toolbox(
     notes = [box.status, where.protect.describe() if where.protect else ""]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
         notes.append(tables.status())
-    box.status = "\n".join(s for s in notes if s)
+    box.status = "\n".join(n for n in notes if n)
     box.own(tables)
     for tool in tools:
         box.add(tool)
+    try:
+        for server in s.mcp_servers.values():
+            box.add_mcp(server)
+    except BaseException:
+        box.close()  # the servers started so far, and the rest the toolbox holds
+        raise
     return box

@@ -2,7 +2,7 @@
 
 :func:`toolbox_options` / :func:`open_toolbox` (``--root``, ``--read-only``, ``--web``,
 ``--sandbox``, ``--no-network``, ``--allow-host``, ``--protect``, ``--no-protect``,
-``--rule``, ``--rule-default``, ``--on-syntax-error``), :func:`subcommand` (registers
+``--rule``, ``--rule-default``, ``--on-syntax-error``, ``--mcp``), :func:`subcommand` (registers
 one), :func:`terminal_confirm` (the y/N prompt for destructive operations, with the diff
 it asks about), :class:`CliError` and :func:`fail` (the error on stderr, a non-zero exit,
 never a traceback).
@@ -15,7 +15,7 @@ import sys
 import textwrap
 from typing import Any, TextIO
 
-from ..files import Confirm
+from ..files import Answer, Confirm, answer_of
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -80,25 +80,29 @@ def terminal_confirm(assume_yes: bool, *, stdin: TextIO | None = None,
 
     With ``assume_yes`` every action is allowed. Otherwise, when stdin is a terminal the
     user is shown the diff of the change (when the action carries one, as the file tools'
-    ``ConfirmAction`` does) and asked ``<action>? [y/N]`` on stderr, with control
-    characters shown escaped (file content must not drive the terminal); without a
-    terminal nobody can answer, so the action is declined (the tool then answers
-    ``REFUSED: ...``) with a hint on stderr.
+    ``ConfirmAction`` does) and asked ``<action>? [y]es/[N]o/[a]lways ...`` on stderr, with
+    control characters shown escaped (file content must not drive the terminal); "always"
+    allows the same question (this verb on this path, this rule, this tool) for the rest
+    of the session (the toolbox's ``Approvals`` remember it). Without a terminal nobody
+    can answer, so the action is declined (the tool then answers ``REFUSED: ...``) with a
+    hint on stderr.
     """
-    def confirm(action: str) -> bool:
+    def confirm(action: str) -> Answer:
         if assume_yes:
-            return True
+            return "yes"
         inp, err = stdin or sys.stdin, stderr or sys.stderr
         if inp is None or not inp.isatty():
             err.write(f"loki: declined to {action}: no terminal to ask; pass --yes to allow\n")
             err.flush()
-            return False
+            return "no"
         diff = getattr(action, "diff", "")  # a files.ConfirmAction carries the change
         if diff:
             err.write(visible(diff.rstrip("\n")) + "\n")
-        err.write(f"loki: {visible(action)}? [y/N] ")
+        key = getattr(action, "key", "") or action
+        scope = "this session" if key == action else visible(key)
+        err.write(f"loki: {visible(action)}? [y]es/[N]o/[a]lways for {scope}: ")
         err.flush()
-        return inp.readline().strip().lower() in ("y", "yes")
+        return answer_of(inp.readline())
     return confirm
 
 

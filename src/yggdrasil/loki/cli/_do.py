@@ -28,6 +28,14 @@ from ._common import (
     confirm_mode,
     terminal_confirm,
 )
+from ._runs import (
+    MAX_INSTRUCTIONS_FILE,
+    event_sink,
+    find_run,
+    last_run,
+    runs_folder,
+    start_line,
+)
 from ._toolbox import announce, cli_settings, open_toolbox, subcommand
 
 __all__ = ["EXIT_INCOMPLETE", "add_do", "failure_detail", "run_do"]
@@ -64,34 +72,61 @@ def add_do(commands: Any) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the whole result (steps, answer, files, usage) as JSON")
     parser.add_argument("--log", metavar="FILE",
-                        help="write a JSONL transcript as the run goes (replayable with "
-                             "--engine scripted --model FILE)")
+                        help="write the JSONL transcript here as the run goes (default: the "
+                             "runs folder, $LOKI_STATE_DIR/runs or ~/.local/state/loki/runs; "
+                             "replayable with --engine scripted --model FILE)")
+    parser.add_argument("--instructions", metavar="FILE",
+                        help="put this file's text in the system prompt, after the project's "
+                             "AGENTS.md files")
+    parser.add_argument("--no-agents-md", action="store_true",
+                        help="do not read the AGENTS.md files from the repository's top down "
+                             "to --root")
+    parser.add_argument("--events", metavar="FILE",
+                        help="write one JSON event per line as the run goes ('-': stdout, "
+                             "instead of the answer); see docs for the schema")
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument("--continue", dest="resume_last", action="store_true",
+                       help="continue the last run in --root: the model sees its conversation")
+    again.add_argument("--resume", metavar="RUN",
+                       help="continue the run with this id (or transcript file)")
 
 
 def run_do(args: argparse.Namespace) -> int:
     from ..agent import Loki
+    from ..loop import new_run_id
 
     if args.max_steps is not None and args.max_steps < 1:
         raise CliError("--max-steps must be at least 1")
+    if args.events == "-" and args.json:
+        raise CliError("--events - and --json both write to stdout; give one a file")
     settings = cli_settings(args)
     args.max_steps = args.max_steps or settings.agent.max_steps
+    instructions = _read_instructions(args.instructions)
+    session = _session(args)
+    said = len(session.notes) if session is not None else 0
     try:
         loki = Loki(engine=args.engine, model=args.model, base_url=args.base_url,
-                    settings=settings)
+                    agents_md=not args.no_agents_md, settings=settings)
     except (EngineConfigError, ValueError) as exc:
         raise CliError(str(exc)) from exc
+    run_id = new_run_id()
+    transcript = args.log or runs_folder(create=True) / f"{run_id}.jsonl"
+    sys.stderr.write(start_line(loki.engine, args, run_id, session, settings) + "\n")
     progress = Progress(args.max_steps, live=sys.stderr.isatty())
     box = open_toolbox(args, confirm=progress.paused(terminal_confirm(args.yes)),
                        settings=settings)
     announce(box, confirm=confirm_mode(args.yes), root=args.root)
     signal.signal(signal.SIGTERM, _interrupt)  # a kill ends the run as Ctrl-C does
     try:
-        try:
-            with progress:
-                result = loki.act(args.task, root=args.root, max_steps=args.max_steps,
-                                  toolbox=box, on_step=progress.step, transcript=args.log)
-        finally:
-            box.close()  # background jobs end with the run (Ctrl-C too) and settle
+        with event_sink(args.events) as on_event:
+            try:
+                with progress:
+                    result = loki.act(args.task, root=args.root, max_steps=args.max_steps,
+                                      toolbox=box, on_step=progress.step, transcript=transcript,
+                                      instructions=instructions, session=session,
+                                      on_event=on_event, run_id=run_id)
+            finally:
+                box.close()  # background jobs end with the run (Ctrl-C too) and settle
         result.files_changed = list(box.changed)
     except KeyboardInterrupt:
         report_changes(box, "interrupted")
@@ -101,10 +136,40 @@ def run_do(args: argparse.Namespace) -> int:
         return EXIT_TOOL_ERROR
     if args.json:
         print(result.to_json(indent=2))
-    else:
+    elif args.events != "-":
         print(result.answer or "(no answer: the step budget ran out)")
+    for note in session.notes[said:] if session is not None else ():
+        sys.stderr.write(f"loki: {note}\n")  # what the run found no longer holds
+    if not args.json:
         report_changes(box, usage=result.usage)
+        sys.stderr.write(f"run {run_id}: continue it with `loki do --resume {run_id} TASK`\n")
     return EXIT_OK if result.completed else EXIT_INCOMPLETE
+
+
+def _read_instructions(path: str | None) -> str:
+    if path is None:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read(MAX_INSTRUCTIONS_FILE + 1)[:MAX_INSTRUCTIONS_FILE]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"--instructions {path!r}: cannot read it ({exc})") from exc
+
+
+def _session(args: argparse.Namespace) -> Any:
+    """The session --continue/--resume name, None for a new one; CliError when not found."""
+    from ..loop import Session
+
+    if not (args.resume_last or args.resume):
+        return None
+    path = last_run(args.root) if args.resume_last else find_run(args.resume)
+    try:
+        session = Session.from_transcript(path)
+    except LokiError as exc:
+        raise CliError(str(exc)) from exc
+    for note in session.notes:
+        sys.stderr.write(f"loki: {note}\n")
+    return session
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -152,7 +217,7 @@ class Progress:
 
     def paused(self, confirm: Confirm) -> Confirm:
         """``confirm`` with the spinner stopped while the user is asked."""
-        def ask(action: str) -> bool:
+        def ask(action: str) -> Any:
             if self.status is None:
                 return confirm(action)
             self.status.stop()

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from ..errors import LokiError
 from ..files import Confirm
 from ..settings import Settings, SettingsError, load_settings
-from ..tools import DEFAULT_PROTECTED, Toolbox, filesystem_toolbox
+from ..tools import DEFAULT_PROTECTED, McpServer, Toolbox, filesystem_toolbox
 from ._common import CliError, wrap
 
 __all__ = ["add_settings_flags", "announce", "cli_settings", "open_toolbox", "pairs",
@@ -76,6 +76,10 @@ def add_settings_flags(group: Any, *, fleet: bool = False) -> None:
              "(warn, the default) or refuse it (reject)")
     add("--code-cache", action=argparse.BooleanOptionalAction, default=None,
         help="keep the code index on disk in the user's cache folder")
+    add("--mcp", action="append", default=[], metavar="NAME=SERVER",
+        help="add the tools of an MCP server, named NAME__TOOL: NAME='COMMAND ARGS' (stdio) or "
+             "NAME=http://HOST/PATH (streamable HTTP); repeatable. They run outside the fence; "
+             "--rule decides their calls by tool name (--rule deny:NAME__TOOL)")
 
 
 def pairs(items: list[str], flag: str) -> dict[str, str]:
@@ -87,6 +91,15 @@ def pairs(items: list[str], flag: str) -> dict[str, str]:
             raise CliError(f"{flag} {item!r}: write NAME=VALUE")
         out[name] = value
     return out
+
+
+def mcp_servers(items: list[str]) -> dict[str, McpServer]:
+    """``--mcp NAME=SERVER`` flags as servers by name; CliError for a malformed one."""
+    try:
+        servers = [McpServer.parse(text) for text in items]
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    return {server.name: server for server in servers}
 
 
 def cli_settings(args: argparse.Namespace, root: str | None = None,
@@ -109,7 +122,8 @@ def cli_settings(args: argparse.Namespace, root: str | None = None,
         "policy.rules": [rule(r) for r in args.rule] or None,
         "policy.rules_default": args.rule_default, "jobs.max_jobs": args.max_jobs,
         "jobs.lifetime": args.job_lifetime, "editing.on_syntax_error": args.on_syntax_error,
-        "code.cache": args.code_cache, **(extra or {}),
+        "code.cache": args.code_cache, "mcp_servers": mcp_servers(args.mcp) or None,
+        **(extra or {}),
     }
     where = root if root is not None else getattr(args, "root", ".")
     try:
@@ -177,6 +191,9 @@ def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None,
     settings = settings if settings is not None else cli_settings(args)
     try:
         return filesystem_toolbox(args.root, settings=settings, confirm=confirm)
+    except ImportError as exc:
+        raise CliError(f"--mcp needs the mcp package: pip install 'yggdrasil-loki[mcp]' "
+                       f"({exc})") from exc
     except (LokiError, ValueError) as exc:
         raise CliError(str(exc)) from exc
 

@@ -23,7 +23,7 @@ from typing import Any
 from ..brain import Completion, Message
 from ..errors import EngineConfigError, EngineRequestError
 
-_TRANSCRIPT_ONLY = {"start", "step", "end", "error"}
+_TRANSCRIPT_ONLY = {"start", "step", "end", "error", "message"}
 
 
 class ScriptedEngine:

@@ -12,6 +12,7 @@ this package; it imports only ``yggdrasil.loki.errors`` and ``yggdrasil.io``.
 
 from __future__ import annotations
 
+from ._approvals import Answer, Approvals, answer_of
 from ._diff import ConfirmAction
 from ._files import Confirm, Files
 from ._gitfiles import SETTINGS_FILE, settings_path
@@ -53,6 +54,8 @@ __all__ = [
     "MAX_READ_LINES",
     "READ_FLAGS",
     "SETTINGS_FILE",
+    "Answer",
+    "Approvals",
     "Confirm",
     "ConfirmAction",
     "Diff",
@@ -65,6 +68,7 @@ __all__ = [
     "Reverted",
     "Root",
     "SyntaxGate",
+    "answer_of",
     "clip_line",
     "clip_list",
     "clip_text",

@@ -31,14 +31,17 @@ class ConfirmAction(str):
     """A confirm question (``"edit cli.py"``) that also carries the diff it asks about.
 
     It is a ``str``, so ``confirm(action: str) -> bool`` callbacks keep working; a terminal
-    prompt shows ``action.diff`` above the question.
+    prompt shows ``action.diff`` above the question. ``key`` is what an "always" answer
+    covers (default: the question itself, i.e. this verb on this path).
     """
 
     diff: str
+    key: str
 
-    def __new__(cls, action: str, diff: str = "") -> ConfirmAction:
+    def __new__(cls, action: str, diff: str = "", key: str = "") -> ConfirmAction:
         made = super().__new__(cls, action)
         made.diff = diff
+        made.key = key or action
         return made
 
 

@@ -19,6 +19,7 @@ from annotated_types import Ge
 
 from ..errors import LokiError, PathError, Refused, ToolError
 from ._apply import FileState, Plan, diffs
+from ._approvals import answer_of
 from ._diff import (
     MAX_CONFIRM_LINES,
     MAX_DIFF_LINES,
@@ -42,7 +43,7 @@ __all__ = ["Confirm", "Files"]
 
 _SNIFF = 8192
 
-Confirm = Callable[[str], bool]
+Confirm = Callable[[str], Any]  # a bool, or "yes" / "no" / "always" (files.Approvals)
 
 
 @dataclass
@@ -293,7 +294,8 @@ class Files:
         the question is a ``ConfirmAction`` carrying the diff of the change."""
         if self.confirm is None or self.root.is_temporary(real) or self.root.stat(real) is None:
             return
-        if not self.confirm(ConfirmAction(f"{verb} {rel}", diff() if diff else "")):
+        question = ConfirmAction(f"{verb} {rel}", diff() if diff else "")
+        if answer_of(self.confirm(question)) == "no":
             raise Refused(verb, rel)
 
 

@@ -151,26 +151,51 @@ class Journal:
         no copy was kept of, a deleted or binary file, a file too big to compare cheaply,
         a protected file: its bytes are not read)."""
         entry = self.entries.get(rel)
-        if entry is None or not entry.exists or (entry.existed and entry.backup is None):
+        if entry is None or not entry.exists:
             return None
-        if self.root.covered(rel) is not None:
+        sides = self._sides(rel)
+        if isinstance(sides, str):
             return None
-        real = self.root.resolve(rel)
-        now = self.root.stat(real)
-        sizes = [now.st_size if now else DIFF_LIMIT + 1,
-                 entry.backup.stat().st_size if entry.backup else 0]
-        if max(sizes) > DIFF_LIMIT:
-            return None
-        before = entry.backup.read_bytes() if entry.backup else b""
-        after = self.root.read_bytes(real)
-        if b"\0" in before or b"\0" in after:
-            return None
-        old, new = (side.decode("utf-8", "replace").splitlines() for side in (before, after))
+        old, new = sides
         added = removed = 0
         for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new).get_opcodes():
             if tag != "equal":
                 removed, added = removed + i2 - i1, added + j2 - j1
         return added, removed
+
+    def unified_diff(self, rel: str) -> str:
+        """The unified diff of ``rel`` since the run began (``--- a/rel`` / ``+++ b/rel``),
+        or one line saying why it cannot be shown (no copy of the original, binary, too
+        big, protected)."""
+        sides = self._sides(rel)
+        if isinstance(sides, str):
+            return f"# {rel}: {sides}\n"
+        entry = self.entries.get(rel)
+        old_name = f"a/{rel}" if entry is None or entry.existed else "/dev/null"
+        new_name = f"b/{rel}" if entry is None or entry.exists else "/dev/null"
+        lines = difflib.unified_diff(sides[0], sides[1], old_name, new_name, lineterm="")
+        return "".join(f"{line}\n" for line in lines)
+
+    def _sides(self, rel: str) -> tuple[list[str], list[str]] | str:
+        """The lines of ``rel`` when the run began and now, or why they are not known."""
+        entry = self.entries.get(rel)
+        if entry is None or (entry.existed and entry.backup is None):
+            return "changed by a command before a copy of it was kept: no diff"
+        if self.root.covered(rel) is not None:
+            return "protected: its bytes are not read"
+        real = self.root.resolve(rel)
+        now = self.root.stat(real) if entry.exists else None
+        sizes = [now.st_size if now else 0, entry.backup.stat().st_size if entry.backup else 0]
+        if entry.exists and now is None:
+            return "gone since it was last seen"
+        if max(sizes) > DIFF_LIMIT:
+            return f"larger than {DIFF_LIMIT} bytes: no diff"
+        before = entry.backup.read_bytes() if entry.backup else b""
+        after = self.root.read_bytes(real) if now is not None else b""
+        if b"\0" in before or b"\0" in after:
+            return "binary: no diff"
+        old, new = (side.decode("utf-8", "replace").splitlines() for side in (before, after))
+        return old, new
 
     def relative(self, paths: Iterable[str]) -> set[str]:
         """Root-relative forms of paths given as the user or model wrote them; a path

@@ -9,10 +9,14 @@ size is counted in characters, a cheap and vendor-neutral stand-in for tokens (~
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..brain import Message
 from ._prompt import elided
+
+_HEADER = re.compile(r"Output of step (\d+) \(([^)]*)\):\n")  # observation_header's shape
 
 
 @dataclass
@@ -33,13 +37,30 @@ class Conversation:
     messages: list[Message] = field(default_factory=list)
     elided: int = 0
     _observations: list[_Observation] = field(default_factory=list)
+    on_add: Callable[[Message], None] | None = None  # told of each message as it is added
 
     def add(self, message: Message) -> None:
         self.messages.append(message)
+        if self.on_add is not None:
+            self.on_add(message)
 
     def add_observation(self, message: Message, *, step: int, tool: str, header: str = "") -> None:
         self._observations.append(_Observation(len(self.messages), step, tool, header))
-        self.messages.append(message)
+        self.add(message)
+
+    def add_history(self, messages: Iterable[Message]) -> None:
+        """Messages of earlier runs (a session): copied, their observations elidable."""
+        for original in messages:
+            message = dict(original)
+            content = message.get("content")
+            if message.get("role") == "tool":
+                self.add_observation(message, step=0, tool=str(message.get("name", "")))
+            elif (message.get("role") == "user" and isinstance(content, str)
+                  and (found := _HEADER.match(content))):
+                self.add_observation(message, step=int(found[1]), tool=found[2],
+                                     header=found[0])
+            else:
+                self.add(message)
 
     def size(self) -> int:
         return len(self.system) + sum(_size(m) for m in self.messages)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..toolbox import Toolbox
 
 _INTRO = """You are Loki, an autonomous coding agent. You work inside one project folder, \
-the root, and act only through the tools below. Paths are relative to the root."""
+the root, and act only through the tools {where}. Paths are relative to the root."""
 
 _TEXT_PROTOCOL = """Reply to every message with exactly one JSON object and nothing else.
 To call a tool:
@@ -27,11 +27,22 @@ _DECISION_SHAPE = ('{"thought": "...", "tool": "<tool name>", "args": {...}} to 
                    'or {"thought": "...", "done": true, "answer": "..."} when the task is done')
 
 
-def system_prompt(toolbox: Toolbox, *, native: bool, max_steps: int) -> str:
+def system_prompt(toolbox: Toolbox, *, native: bool, max_steps: int,
+                  instructions: str = "") -> str:
+    """The system prompt. With native tool calling the tool schemas sent with each request
+    are the catalog, so the prompt does not repeat it: it keeps only the toolbox status
+    (the fence, protected files, running jobs); the text protocol carries the spec."""
     protocol = _NATIVE_PROTOCOL if native else _TEXT_PROTOCOL
-    return "\n\n".join([_INTRO, "# Tools", toolbox.spec(), "# How to act", protocol,
-                        _METHOD.format(max_steps=max_steps,
-                                       edits=_EDITS if "edit_file" in toolbox else "")])
+    if native:
+        parts = [_INTRO.format(where="you are given"),
+                 *(["# The toolbox", toolbox.status] if toolbox.status else [])]
+    else:
+        parts = [_INTRO.format(where="below"), "# Tools", toolbox.spec()]
+    parts += ["# How to act", protocol,
+              _METHOD.format(max_steps=max_steps, edits=_EDITS if "edit_file" in toolbox else "")]
+    if instructions:
+        parts += ["# Instructions from the user and the project", instructions]
+    return "\n\n".join(parts)
 
 
 def task_message(task: str, repo_map: str = "") -> str:

@@ -35,9 +35,15 @@ class ActResult:
     """The outcome of ``Loki.act``.
 
     ``completed`` is True when the engine said it was done; ``stop_reason`` is ``"done"``,
-    ``"max_steps"`` or ``"error"`` (the partial result then rides on the raised
+    ``"max_steps"``, ``"interrupted"`` (in the transcript and events of a run stopped by
+    Ctrl-C) or ``"error"`` (the partial result then rides on the raised
     EngineError as ``.result``). ``usage`` sums ``input_tokens``, ``output_tokens`` and
     ``requests`` over the run; ``files_changed`` are root-relative, from the toolbox.
+    ``seconds`` is how long the run took; ``diff`` the unified diff of its changes against
+    the files as they were before it (from the toolbox's journal; a file it cannot show,
+    such as one a command changed before a copy was kept, gets a ``# <path>: why`` line).
+    ``run`` is the run's id (its transcript's name under ``loki do``), ``session`` the
+    id of the conversation it continued or began.
     """
 
     task: str
@@ -50,6 +56,10 @@ class ActResult:
     files_changed: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     stop_reason: str = ""
+    seconds: float = 0.0
+    diff: str = ""
+    run: str = ""
+    session: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

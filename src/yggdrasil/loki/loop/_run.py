@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..brain import Completion, Decision, Engine, NotADecision, decisions_from
+from ..brain import Completion, Decision, Engine, Message, NotADecision, decisions_from
 from ..errors import ContextLengthError, EngineError, ToolsUnsupportedError
 from ..files import clip_text
-from ..toolbox import Toolbox
+from ..toolbox import Observation, Toolbox
 from ._conversation import Conversation
+from ._instructions import Instructions
 from ._prompt import correction, observation_header, system_prompt, task_message
 from ._result import ActResult, ActStep, ProtocolName
-from ._transcript import Transcript
+from ._transcript import Clock, Events, Transcript
 
 __all__ = ["Run"]
 
@@ -40,8 +42,13 @@ class Run:
         self, engine: Engine, result: ActResult, toolbox: Toolbox, *, max_steps: int,
         on_step: Callable[[ActStep], None] | None, protocol: ProtocolName = "auto",
         context_chars: int = 200_000, observation_chars: int = 20_000, repo_map: int = 0,
+        instructions: Instructions | None = None, history: Sequence[Message] = (),
+        on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.engine = engine
+        self.instructions = instructions or Instructions()
+        self.clock = Clock()
+        self.events = Events(on_event, result.run, self.clock)
         self.result = result
         self.box = toolbox
         self.max_steps = max_steps
@@ -55,25 +62,49 @@ class Run:
         flavor: Any = getattr(self.engine, "schema_flavor", "neutral")
         self.schemas = self.box.schemas(flavor)
         self.conv = Conversation(self._system(), budget=context_chars)
+        self.conv.add_history(history)
+        self.prior = len(self.conv.messages)
         self.conv.add({"role": "user",
                        "content": task_message(result.task, self._repo_map(repo_map))})
         result.usage = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
         self.log = Transcript(None)
 
-    def go(self, transcript: str | os.PathLike[str] | None) -> ActResult:
-        self.log = Transcript(transcript)
+    def go(self, transcript: str | os.PathLike[str] | None,
+           start: dict[str, Any] | None = None) -> ActResult:
+        """Run to the end; ``start``: more fields for the transcript's start record."""
+        self.log = Transcript(transcript, self.clock)
         try:
-            self.log.write("start", task=self.result.task, engine=self.result.engine,
-                           model=self.result.model, root=self.result.root,
-                           max_steps=self.max_steps, native_tools=self.native)
+            self._start(start or {})
             self._loop()
         except EngineError as exc:
             self._finish("", completed=False, reason="error", error=str(exc))
             exc.result = self.result
             raise
+        except KeyboardInterrupt:  # Ctrl-C, or loki do's SIGTERM: the records still end
+            self._finish("", completed=False, reason="interrupted")
+            raise
         finally:
             self.log.close()
         return self.result
+
+    def _start(self, extra: dict[str, Any]) -> None:
+        result, box = self.result, self.box
+        base_url = str(getattr(self.engine, "base_url", "") or "")
+        self.log.write("start", task=result.task, engine=result.engine, model=result.model,
+                       base_url=base_url, root=result.root, run=result.run,
+                       session=result.session, max_steps=self.max_steps,
+                       native_tools=self.native, system=self.conv.system, tools=self.schemas,
+                       status=box.status, instructions=self.instructions.sources,
+                       instruction_notes=self.instructions.notes, **extra)
+        for i, message in enumerate(self.conv.messages):
+            self.log.write("message", message=message, prior=i < self.prior)
+        self.conv.on_add = lambda message: self.log.write("message", message=message)
+        self.events.emit("run_started", task=result.task, engine=result.engine,
+                         model=result.model, base_url=base_url or None, root=result.root,
+                         session=result.session, protocol="native" if self.native else "text",
+                         max_steps=self.max_steps, fence=box.status, tools=box.names(),
+                         instructions=self.instructions.sources,
+                         prior_messages=self.prior)
 
     def _repo_map(self, budget: int) -> str:
         """The toolbox's repo map for the first message; '' when off, absent or failing."""
@@ -87,7 +118,8 @@ class Run:
         return found.text
 
     def _system(self) -> str:
-        return system_prompt(self.box, native=self.native, max_steps=self.max_steps)
+        return system_prompt(self.box, native=self.native, max_steps=self.max_steps,
+                             instructions=self.instructions.text())
 
     def _loop(self) -> None:
         while len(self.result.steps) < self.max_steps:
@@ -113,6 +145,10 @@ class Run:
             self.conv.system = self._system()  # the toolbox status may name running jobs
             self.conv.fit()
             tools = self.schemas if self.native else None
+            self.events.emit("request", n=self.result.usage["requests"] + 1,
+                             messages=len(self.conv.messages), chars=self.conv.size(),
+                             tools=len(tools or ()))
+            began = time.monotonic()
             try:
                 completion = self.engine.complete(self.conv.messages, system=self.conv.system,
                                                   tools=tools)
@@ -128,6 +164,10 @@ class Run:
                 continue
             self._count(completion)
             self.log.write("turn", **completion.to_dict())
+            self.events.emit("usage", seconds=round(time.monotonic() - began, 6),
+                             input_tokens=int(completion.usage.get("input_tokens", 0) or 0),
+                             output_tokens=int(completion.usage.get("output_tokens", 0) or 0),
+                             total=dict(self.result.usage))
             return completion
 
     def _count(self, completion: Completion) -> None:
@@ -154,9 +194,15 @@ class Run:
 
     def _act(self, decision: Decision) -> None:
         n = len(self.result.steps) + 1
-        raw = (f"ERROR: {decision.error}" if decision.error
-               else self.box.call(decision.tool, decision.args))
-        observation = clip_text(raw, self.observation_chars)
+        self.events.emit("tool_call", step=n, tool=decision.tool, args=decision.args,
+                         call_id=decision.call_id, thought=decision.thought)
+        began = time.monotonic()
+        seen = (self.box.run(decision.tool, decision.args) if not decision.error
+                else Observation.of(f"ERROR: {decision.error}"))
+        observation = clip_text(seen.text, self.observation_chars)
+        self.events.emit("observation", step=n, tool=decision.tool,
+                         seconds=round(time.monotonic() - began, 6), changed=list(seen.changed),
+                         is_error=seen.is_error, refused=seen.refused, text=observation)
         if decision.call_id is not None:
             self.conv.add_observation({"role": "tool", "tool_call_id": decision.call_id,
                                        "name": decision.tool, "content": observation},
@@ -172,6 +218,7 @@ class Run:
         self.conv.add({"role": "assistant", "content": completion.text or "(empty reply)"})
         self.conv.add({"role": "user", "content": message})
         n = len(self.result.steps) + 1
+        self.events.emit("correction", step=n, problem=problem, message=message)
         self._record(ActStep(n, clip_text(completion.text, MAX_THOUGHT), "", {}, message))
 
     def _record(self, step: ActStep) -> None:
@@ -184,5 +231,11 @@ class Run:
         result = self.result
         result.answer, result.completed, result.stop_reason = answer, completed, reason
         result.files_changed = list(self.box.changed)
+        result.seconds = self.clock.elapsed()
+        result.diff = self.box.diff()
         self.log.write("end", answer=answer, completed=completed, stop_reason=reason,
-                       files_changed=result.files_changed, usage=result.usage, **extra)
+                       files_changed=result.files_changed, changes=self.box.changes,
+                       usage=result.usage, seconds=result.seconds, diff=result.diff, **extra)
+        self.events.emit("finished", stop_reason=reason, completed=completed, answer=answer,
+                         seconds=result.seconds, files_changed=result.files_changed,
+                         usage=dict(result.usage), **extra)

@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 
 from ..files import DEFAULT_PROTECTED, OnSyntaxError, protect_globs
 from ..shell import DEFAULT_HIDDEN, RuleAction, SandboxMode
+from ..toolbox import McpServer
 from ._model import Settings
 
 KEYWORD_FIELDS = {
@@ -24,6 +25,7 @@ KEYWORD_FIELDS = {
     "max_jobs": "jobs.max_jobs", "job_lifetime": "jobs.lifetime", "job_buffer": "jobs.buffer",
     "protect": "policy.protect", "rules": "policy.rules", "rules_default": "policy.rules_default",
     "before_call": "policy.before_call", "after_call": "policy.after_call",
+    "mcp_servers": "mcp_servers",
 }
 
 
@@ -48,6 +50,7 @@ class ToolboxKeywords(TypedDict, total=False):
     before_call: Callable[..., Any] | None
     after_call: Callable[..., Any] | None
     hosts: Mapping[str, str] | None
+    mcp_servers: Sequence[McpServer | Mapping[str, Any]]
 
 
 def with_keywords(settings: Settings | None, keywords: Mapping[str, Any]) -> Settings:
@@ -72,6 +75,9 @@ def _field_value(keyword: str, value: Any) -> Any:
         return DEFAULT_HIDDEN if value is None else tuple(map(str, value))
     if keyword == "writable":
         return tuple(map(str, value))
+    if keyword == "mcp_servers":  # a list of servers, each named: a table by name
+        servers = [s if isinstance(s, McpServer) else McpServer(**s) for s in value]
+        return {server.name: server for server in servers}
     if keyword in ("env", "hosts"):
         return dict(value or {})
     if keyword == "network" and not isinstance(value, bool):

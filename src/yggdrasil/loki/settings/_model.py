@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from ..files import DEFAULT_PROTECTED, OnSyntaxError
 from ..shell import DEFAULT_HIDDEN, RuleAction, SandboxMode
+from ..toolbox import McpServer
 
 ProtocolChoice = Literal["auto", "native", "text"]  # loop.ProtocolName, which sits above
 
@@ -139,22 +140,6 @@ class Mcp(Group):
     http_origins: tuple[str, ...] = Field((), description="HTTP: browser origins allowed")
 
 
-class McpServer(Group):
-    """An MCP server whose tools join the toolbox (they run outside the fence)."""
-
-    command: str | None = Field(None, description="the program of a stdio server")
-    args: tuple[str, ...] = Field((), description="its arguments")
-    env: dict[str, str] = Field(default_factory=dict, description="its environment additions")
-    url: str | None = Field(None, description="the URL of a streamable HTTP server")
-    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers to send")
-
-    @model_validator(mode="after")
-    def _one_transport(self) -> McpServer:
-        if (self.command is None) == (self.url is None):
-            raise ValueError("an MCP server has either a command (stdio) or a url (HTTP)")
-        return self
-
-
 class Settings(Group):
     """Every setting of a toolbox and the agent around it, grouped by concern.
 
@@ -173,10 +158,21 @@ class Settings(Group):
     web: Web = Field(default_factory=Web)
     agent: Agent = Field(default_factory=Agent)
     mcp: Mcp = Field(default_factory=Mcp)
-    mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServer] = Field(default_factory=dict, description=(
+        "MCP servers whose tools join the toolbox (outside the fence): "
+        "{command, args, env, cwd} or {url, headers}, and a timeout"))
 
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _warnings: tuple[str, ...] = PrivateAttr(default=())
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _named_by_key(cls, servers: Any) -> Any:
+        """A table's key is its server's name (``[mcp_servers.db]`` is the server db)."""
+        if not isinstance(servers, dict):
+            return servers
+        return {key: {"name": key, **value} if isinstance(value, dict) else value
+                for key, value in servers.items()}
 
     def origin(self, field: str) -> str:
         """Where the dotted ``field`` (``fence.sandbox``) got its value: ``default``, a

@@ -34,9 +34,10 @@ import os
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import Refused, ToolError
+from ..files import ConfirmAction, answer_of
 from ._cmdline import Unreadable, Word, simple_commands
 
 RuleAction = Literal["allow", "ask", "deny"]
@@ -122,7 +123,7 @@ class CommandRules:
         return (f"Command rules (first match wins, by each command's leading words; run_python "
                 f"counts as 'python'): {listed}; other commands: {self.default}.")
 
-    def check(self, line: str, confirm: Callable[[str], bool] | None, *,
+    def check(self, line: str, confirm: Callable[[str], Any] | None, *,
               action: str = "") -> None:
         """Raise for a line the rules refuse: ToolError for deny, Refused when an ``ask``
         is declined (or there is no ``confirm`` to ask). ``action`` is what ``confirm`` is
@@ -140,7 +141,9 @@ class CommandRules:
                 raise Refused("run", line, f"run {line} needs the user's confirmation ({why}), "
                               "and nobody can be asked here (no confirm); a rule that allows "
                               "it would let it run")
-            if not confirm(action):
+            key = (f"commands the rule {verdict.rule.action}:{verdict.rule.text!r} matches"
+                   if verdict.rule is not None else action)
+            if answer_of(confirm(ConfirmAction(action, key=key))) == "no":
                 raise Refused("run", line)
 
     def _denied(self, verdict: Verdict) -> str:

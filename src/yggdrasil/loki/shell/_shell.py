@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from annotated_types import Interval
 
@@ -93,7 +93,7 @@ class Shell:
     git_writable: bool = False  # commands may change .git/config and .git/hooks
     limits: JobLimits = field(default_factory=JobLimits)  # background jobs
     rules: CommandRules = field(default_factory=CommandRules)  # allow / ask / deny by words
-    confirm: Callable[[str], bool] | None = None  # asked for commands an ``ask`` rule matches
+    confirm: Callable[[str], Any] | None = None  # asked for commands an ``ask`` rule matches
     proxy: NetProxy | None = None  # network only to its hosts (with namespaces; else none)
     tracker: ChangeTracker = field(init=False, repr=False)
     jobs: Jobs = field(init=False, repr=False)

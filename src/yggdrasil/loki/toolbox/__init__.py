@@ -6,7 +6,8 @@ failure into an observation, ``run`` that also says what it means and what it ch
 thread safety and ``cancel``, its lifetime (``close``, the parts it owns across calls
 such as background jobs), ``changed``/``changes``/``revert`` from the journal), the
 schema derived from type hints with its limits and vendor flavors, and the catalog of
-built-in tools, where each hand's functions get the words a model reads.
+built-in tools, where each hand's functions get the words a model reads, and the tools
+of other MCP servers (``Toolbox.add_mcp``, ``McpServer``: a client over the ``mcp`` SDK).
 Imports the hands (``files``, ``search``, ``shell``, ``tables``, ``web``), ``sandbox``
 (the per-call cancel scope) and ``errors``.
 """
@@ -18,6 +19,7 @@ from ._calls import Observation
 from ._catalog import job_tools, read_tools, web_tools, write_tools
 from ._catalog_edits import edit_tools
 from ._flavors import FLAVORS, Flavor
+from ._mcp import McpServer
 from ._schema import bind_args, build_schema, limits_text, parse_docstring
 from ._tool import Tool
 
@@ -26,6 +28,7 @@ __all__ = [
     "AfterCall",
     "BeforeCall",
     "Flavor",
+    "McpServer",
     "Observation",
     "Part",
     "Tool",

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import LokiError, ToolDefinitionError, ToolError
-from ..files import Journal, Reverted, clip_text, printable
+from ..files import Journal, Reverted, Root, clip_text, printable
 from ..sandbox import cancel_scope
 from ._calls import Observation, RunningCalls
 from ._flavors import FLAVORS, Flavor, reshape
+from ._mcp import McpServer, connect
 from ._schema import bind_args
 from ._tool import Tool
 
@@ -21,6 +22,7 @@ __all__ = ["AfterCall", "BeforeCall", "Part", "Toolbox"]
 
 log = logging.getLogger("yggdrasil.loki.tools")
 
+MAX_RUN_DIFF = 1_000_000  # characters of Toolbox.diff(), the cut said
 _CLOSE_WAIT = 30.0  # seconds close() waits for cancelled calls to wind up
 
 # before_call(tool, args) -> None to go on, or a message that refuses the call;
@@ -89,6 +91,10 @@ class Toolbox:
     each edit and append what it said). Both run in the call's turn (a mutating call's
     lock held, so a hook may call the box's tools and their changes count for the call);
     an exception in either is an ``ERROR:`` observation, never raised.
+
+    ``root``: the ``Root`` its file tools are confined to (``filesystem_toolbox`` sets it;
+    ``Loki.act`` runs there and reads AGENTS.md through it). ``add_mcp`` adds an MCP
+    server's tools; ``gate(tool)`` may refuse their calls (the command rules).
     """
 
     tools: dict[str, Tool] = field(default_factory=dict)
@@ -104,6 +110,10 @@ class Toolbox:
     closed: bool = field(default=False, init=False, compare=False)
     before_call: BeforeCall | None = field(default=None, repr=False, compare=False)
     after_call: AfterCall | None = field(default=None, repr=False, compare=False)
+    root: Root | None = field(default=None, repr=False, compare=False)  # where its files live
+    # gate(tool) raises (ToolError, Refused) to refuse a call of a tool that runs outside
+    # the fence (an MCP server's): filesystem_toolbox's asks its command rules
+    gate: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     _calls: RunningCalls = field(default_factory=RunningCalls, init=False, repr=False,
                                  compare=False)
     _touched: dict[str, None] | None = field(default=None, init=False, repr=False, compare=False)
@@ -115,6 +125,34 @@ class Toolbox:
             raise ToolDefinitionError(f"a tool named {tool.name!r} is already in the toolbox")
         self.tools[tool.name] = tool
         return tool
+
+    def add_mcp(self, server: McpServer | Mapping[str, Any]) -> list[Tool]:
+        """Add the tools of an MCP server, named ``<server name>__<tool>``; returns them.
+
+        ``server`` is an ``McpServer`` or a mapping of its fields (``name``, then
+        ``command``/``args``/``env``/``cwd`` for a stdio server or ``url``/``headers`` for
+        streamable HTTP, ``timeout``). The tools keep the server's schemas and say that
+        they run outside loki's fence; before each call ``gate`` (the command rules, by
+        tool name) may refuse it, and the hooks apply as to every tool. A call the server
+        fails, or a server that died, is an ERROR observation. The session ends (a stdio
+        server's process too) when the toolbox closes. ToolDefinitionError when the
+        server cannot be started or a name is taken; ImportError without the ``mcp`` extra.
+        """
+        spec = server if isinstance(server, McpServer) else McpServer(**server)
+        connection, tools = connect(spec, lambda name: self.gate(name) if self.gate else None)
+        names = [t.name for t in tools]
+        taken = [n for i, n in enumerate(names) if n in self.tools or n in names[:i]]
+        if taken:
+            connection.close()
+            raise ToolDefinitionError(f"the MCP server {spec.name!r} has tools whose names are "
+                                      f"taken: {', '.join(taken)}; give the server another name")
+        for tool in tools:
+            self.add(tool)
+        self.own(connection)
+        line = (f"Tools from the MCP server {spec.name!r} ({spec.name}__*, {len(tools)}) run "
+                "outside the fence, as the user's own program.")
+        self._status = "\n".join(s for s in (self._status, line) if s)
+        return tools
 
     def tool(self, fn: Callable[..., str] | None = None, *, mutates: bool = False) -> Any:
         """Decorator form of ``add(Tool.from_function(fn))``."""
@@ -224,6 +262,22 @@ class Toolbox:
         """Each changed path's status against the start of the run, from the journal."""
         entries = self.journal.entries if self.journal is not None else {}
         return {p: entries[p].status if p in entries else "modified" for p in self.changed}
+
+    def diff(self, limit: int = MAX_RUN_DIFF) -> str:
+        """The unified diff of every changed file against the start of the run, from the
+        journal's originals; a file it cannot show gets a ``# <path>: why`` line."""
+        if self.journal is None:
+            return ""
+        parts = []
+        for rel in list(self.changed):
+            try:
+                parts.append(self.journal.unified_diff(rel))
+            except LokiError as exc:  # the file turned into a folder, a link out...
+                parts.append(f"# {rel}: {exc}\n")
+        text = "".join(parts)
+        if len(text) > limit:
+            text = text[:limit] + f"\n# [diff cut at {limit} of {len(text)} characters]\n"
+        return text
 
     def revert(self, paths: Iterable[str] | None = None) -> Reverted:
         """Undo this run's file changes where the original is known; never raises per path.
