@@ -155,6 +155,7 @@ class SyntaxGate:
         problem: str | None = None
         broke = True
         if before is not None and changed is not None and rel.endswith(".py"):
+            changed = _can_break(before, after, changed)
             problem = _piece_problem(after, [(b0, b1) for _, _, b0, b1 in changed])
             if problem == "":
                 return ""
@@ -178,6 +179,31 @@ class SyntaxGate:
 
 
 _DEFINES = ("def ", "class ", "async def ")
+
+
+def _can_break(before: str, after: str, changed: Sequence[tuple[int, int, int, int]],
+               ) -> list[tuple[int, int, int, int]]:
+    """The changes that could break a file's syntax: not those that only add, remove or
+    change comment lines and blank lines, or append a comment to a line (the tokenizer
+    skips them, in code, and inside a string they are text), unless a line there or
+    just before ends with a backslash (a continued line)."""
+    old, new = before.split("\n"), after.split("\n")
+    kept = []
+    for a0, a1, b0, b1 in changed:
+        was, now = old[max(a0 - 1, 0) : a1], new[max(b0 - 1, 0) : b1]
+        if any(line.rstrip().endswith("\\") for line in was + now) or not _same_code(
+                old[a0:a1], new[b0:b1]):
+            kept.append((a0, a1, b0, b1))
+    return kept
+
+
+def _same_code(was: list[str], now: list[str]) -> bool:
+    """Whether ``now`` is ``was`` but for comment and blank lines and comments appended."""
+    old = [line for line in was if _code(line)]
+    new = [line for line in now if _code(line)]
+    return len(old) == len(new) and all(
+        b == a or (b.startswith(a) and b[len(a):].lstrip().startswith("#") and b[len(a):][:1].isspace())
+        for a, b in zip(old, new, strict=True))
 
 
 def _piece_problem(text: str, changed: Sequence[tuple[int, int]]) -> str | None:
