@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fake_servers import FakeModelServer, clear_engine_env, serve
+from readable import new_base, readable_copy
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 
@@ -17,6 +18,21 @@ def _session_basetemp(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Where this session's tmp folders live: process scans (fleet_kit) look only there,
     not at what another test run on the same machine is doing."""
     os.environ["LOKI_TEST_BASETEMP"] = str(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="session")
+def readable_checkout() -> Iterator[tuple[Path, Path]]:
+    """(src, tests) of a copy of this checkout that uid 65534 can read (see readable.py)."""
+    base = new_base("loki-readable-")
+    if base is None:
+        pytest.skip("the system temp folder is not reachable by other users, so a copy of "
+                    "the checkout an ordinary user can import cannot be made")
+    try:
+        yield readable_copy(base)
+    finally:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

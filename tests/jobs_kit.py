@@ -20,7 +20,8 @@ def sections(observation: str) -> tuple[str, str, str]:
     out, found, err = rest[len("stdout:\n"):].partition("\nstderr:\n")
     assert found, observation
     # what follows the sections, last first: the start's hint, changes, a held-open note
-    for trailer in ("\n[job_output(job=", "\nchanged:\n", "\n[a background process"):
+    for trailer in ("\n[job_output(job=", "\nchanged:\n", "\n[a background process",
+                    "\nproxy:\n"):
         at = err.rfind(trailer)
         if at >= 0:
             err = err[: at + 1]

@@ -189,3 +189,30 @@ def test_status_and_bad_entries(root: Path) -> None:
     assert not hosts.allows("github.com", 443) and not hosts.allows("evilgithub.com", 443)
     assert not hosts.allows("pypi.org", 22) and hosts.allows("10.0.0.5", 8080)
     assert not hosts.allows("pypi.org.evil.com", 443)
+
+
+def test_the_proxys_refusals_never_split_a_line_of_the_commands_stderr(world: World) -> None:
+    # Refusals used to be written onto the command's stderr while curl wrote its own error
+    # there, at times inside it ('cloki proxy: refused: ...url: (56) CONNECT tunnel
+    # failed'). They have a section of their own now: checked over many requests.
+    port = world.sink.port
+    count = 24
+    out = run(world, f"for i in $(seq {count // 2}); do curl -sS -m 5 http://evil.example:{port}/;"
+                     f" curl -sS -m 5 https://evil.example:{port}/; done; true")
+    stderr = out.split("\nstderr:\n", 1)[1].split("\nproxy:\n", 1)[0]
+    notes = out.split("\nproxy:\n", 1)[1].split("\nchanged:\n", 1)[0].splitlines()
+    assert [line for line in stderr.splitlines() if line] and all(
+        line.startswith("curl: (") for line in stderr.splitlines() if line), out
+    assert "loki proxy" not in stderr
+    assert len(notes) == count and all(
+        line.startswith("loki proxy: refused: evil.example:") for line in notes), out
+    job = world.box.call("run", {"command": f"curl -sS -m 5 https://evil.example:{port}/; sleep 1",
+                                 "background": True})
+    job_id = int(job.split()[2].rstrip(":"))
+    seen = job
+    while "exit=" not in seen.split("\n", 1)[0] + seen.split("\n", 2)[1]:
+        seen = world.box.call("job_output", {"job": job_id, "wait": 5})
+        job += seen
+    assert "\nproxy:\nloki proxy: refused: evil.example:" in job, job
+    assert all("loki proxy" not in line for line in job.split("stderr:\n", 1)[1].split(
+        "proxy:\n", 1)[0].splitlines()), job

@@ -442,3 +442,14 @@ def test_a_patch_that_keeps_every_definition_whole_passes_the_gate(root: Path, b
     out = patch(box, "*** Begin Patch\n*** Update File: b.py\n@@\n-    return 1\n+    return 2\n"
                      "*** End Patch")
     assert "WARNING" not in out, out  # broken before, elsewhere: the change did not break it
+
+
+def test_comment_only_changes_skip_the_parse_but_a_continued_line_does_not(
+        root: Path, box: Toolbox) -> None:
+    (root / "c.py").write_text("x = 1 + \\\n    2\ny = 3\n")
+    out = patch(box, "*** Begin Patch\n*** Update File: c.py\n@@\n-y = 3\n+y = 3  # three\n"
+                     "+# a note\n*** End Patch")
+    assert out.startswith("M c.py") and "WARNING" not in out, out
+    out = patch(box, "*** Begin Patch\n*** Update File: c.py\n@@\n x = 1 + \\\n+# breaks it\n"
+                     "     2\n*** End Patch")
+    assert "WARNING: c.py no longer parses" in out, out

@@ -171,7 +171,8 @@ print(repr(plain)); print(repr(fenced))
 
 
 @needs_rg_and_landlock
-def test_the_rg_fence_holds_for_an_ordinary_user(request: pytest.FixtureRequest) -> None:
+def test_the_rg_fence_holds_for_an_ordinary_user(request: pytest.FixtureRequest,
+                                                 readable_checkout: tuple[Path, Path]) -> None:
     """As uid 65534, with a link rg is told to follow (-L): unfenced it reads the outside."""
     python = shutil.which("python3", path="/usr/bin")
     if os.geteuid() != 0 or python is None or shutil.which("setpriv") is None:
@@ -190,7 +191,7 @@ def test_the_rg_fence_holds_for_an_ordinary_user(request: pytest.FixtureRequest)
         path.chmod(0o755)
     for path in (outside / "s.txt", root / "in.txt"):
         path.chmod(0o644)
-    sandbox = Path(__file__).resolve().parents[1] / "src" / "yggdrasil" / "loki" / "sandbox"
+    sandbox = readable_checkout[0] / "yggdrasil" / "loki" / "sandbox"  # the user reads it
     done = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-I", "-c",
          FOLLOW_AS_USER, str(sandbox), str(root), str(rg), str(landlock_status().abi)],

@@ -213,7 +213,8 @@ print(json.dumps(out))
 
 
 @needs_landlock
-def test_the_fence_holds_for_an_ordinary_user(request: pytest.FixtureRequest) -> None:
+def test_the_fence_holds_for_an_ordinary_user(request: pytest.FixtureRequest,
+                                              readable_checkout: tuple[Path, Path]) -> None:
     """As uid 65534 (no root rights to lose): the same reads refused, the same limits."""
     python = shutil.which("python3", path="/usr/bin")
     if os.geteuid() != 0 or python is None or shutil.which("setpriv") is None:
@@ -229,7 +230,8 @@ def test_the_fence_holds_for_an_ordinary_user(request: pytest.FixtureRequest) ->
     for path in (root / "ok.csv", outside / "secret.txt"):
         path.chmod(0o644)
     root.chmod(0o777)  # the user could write here, were it not for the fence
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{SRC}:{TESTS}"}
+    src, tests = readable_checkout  # the checkout may be where the user cannot read it
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{src}:{tests}"}
     done = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c",
          PROBE_AS_USER, str(root), str(outside / "secret.txt")],

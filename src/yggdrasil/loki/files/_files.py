@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,14 +186,26 @@ class Files:
             if state.original is not None:
                 self.views.check(state.rel, self.root.stat(state.real))
             self.root.check_writable(state.real)  # a dry run gives the same answer
-        warnings = self._patch_syntax(states)
         summary = plan.lines()
         if dry_run:
+            warnings = self._patch_syntax(states)
             return "\n".join(["dry run: nothing was changed; the patch would do this:", *summary,
                               *diffs(states, full=True), *warnings])
-        for state in states:
-            self._gate_patch(state)
-        self._commit(states)
+        # files that exist now are staged at once and flushed while the syntax is checked;
+        # new ones (their folders may be missing: the journal notes them first) in _commit
+        staged = self._stage([s for s in states if s.original is not None], sync=False)
+        flushing = _Flush(self.root)
+        try:
+            warnings = self._patch_syntax(states)
+            for state in states:
+                self._gate_patch(state)
+            flushing.wait()
+        except BaseException:
+            flushing.wait(raising=False)
+            for _, temp in staged:
+                self.root.discard(temp)
+            raise
+        self._commit(states, staged)
         return "\n".join([*summary, *diffs(states, full=False), *warnings])
 
     def _patch_syntax(self, states: list[FileState]) -> list[str]:
@@ -222,20 +235,31 @@ class Files:
         self._gate(verb, state.real, name, lambda: "" if state.text is None else "\n".join(
             state.diff(MAX_CONFIRM_LINES, full=False)))
 
-    def _commit(self, states: list[FileState]) -> None:
-        """Write a planned patch: every new file staged beside its target first (a failure
-        there changes nothing) and made durable together (one syncfs), then renamed over,
-        then the deletions, and the folders flushed together. A failure among the renames
-        puts back what was already done; a kill leaves every file whole."""
-        for state in states:
-            self.before_change(state.rel, state.real)
+    def _stage(self, states: list[FileState], *, sync: bool) -> list[tuple[FileState, Staged]]:
+        """Each file's new content written beside it (flushed one by one with ``sync``);
+        a failure removes the ones written and changes nothing."""
         staged: list[tuple[FileState, Staged]] = []
         try:
             for state in states:
                 if state.text is not None:
                     staged.append((state, self.root.stage(state.real, state.data(), state.mode,
-                                                          sync=False)))
-            self.root.sync_all()  # the staged data on disk before any rename points at it
+                                                          sync=sync)))
+        except BaseException:
+            for _, temp in staged:
+                self.root.discard(temp)
+            raise
+        return staged
+
+    def _commit(self, states: list[FileState], staged: list[tuple[FileState, Staged]]) -> None:
+        """Write a planned patch whose existing files are staged and flushed (one syncfs for
+        all): the new files staged (each flushed), everything renamed over its target, then
+        the deletions, and the folders flushed together. A failure before the renames
+        changes nothing; one among them puts back what was already done; a kill leaves
+        every file whole."""
+        try:
+            for state in states:
+                self.before_change(state.rel, state.real)
+            staged += self._stage([s for s in states if s.original is None], sync=True)
         except BaseException:
             for _, temp in staged:
                 self.root.discard(temp)
@@ -297,6 +321,29 @@ class Files:
         question = ConfirmAction(f"{verb} {rel}", diff() if diff else "")
         if answer_of(self.confirm(question)) == "no":
             raise Refused(verb, rel)
+
+
+class _Flush:
+    """``root.sync_all()`` in a thread of its own (the kernel writes while Python checks
+    syntax); ``wait`` joins it and raises what it raised."""
+
+    def __init__(self, root: Root) -> None:
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(root,), name="loki-flush",
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self, root: Root) -> None:
+        try:
+            root.sync_all()
+        except BaseException as exc:  # handed to the caller by wait()
+            self.error = exc
+
+    def wait(self, *, raising: bool = True) -> None:
+        self.thread.join()
+        if raising and self.error is not None:
+            raise ToolError(f"apply_patch changed nothing: cannot flush the new files to disk "
+                            f"({self.error})") from self.error
 
 
 def _sorted_entries(fd: int) -> list[os.DirEntry[str]]:

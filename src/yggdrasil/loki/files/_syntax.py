@@ -22,6 +22,7 @@ not one.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import re
@@ -154,6 +155,7 @@ class SyntaxGate:
         problem: str | None = None
         broke = True
         if before is not None and changed is not None and rel.endswith(".py"):
+            changed = _can_break(before, after, changed)
             problem = _piece_problem(after, [(b0, b1) for _, _, b0, b1 in changed])
             if problem == "":
                 return ""
@@ -179,16 +181,46 @@ class SyntaxGate:
 _DEFINES = ("def ", "class ", "async def ")
 
 
+def _can_break(before: str, after: str, changed: Sequence[tuple[int, int, int, int]],
+               ) -> list[tuple[int, int, int, int]]:
+    """The changes that could break a file's syntax: not those that only add, remove or
+    change comment lines and blank lines, or append a comment to a line (the tokenizer
+    skips them, in code, and inside a string they are text), unless a line there or
+    just before ends with a backslash (a continued line)."""
+    old, new = before.split("\n"), after.split("\n")
+    kept = []
+    for a0, a1, b0, b1 in changed:
+        was, now = old[max(a0 - 1, 0) : a1], new[max(b0 - 1, 0) : b1]
+        if any(line.rstrip().endswith("\\") for line in was + now) or not _same_code(
+                old[a0:a1], new[b0:b1]):
+            kept.append((a0, a1, b0, b1))
+    return kept
+
+
+def _same_code(was: list[str], now: list[str]) -> bool:
+    """Whether ``now`` is ``was`` but for comment and blank lines and comments appended."""
+    old = [line for line in was if _code(line)]
+    new = [line for line in now if _code(line)]
+    return len(old) == len(new) and all(
+        b == a or (b.startswith(a) and b[len(a):].lstrip().startswith("#") and b[len(a):][:1].isspace())
+        for a, b in zip(old, new, strict=True))
+
+
 def _piece_problem(text: str, changed: Sequence[tuple[int, int]]) -> str | None:
     """'' when every changed region of ``text``, widened to the definition around it,
     compiles alone; the first one's error ('line N: ...', in the file's numbers) when one
     does not; None when only the whole file can tell."""
     lines = text.split("\n")
-    starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]
+    ends = list(itertools.accumulate(map(len, lines)))  # line i starts at ends[i-1] + i
+    quotes = _Quotes(text)
+
+    def code_at(i: int) -> bool:  # line i starts outside every triple-quoted string
+        return quotes.outside(ends[i - 1] + i if i else 0)
+
     pieces: list[tuple[int, int, int]] = []
     for b0, b1 in sorted(changed):
         lo, hi = (max(b0 - 1, 0), min(b0 + 1, len(lines))) if b0 == b1 else (b0, b1)
-        piece = _piece(text, lines, starts, lo, hi)
+        piece = _piece(lines, code_at, lo, hi)
         if pieces and piece[0] < pieces[-1][1]:  # overlapping: one piece around both
             first = pieces.pop()
             piece = (min(first[0], piece[0]), max(first[1], piece[1]), min(first[2], piece[2]))
@@ -213,20 +245,23 @@ def _piece_problem(text: str, changed: Sequence[tuple[int, int]]) -> str | None:
     return ""
 
 
-def _piece(text: str, lines: list[str], starts: list[int], lo: int,
+def _piece(lines: list[str], code_at: Callable[[int], bool], lo: int,
            hi: int) -> tuple[int, int, int]:
     """(first line, end line, indentation) of the definition around lines [lo, hi): from
     the nearest def/class at or above ``lo`` indented no deeper than any changed line, to
     the next one after ``hi`` indented no deeper than it (its decorators left out)."""
-    deepest = min((_indent(line) for line in lines[lo:hi] if _code(line)), default=0)
+    # lines inside a docstring, comments and blank lines say nothing of the structure:
+    # when only they changed, the definition right around them will do
+    deepest = min((_indent(lines[i]) for i in range(lo, hi)
+                   if _code(lines[i]) and code_at(i)), default=1 << 30)
     start, indent = 0, 0
     for i in range(min(lo, len(lines) - 1), -1, -1):
-        if _defines(lines[i]) and _indent(lines[i]) <= deepest and _outside_strings(text, starts[i]):
+        if _defines(lines[i]) and _indent(lines[i]) <= deepest and code_at(i):
             start, indent = i, _indent(lines[i])
             break
     end = len(lines)
     for i in range(hi, len(lines)):
-        if _defines(lines[i]) and _indent(lines[i]) <= indent and _outside_strings(text, starts[i]):
+        if _defines(lines[i]) and _indent(lines[i]) <= indent and code_at(i):
             end = i
             while end > hi and lines[end - 1].strip().startswith("@"):
                 end -= 1
@@ -250,6 +285,25 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _outside_strings(text: str, offset: int) -> bool:
-    """Whether ``offset`` follows an even number of each kind of triple quote."""
-    return text.count('"""', 0, offset) % 2 == 0 and text.count("'''", 0, offset) % 2 == 0
+class _Quotes:
+    """Where the triple quotes of a text are, to tell whether an offset is inside a
+    triple-quoted string: after an odd number of either kind (one wrapped in the other
+    quote character, a one-item string of it, is not counted)."""
+
+    def __init__(self, text: str) -> None:
+        self.marks = [self._find(text, '"""', "'"), self._find(text, "'''", '"')]
+
+    @staticmethod
+    def _find(text: str, quote: str, other: str) -> list[int]:
+        found: list[int] = []
+        pos = text.find(quote)
+        while pos >= 0:
+            before = text[pos - 1 : pos] if pos else ""
+            before = text[pos - 2 : pos - 1] if before == "r" and pos > 1 else before
+            if not (before == other and text.startswith(other, pos + 3)):
+                found.append(pos)
+            pos = text.find(quote, pos + 3)
+        return found
+
+    def outside(self, offset: int) -> bool:
+        return all(bisect.bisect_left(marks, offset) % 2 == 0 for marks in self.marks)

@@ -16,9 +16,11 @@ reads each request head and connects out only when
 
 ``CONNECT host:port`` is tunnelled (HTTPS: pip, git, curl); a plain ``GET http://host/``
 in absolute form is forwarded in origin form with ``Connection: close``. Anything else
-is answered ``403`` (a refused host: the reason phrase says why, and the same line is
-sent back over the control socket, which the launcher writes to the command's stderr) or
-``400``. When the launcher exits, its control connection ends; the proxy then closes
+is answered ``403`` (a refused host: the reason phrase says why, and the same line goes
+to the command's notes file, which the launcher names when it hands its listener over
+and the shell shows in the observation's ``proxy:`` section, written before the answer
+so the command cannot end first; without a notes file, back over the control socket,
+which the launcher writes to the command's stderr) or ``400``. When the launcher exits, its control connection ends; the proxy then closes
 the listener and every connection of that command.
 """
 
@@ -29,6 +31,7 @@ import os
 import select
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 import weakref
@@ -148,17 +151,19 @@ class _Session:
         self.lock = threading.Lock()
         self.open: set[socket.socket] = set()
         self.closed = False
+        self.notes: int | None = None  # the command's notes file, when the launcher named one
 
     def run(self) -> None:
         try:
             self.control.settimeout(10)
-            _, fds, _, _ = socket.recv_fds(self.control, 16, 1)
+            message, fds, _, _ = socket.recv_fds(self.control, 4096, 1)
             self.control.settimeout(None)
         except OSError:
-            fds = []
+            message, fds = b"", []
         if not fds:
             self.control.close()
             return
+        self.notes = _open_notes(message[1:])
         listener = socket.socket(fileno=fds[0])
         try:
             self._serve(listener)
@@ -170,6 +175,8 @@ class _Session:
                     with contextlib.suppress(OSError):
                         conn.shutdown(socket.SHUT_RDWR)
             self.control.close()
+            if self.notes is not None:
+                os.close(self.notes)
 
     def _serve(self, listener: socket.socket) -> None:
         listener.setblocking(False)
@@ -268,11 +275,31 @@ class _Session:
         response = (f"HTTP/1.1 {exc.status} {phrase} ({reason[:300]})\r\n"
                     f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
                     "Connection: close\r\n\r\n").encode("latin-1", "replace") + body
+        if self.notes is not None:  # one whole line, before the command hears the answer
+            with contextlib.suppress(OSError):
+                os.write(self.notes, body)
         with contextlib.suppress(OSError):
             client.sendall(response)
         with self.lock, contextlib.suppress(OSError):
-            if not self.closed:  # the launcher writes it to the command's stderr
+            if not self.closed and self.notes is None:  # the launcher writes it to stderr
                 self.control.sendall(body)
+
+
+def _open_notes(raw: bytes) -> int | None:
+    """The notes file a launcher named (a ``*.proxy-notes`` regular file of ours, opened
+    to append, never through a link), or None."""
+    path = os.fsdecode(raw)
+    if not path.endswith(".proxy-notes") or not os.path.isabs(path):
+        return None
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+        os.close(fd)
+        return None
+    return fd
 
 
 def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:

@@ -296,17 +296,21 @@ def drop_capabilities() -> None:
 def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
                   argv: list[str], hidden: list[str] | tuple[str, ...] = (),
                   namespaces: bool = False, mounts: Sequence[tuple[str, str]] = (),
-                  no_setid: bool = False, proxy: str | None = None) -> list[str]:
+                  no_setid: bool = False, proxy: str | None = None,
+                  proxy_notes: str | None = None) -> list[str]:
     """The argv that runs ``argv`` under the fence (see the module docstring).
 
     ``namespaces``: run it in namespaces of its own (``_namespace``), applying ``mounts``
     (``(kind, path)`` pairs) there; ``no_setid``: the seccomp filter of ``_seccomp``;
     ``proxy`` (with namespaces): the control socket of the proxy that is then the
-    command's only way out (a network namespace of its own, loopback TCP allowed).
+    command's only way out (a network namespace of its own, loopback TCP allowed);
+    ``proxy_notes``: a file the proxy's refusals are appended to, one line each (else
+    they go to the command's stderr, where they may split a line the command writes).
     """
     rules = ["--abi", str(abi), *([] if network else ["--no-network"])]
     if proxy:
         rules += ["--proxy", proxy]
+        rules += ["--proxy-notes", proxy_notes] if proxy_notes else []
     rules += [*(["--ns"] if namespaces else []), *(["--no-setid"] if no_setid else [])]
     for flag, paths in (("--write", writable), ("--hide", hidden)):
         for path in paths:
@@ -317,7 +321,7 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
 
 
 _USAGE = ("usage: _landlock.py --abi N [--no-network] [--ns] [--no-setid] [--write PATH]... "
-          "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET] -- argv...  |  --status  "
+          "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET [--proxy-notes FILE]] -- argv...  |  --status  "
           "|  --probe")
 _SWITCHES = ("--no-network", "--ns", "--no-setid")
 
@@ -325,7 +329,7 @@ _SWITCHES = ("--no-network", "--ns", "--no-setid")
 def _parse(args: list[str]) -> tuple[dict[str, list[str]], set[str], list[str]]:
     """(--abi/--write/--hide/--mount values, switches given, argv)."""
     values: dict[str, list[str]] = {"--abi": [], "--write": [], "--hide": [], "--mount": [],
-                                     "--proxy": []}
+                                     "--proxy": [], "--proxy-notes": []}
     switches: set[str] = set()
     i = 0
     while i < len(args) and args[i] != "--":
@@ -380,10 +384,11 @@ def _launch(args: list[str]) -> int:
     if not isolated:
         return int(reaper.run_reaped(start))
     proxy = values["--proxy"][-1] if values["--proxy"] else None
+    notes = values["--proxy-notes"][-1] if values["--proxy-notes"] else None
     try:
         status = _sibling("_namespace").run_isolated(
             plan, network=network, start=start, drop_stdin=reaper.drop_stdin,
-            orphan_check=reaper.ORPHAN_CHECK, proxy=proxy)
+            orphan_check=reaper.ORPHAN_CHECK, proxy=proxy, notes=notes)
     except OSError as exc:
         print(f"loki sandbox: refusing to run: cannot isolate the command: "
               f"{exc.strerror or exc}", file=sys.stderr)

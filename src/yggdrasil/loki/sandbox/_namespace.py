@@ -39,8 +39,10 @@ proxy over its UNIX control socket before anything else, makes the network names
 opens a TCP listener on 127.0.0.1 inside it and sends that listening socket to the proxy
 (``SCM_RIGHTS``), which accepts the command's connections on it from outside: the only
 way out. The command gets ``HTTP_PROXY``/``HTTPS_PROXY`` (both cases) and ``ALL_PROXY``
-pointing at it, ``NO_PROXY`` for loopback; what the proxy refuses comes back over the
-control socket and a helper forked by PID 1 writes it to the command's stderr.
+pointing at it, ``NO_PROXY`` for loopback. What the proxy refuses goes to the notes file
+the toolbox named (its path travels with the listener): one whole line each, never
+inside a line the command writes; without one, it comes back over the control socket
+and a helper forked by PID 1 writes it to the command's stderr.
 
 Mounts happen before the command fences itself: Landlock forbids mounting afterwards,
 and the command gives up every capability (in this user namespace too) before it execs,
@@ -292,9 +294,9 @@ def _connect(path: str) -> object:
     return sock
 
 
-def _hand_over(control: object) -> None:
-    """A listener on 127.0.0.1 of this (new) network namespace, sent to the proxy; the
-    command is told to use it."""
+def _hand_over(control: object, notes: str | None = None) -> None:
+    """A listener on 127.0.0.1 of this (new) network namespace, sent to the proxy with
+    the path of the command's notes file; the command is told to use it."""
     import _socket
 
     listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
@@ -303,7 +305,8 @@ def _hand_over(control: object) -> None:
         listener.listen(128)
         port = listener.getsockname()[1]
         rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("i", listener.fileno()))]
-        control.sendmsg([b"L"], rights)  # type: ignore[attr-defined]
+        message = b"L" + (os.fsencode(notes) if notes else b"")
+        control.sendmsg([message], rights)  # type: ignore[attr-defined]
     except OSError as exc:
         raise SetupError(exc.errno or 1, f"cannot hand a listener to the proxy: {exc}") from exc
     finally:
@@ -331,18 +334,20 @@ def _echo(control: object) -> None:
 
 def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
                  start: Callable[[], int], drop_stdin: Callable[[], None],
-                 orphan_check: float, proxy: str | None = None) -> int | None:
+                 orphan_check: float, proxy: str | None = None,
+                 notes: str | None = None) -> int | None:
     """Enter the namespaces, mount ``plan``, run ``start`` (which execs the command) under
     a PID 1 of its own; return the command's wait status (None: stopped by the agent).
     ``drop_stdin`` and ``orphan_check`` are the reaper's (``_reaper.drop_stdin``: only
     the command reads its stdin; seconds between looks at whether the agent is alive).
-    ``proxy``: the control socket of the proxy that is the command's only way out.
+    ``proxy``: the control socket of the proxy that is the command's only way out;
+    ``notes``: the file its refusals go to (else the command's stderr).
     Raises SetupError (nothing has run) when a namespace or a mount cannot be made."""
     starter = os.getppid()
     control = _connect(proxy) if proxy else None  # its path is hidden once /tmp is private
     enter(network=network and control is None)
     if control is not None:
-        _hand_over(control)
+        _hand_over(control, notes)
     apply_mounts(plan)
     # The working folder still points into the host's tree (it was entered before the
     # mounts): `..` from there would walk the host's /tmp. Enter it again through ours.

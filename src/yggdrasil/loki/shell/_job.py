@@ -25,6 +25,7 @@ from yggdrasil.io import human_size
 
 from ..files import Diff
 from ..sandbox import HELD_OPEN, Capture, Process, cut_note
+from ._notes import ProxyNotes, proxy_section
 
 GRACE = 2.0  # seconds a job gets after SIGINT, and again after SIGTERM, before SIGKILL
 HOLD = 0.05  # seconds a partial last line may be kept back for the rest of it to come
@@ -117,6 +118,7 @@ class Job:
                  on_end: Callable[[Job], None],
                  screen: Callable[[str], None] | None = None) -> None:
         self.id, self.label, self.scratch = number, label, scratch
+        self.notes = ProxyNotes(scratch)  # what the proxy refused it (a file, if it has one)
         self.lifetime = lifetime
         self.wake = threading.Condition()
         self.stdout, self.stderr = OutputBuffer(keep, self.wake), OutputBuffer(keep, self.wake)
@@ -208,6 +210,7 @@ class Job:
         # a last line without a newline (a prompt) is followed by just that one
         text = (f"{self.state(final)}\nstdout:\n{self.stdout.take(final=final)}"
                 f"\nstderr:\n{self.stderr.take(final=final)}\n")
+        text += proxy_section(self.notes.take())
         return text + (HELD_OPEN if final and self.held_open else "")
 
     # -- changes -----------------------------------------------------------------------
@@ -244,6 +247,7 @@ class Job:
                 self.stopped_by = "SIGKILL"
         finally:
             shutil.rmtree(self.scratch, ignore_errors=True)
+            self.notes.finish()
             self.ended_at = time.monotonic()
             with self.wake:
                 self.ended.set()

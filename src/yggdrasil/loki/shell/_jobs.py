@@ -40,6 +40,7 @@ from ..files import Journal, Root
 from ..sandbox import Process, current_cancel
 from ._changes import changed_section, put_back_note
 from ._job import GRACE, Job, JobLimits, OutputBuffer, describe
+from ._notes import ProxyNotes
 from ._watch import ChangeTracker
 
 log = logging.getLogger("yggdrasil.loki.tools")
@@ -91,6 +92,7 @@ class Jobs:
                       on_end=self._ended, screen=screen)
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
+            ProxyNotes(scratch).finish()  # the proxy's notes file, if the launcher got one
             raise
         self._next += 1
         self._jobs[job.id] = job

@@ -38,6 +38,7 @@ from ._cmdline import reads_commands
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
 from ._job import JobLimits
 from ._jobs import Jobs
+from ._notes import ProxyNotes, proxy_section
 from ._protected import MaskedPaths, ProtectedPaths, walk_protected
 from ._rules import CommandRules
 from ._watch import ChangeTracker
@@ -360,12 +361,13 @@ class Shell:
             mounts = mount_plan(writable, needed_paths(env, self.shell), git, self._masked,
                                 closed_network=not self.network)
         proxy = self.proxy.control_path if self.proxy is not None and fence.namespaces else None
+        notes = ProxyNotes(scratch).create() if proxy else None
         python = sys.executable or shutil.which("python3") or "python3"
         return launcher_argv(python, writable if fence.abi else [],
                              network=self.network or proxy is not None, abi=fence.abi, argv=argv,
                              hidden=self.hidden_paths() if fence.abi else [],
                              namespaces=fence.namespaces, mounts=mounts,
-                             no_setid=fence.no_setid, proxy=proxy)
+                             no_setid=fence.no_setid, proxy=proxy, proxy_notes=notes)
 
     def _denied_note(self, done: Completed, fence: Fence, masked: Sequence[str]) -> str:
         """Why a failed command met 'Permission denied': a protected file, or the fence."""
@@ -411,16 +413,18 @@ class Shell:
         argv, env, reaped = self._wrap(argv, env, scratch, fence)
         masked = [self.root.rel(Path(p)) for p in self._masked] if reaped else []
         put_back: list[str] = []
+        notes = ProxyNotes(scratch)
         try:
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
                                reaped=reaped)
         finally:  # interrupted too (Ctrl-C): what the command did so far is the run's
+            notes.finish()
             changes = self.tracker.end(skip)
             if self.journal is not None:
                 put_back = self.journal.after_command(changes)
             self.jobs.resume()
         text = done.observation()
-        for extra in (_changed_section(changes), self._denied_note(done, fence, masked),
+        for extra in (proxy_section(notes.take()), _changed_section(changes), self._denied_note(done, fence, masked),
                       put_back_note(put_back)):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
