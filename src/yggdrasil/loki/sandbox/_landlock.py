@@ -296,17 +296,22 @@ def drop_capabilities() -> None:
 def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
                   argv: list[str], hidden: list[str] | tuple[str, ...] = (),
                   namespaces: bool = False, mounts: Sequence[tuple[str, str]] = (),
-                  no_setid: bool = False, proxy: str | None = None) -> list[str]:
+                  no_setid: bool = False, proxy: str | None = None,
+                  guard: tuple[str, str] | None = None) -> list[str]:
     """The argv that runs ``argv`` under the fence (see the module docstring).
 
     ``namespaces``: run it in namespaces of its own (``_namespace``), applying ``mounts``
     (``(kind, path)`` pairs) there; ``no_setid``: the seccomp filter of ``_seccomp``;
     ``proxy`` (with namespaces): the control socket of the proxy that is then the
-    command's only way out (a network namespace of its own, loopback TCP allowed).
+    command's only way out (a network namespace of its own, loopback TCP allowed);
+    ``guard``: (socket path, token) of the toolbox's supervisor, which then decides every
+    exec of the command (``_supervisor``).
     """
     rules = ["--abi", str(abi), *([] if network else ["--no-network"])]
     if proxy:
         rules += ["--proxy", proxy]
+    if guard:
+        rules += ["--guard", guard[0], "--guard-token", guard[1]]
     rules += [*(["--ns"] if namespaces else []), *(["--no-setid"] if no_setid else [])]
     for flag, paths in (("--write", writable), ("--hide", hidden)):
         for path in paths:
@@ -317,15 +322,17 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
 
 
 _USAGE = ("usage: _landlock.py --abi N [--no-network] [--ns] [--no-setid] [--write PATH]... "
-          "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET] -- argv...  |  --status  "
+          "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET] [--guard SOCKET --guard-token T] "
+          "-- argv...  |  --status  "
           "|  --probe")
 _SWITCHES = ("--no-network", "--ns", "--no-setid")
+_EXEC_CALLS = ("execve", "execveat")
 
 
 def _parse(args: list[str]) -> tuple[dict[str, list[str]], set[str], list[str]]:
     """(--abi/--write/--hide/--mount values, switches given, argv)."""
     values: dict[str, list[str]] = {"--abi": [], "--write": [], "--hide": [], "--mount": [],
-                                     "--proxy": []}
+                                     "--proxy": [], "--guard": [], "--guard-token": []}
     switches: set[str] = set()
     i = 0
     while i < len(args) and args[i] != "--":
@@ -343,7 +350,23 @@ def _parse(args: list[str]) -> tuple[dict[str, list[str]], set[str], list[str]]:
         raise ValueError("need --abi N and a command after --")
     if values["--proxy"] and "--ns" not in switches:
         raise ValueError("--proxy needs --ns: only a network namespace makes it the only way out")
+    if len(values["--guard"]) != len(values["--guard-token"]):
+        raise ValueError("--guard needs --guard-token")
     return values, switches, argv
+
+
+def _connect_guard(path: str) -> object:
+    """Connected to the toolbox's supervisor (before any mount hides its folder)."""
+    import _socket  # the C module: `socket` would pull in enum and selectors
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(30)
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _launch(args: list[str]) -> int:
@@ -355,8 +378,18 @@ def _launch(args: list[str]) -> int:
         return 2
     abi, network = int(values["--abi"][0]), "--no-network" not in switches
     isolated, no_setid = "--ns" in switches, "--no-setid" in switches
-    if no_setid:
-        _sibling("_seccomp")  # loaded now: a mount may hide this folder (a checkout in /tmp)
+    guard = values["--guard"][-1] if values["--guard"] else None
+    if no_setid or guard:  # loaded now: a mount may hide this folder (a checkout in /tmp)
+        _sibling("_seccomp")
+        _sibling("_usernotif")
+    control = None
+    if guard:
+        try:
+            control = _connect_guard(guard)
+        except OSError as exc:
+            print(f"loki sandbox: refusing to run unchecked: cannot reach the toolbox's "
+                  f"command rules at {guard}: {exc.strerror or exc}", file=sys.stderr)
+            return 126
 
     def start() -> int:
         try:  # --abi 0 without --ns: no fence, only the reaper
@@ -367,6 +400,11 @@ def _launch(args: list[str]) -> int:
                 _sibling("_seccomp").forbid_setid_bits()
             if abi or isolated:  # after the rules: opening their paths may need root's rights
                 drop_capabilities()
+            if control is not None:  # last: every exec from here on is the supervisor's
+                _sibling("_usernotif").hand_over(
+                    control, values["--guard-token"][-1].encode(), _EXEC_CALLS,
+                    _sibling("_seccomp").load_library())
+                control.close()  # type: ignore[attr-defined]
         except OSError as exc:
             print(f"loki sandbox: refusing to run unfenced: {exc}", file=sys.stderr)
             return 126

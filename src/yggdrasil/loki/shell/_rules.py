@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import Refused, ToolError
+from ..sandbox import Exec
 from ._cmdline import Unreadable, Word, simple_commands
+from ._execnames import exec_commands, git_smuggles, shown
 
 RuleAction = Literal["allow", "ask", "deny"]
 RULE_ACTIONS: tuple[RuleAction, ...] = ("allow", "ask", "deny")
@@ -115,6 +117,37 @@ class CommandRules:
             if _SEVERITY[got.action] > _SEVERITY[worst.action]:
                 worst = got
         return worst
+
+    def exec_verdict(self, ex: Exec) -> Verdict:
+        """The answer for a program about to start (any depth): the first rule matching any
+        command it counts as (``_execnames``); no rule: allowed (``default`` is for the
+        commands of the line). A git command that may run another subcommand than it names
+        (an alias, configuration on its command line) is asked about when rules name git
+        subcommands."""
+        tools = {r.words[0] for r in self.rules}
+        commands = exec_commands(ex, tools)
+        got = next((Verdict(r.action, r, shown(ex, words)) for r in self.rules
+                    for words in commands if _matches(r, words)), None)
+        if got is None:
+            got = Verdict("allow", None, shown(ex, commands[0]))
+        if got.action == "allow" and any(
+                r.words[0] == "git" and len(r.words) > 1 and r.action != "allow"
+                for r in self.rules):
+            why = next((w for words in commands if words[0].text == "git"
+                        for w in [git_smuggles(words)] if w), "")
+            if why:
+                return Verdict("ask", None, got.command, why)
+        return got
+
+    def asked(self, line: str) -> set[str]:
+        """The commands of ``line`` an ``ask`` rule matches, as ``exec_verdict`` shows them
+        (a confirmed line is not asked about again when they start)."""
+        try:
+            commands = list(simple_commands(line))
+        except Unreadable:
+            return set()
+        return {" ".join([os.path.basename(words[0].text), *(w.text for w in words[1:])])
+                for words, wraps in commands if self._one(words, wraps).action == "ask"}
 
     def describe(self) -> str:
         """One line for the toolbox status."""

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,8 @@ from ..files import Diff, Journal, Root
 from ..netproxy import NetProxy
 from ..sandbox import (
     Completed,
+    Session,
+    Sink,
     isolation_status,
     landlock_status,
     launcher_argv,
@@ -36,7 +39,8 @@ from ..sandbox import (
 from ._changes import changed_section, put_back_note
 from ._cmdline import reads_commands
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
-from ._job import JobLimits
+from ._guard import ExecGuard, Note
+from ._job import Job, JobLimits
 from ._jobs import Jobs
 from ._protected import MaskedPaths, ProtectedPaths, walk_protected
 from ._rules import CommandRules
@@ -107,6 +111,8 @@ class Shell:
         self._masked_before = MaskedPaths()  # a masked file moved out of sight is followed
         self._masked: list[str] = []  # what the last command got masked (absolute)
         self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits)
+        self._guard: ExecGuard | None = None  # made on the first command under rules
+        self._confirmed: set[str] = set()  # the commands of the line the user confirmed
 
     # -- the tools -----------------------------------------------------------------------
 
@@ -119,10 +125,23 @@ class Shell:
             # A shell reading its commands from stdin: what job_input sends it is a command
             # line, judged by the same rules (else `run bash` + job_input passes them).
             screen = self.check_command if self.rules and reads_commands(command) else None
-            return self.jobs.start(command, lambda scratch: self._prepare(
-                argv, self._env(scratch, job=True), scratch), screen=screen)
+            return self._start_job(command, argv, None, screen)
         with self._scratch() as scratch:
             return self._execute(argv, self._env(scratch), scratch, timeout)
+
+    def _start_job(self, label: str, argv: list[str], code: str | None,
+                   screen: Callable[[str], None] | None = None) -> str:
+        """A background job of ``argv`` (``code``: run_python's snippet); refusals of the
+        rules at exec time go to its stderr."""
+        notes = _JobNotes()
+
+        def prepare(scratch: Path) -> tuple[list[str], dict[str, str], bool]:
+            args, env = (self._python(code, scratch, job=True) if code is not None
+                         else (argv, self._env(scratch, job=True)))
+            fence = self._check(args, env)
+            return self._wrap(args, env, scratch, fence, self._session(args, notes.add))
+
+        return self.jobs.start(label, prepare, screen=screen, on_start=notes.attach)
 
     def run_python(self, code: str, timeout: Timeout = 60, background: bool = False) -> str:
         # Rules see it as `python <file>`: ("deny", "python") refuses it, and so does
@@ -131,8 +150,7 @@ class Shell:
         self.rules.check("python", self.confirm, action=f"run python code:\n{shown}")
         if background:
             first = next((ln for ln in code.splitlines() if ln.strip()), "")
-            return self.jobs.start(f"python: {first}", lambda scratch: self._prepare(
-                *self._python(code, scratch, job=True), scratch))
+            return self._start_job(f"python: {first}", [], code)
         with self._scratch() as scratch:
             return self._execute(*self._python(code, scratch), scratch, timeout)
 
@@ -151,6 +169,8 @@ class Shell:
         """Raise unless the rules let ``command`` run (asking ``confirm`` for ``ask``);
         background jobs call it too."""
         self.rules.check(command, self.confirm)
+        if self.rules and self.confirm is not None:  # passed: its asked commands were confirmed
+            self._confirmed = self.rules.asked(command)
 
     # -- the fence and the environment ---------------------------------------------------
 
@@ -170,6 +190,9 @@ class Shell:
                 missing.append(f"namespaces unavailable: {iso.namespace_reason}")
             if not iso.setid_filter:
                 missing.append(f"setuid/setgid filter unavailable: {iso.setid_reason}")
+            if self.rules and not iso.exec_guard:
+                missing.append("command rules are set but programs cannot be checked when "
+                               f"they start ({iso.exec_guard_reason})")
             if missing:
                 return Fence(refusal=f'sandbox="require" but {"; ".join(missing)}; commands '
                              "are refused (the file tools still work)")
@@ -183,9 +206,33 @@ class Shell:
         _, withheld = scrubbed(os.environ, self.env)
         env = (f"{len(withheld)} secret-looking environment "
                f"variable{'' if len(withheld) == 1 else 's'} withheld")
-        rules = f"\n{self.rules.describe()}" if self.rules else ""
+        rules = f"\n{self.rules.describe()} {self._rules_status()}" if self.rules else ""
         return (f"{self._landlock_status(fence)}; {self._isolation_status(fence)}; "
                 f"{env}{self._protect_status(fence)}.{rules}")
+
+    def _rules_status(self) -> str:
+        if self.exec_guarded():
+            return ("They are checked on the command line and again when each program starts, "
+                    "at any depth (scripts, make, xargs, python's subprocess, background jobs): "
+                    "a refused program's exec fails with 'Operation not permitted'.")
+        why = isolation_status().exec_guard_reason if sys.platform == "linux" else sys.platform
+        return ("They are checked on the command line only (checking programs when they start "
+                f"is not possible here: {why}): programs that scripts, make, xargs or "
+                "python start are NOT checked.")
+
+    def exec_guarded(self) -> bool:
+        """Rules are set and checked at every exec (seccomp user notification)."""
+        return bool(self.rules) and sys.platform == "linux" and isolation_status().exec_guard
+
+    def _session(self, argv: list[str], note: Note) -> Session | None:
+        """A supervision session for a command started as ``argv`` (None: no rules, or
+        no way to check execs here)."""
+        if not self.exec_guarded():
+            return None
+        if self._guard is None:
+            self._guard = ExecGuard(self.rules, self.confirm)
+        confirmed, self._confirmed = self._confirmed, set()
+        return self._guard.session(argv, confirmed, note)
 
     def _landlock_status(self, fence: Fence) -> str:
         if not fence.abi:
@@ -311,6 +358,9 @@ class Shell:
         """Let go of the change watch (an inotify descriptor) and the bytecode cache; a
         later command makes them again."""
         self.tracker.close()
+        if self._guard is not None:
+            self._guard.close()
+            self._guard = None
         if self._pycache is not None:
             shutil.rmtree(self._pycache, ignore_errors=True)
             self._pycache = None
@@ -334,7 +384,7 @@ class Shell:
     # -- one command -------------------------------------------------------------------
 
     def _launcher(self, argv: list[str], env: dict[str, str], scratch: Path,
-                  fence: Fence) -> list[str]:
+                  fence: Fence, session: Session | None) -> list[str]:
         """``argv`` wrapped in the launcher with this command's fence and mount plan."""
         writable = [str(self.root.path), str(scratch), *map(str, self.writable)]
         if self.sandbox != "off":
@@ -352,7 +402,8 @@ class Shell:
                              network=self.network or proxy is not None, abi=fence.abi, argv=argv,
                              hidden=self.hidden_paths() if fence.abi else [],
                              namespaces=fence.namespaces, mounts=mounts,
-                             no_setid=fence.no_setid, proxy=proxy)
+                             no_setid=fence.no_setid, proxy=proxy,
+                             guard=(session.path, session.token) if session else None)
 
     def _denied_note(self, done: Completed, fence: Fence, masked: Sequence[str]) -> str:
         """Why a failed command met 'Permission denied': a protected file, or the fence."""
@@ -372,19 +423,14 @@ class Shell:
         _check_program(argv[0], env)
         return fence
 
-    def _wrap(self, argv: list[str], env: dict[str, str], scratch: Path,
-              fence: Fence) -> tuple[list[str], dict[str, str], bool]:
+    def _wrap(self, argv: list[str], env: dict[str, str], scratch: Path, fence: Fence,
+              session: Session | None) -> tuple[list[str], dict[str, str], bool]:
         """(argv in the launcher, env, reaped); after ``tracker.begin``, which finds the
         ``.git`` folders the mount plan protects."""
         reaped = fence.any or sys.platform == "linux"  # the reaper needs a Linux subreaper
         if reaped:
-            argv = self._launcher(argv, env, scratch, fence)
+            argv = self._launcher(argv, env, scratch, fence, session)
         return argv, env, reaped
-
-    def _prepare(self, argv: list[str], env: dict[str, str], scratch: Path,
-                 ) -> tuple[list[str], dict[str, str], bool]:
-        """A background job's (argv, env, reaped): the same checks and launcher as run."""
-        return self._wrap(argv, env, scratch, self._check(argv, env))
 
     def _execute(self, argv: list[str], env: dict[str, str], scratch: Path,
                  timeout: float) -> str:
@@ -395,23 +441,56 @@ class Shell:
         self.tracker.begin(skip)
         if self.journal is not None:
             self.journal.keep_originals(self.tracker.code_files())
-        argv, env, reaped = self._wrap(argv, env, scratch, fence)
+        refused: list[str] = []
+        session = self._session(argv, refused.append)
+        argv, env, reaped = self._wrap(argv, env, scratch, fence, session)
         masked = [self.root.rel(Path(p)) for p in self._masked] if reaped else []
         put_back: list[str] = []
         try:
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
                                reaped=reaped)
         finally:  # interrupted too (Ctrl-C): what the command did so far is the run's
+            if session is not None:
+                session.close()
             changes = self.tracker.end(skip)
             if self.journal is not None:
                 put_back = self.journal.after_command(changes)
             self.jobs.resume()
         text = done.observation()
-        for extra in (_changed_section(changes), self._denied_note(done, fence, masked),
-                      put_back_note(put_back)):
+        for extra in (_rules_section(refused), _changed_section(changes),
+                      self._denied_note(done, fence, masked), put_back_note(put_back)):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
         return text
+
+
+def _rules_section(refused: list[str]) -> str:
+    """The rules' refusals at exec time, each on its own line (a copy: the supervisor's
+    threads may still add to the list)."""
+    return "".join(f"{line}\n" for line in list(refused))
+
+
+class _JobNotes:
+    """A job's refusals: held until the job exists, then written to its stderr."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+        self.sink: Sink | None = None
+        self.lock = threading.Lock()
+
+    def add(self, line: str) -> None:
+        with self.lock:
+            if self.sink is None:
+                self.held.append(line)
+            else:
+                self.sink.feed(f"{line}\n".encode())
+
+    def attach(self, job: Job) -> None:
+        with self.lock:
+            self.sink = job.stderr
+            for line in self.held:
+                self.sink.feed(f"{line}\n".encode())
+            self.held.clear()
 
 
 def _denied_lines(stderr: str, masked: Sequence[str]) -> tuple[bool, bool]:

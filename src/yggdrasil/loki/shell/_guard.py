@@ -1,0 +1,101 @@
+"""Command rules where programs start: every exec of a command, at any depth, judged.
+
+With rules set, each command's launcher hands the toolbox a seccomp listener that stops
+every ``execve``/``execveat`` below it (``sandbox.Supervisor``); :class:`ExecGuard` answers
+them with :meth:`CommandRules.exec_verdict`: allow lets the program start, deny fails its
+exec with EPERM, ask pauses it while ``confirm("run <command>")`` is asked (no confirm,
+or declined: EPERM). Each refusal becomes a line of the command's observation,
+``loki rules: refused 'git push origin main' (rule deny 'git push')``.
+
+Not asked twice: the command's own first exec (the shell or Python the toolbox starts,
+judged on the line), a command of the line the user already confirmed, and what a
+program the user accepted starts under it (``git push`` starting ``git-receive-pack``).
+"""
+
+from __future__ import annotations
+
+import errno
+import threading
+from collections.abc import Callable, Sequence
+
+from ..sandbox import Exec, Session, Supervisor
+from ._rules import CommandRules, Verdict
+
+Note = Callable[[str], None]
+_MAX_DEPTH = 64  # parents looked through for an accepted program
+
+
+class ExecGuard:
+    """The supervisor of one shell's commands and how it answers (see the module docstring)."""
+
+    def __init__(self, rules: CommandRules, confirm: Callable[[str], bool] | None) -> None:
+        self.rules, self.confirm = rules, confirm
+        self._supervisor = Supervisor()
+        self._asking = threading.Lock()  # one question to the user at a time
+
+    def session(self, first: Sequence[str], confirmed: set[str], note: Note) -> Session:
+        """A session for one command started as ``first``; ``note`` gets each refusal."""
+        return self._supervisor.session(_Decider(self, list(first), confirmed, note))
+
+    def close(self) -> None:
+        self._supervisor.close()
+
+
+class _Decider:
+    def __init__(self, guard: ExecGuard, first: list[str], confirmed: set[str],
+                 note: Note) -> None:
+        self.guard, self.first, self.confirmed, self.note = guard, first, confirmed, note
+        self.accepted: set[tuple[int, int]] = set()  # (pid, start time): pids are reused
+
+    def __call__(self, ex: Exec) -> int:
+        if self.first and list(ex.argv) == self.first:
+            self.first = []  # the launcher's own exec of the command: judged on the line
+            return 0
+        verdict = self.guard.rules.exec_verdict(ex)
+        if verdict.action == "allow":
+            return 0
+        if verdict.action == "deny":
+            return self._refuse(verdict, f"rule deny {verdict.rule.text!r}" if verdict.rule
+                                else "the rules")
+        if self._under_accepted(ex.pid):
+            return 0
+        if verdict.command in self.confirmed:  # the user said yes to the line
+            self.accepted.add((ex.pid, _stat(ex.pid)[1]))
+            return 0
+        why = f"rule ask {verdict.rule.text!r}" if verdict.rule else f"asked: {verdict.why}"
+        confirm = self.guard.confirm
+        if confirm is None:
+            return self._refuse(verdict, f"{why}, and nobody can be asked here: no confirm")
+        with self.guard._asking:
+            accepted = confirm(f"run {verdict.command}")
+        if not accepted:
+            return self._refuse(verdict, f"{why}; the user declined")
+        self.accepted.add((ex.pid, _stat(ex.pid)[1]))
+        return 0
+
+    def _refuse(self, verdict: Verdict, why: str) -> int:
+        self.note(f"loki rules: refused {verdict.command!r} ({why})")
+        return errno.EPERM
+
+    def _under_accepted(self, pid: int) -> bool:
+        """``pid`` or one of its parents is a program the user accepted."""
+        if not self.accepted:
+            return False
+        for _ in range(_MAX_DEPTH):
+            parent, start = _stat(pid)
+            if (pid, start) in self.accepted:
+                return True
+            if parent <= 1:
+                return False
+            pid = parent
+        return False
+
+
+def _stat(pid: int) -> tuple[int, int]:
+    """(parent pid, start time) of ``pid``; (0, 0) when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return int(fields[1]), int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return 0, 0
