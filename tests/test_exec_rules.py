@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from net_servers import Sink
-from yggdrasil.loki.sandbox import isolation_status
+from yggdrasil.loki.files import Root
+from yggdrasil.loki.sandbox import _isolation, isolation_status
+from yggdrasil.loki.shell import CommandRules, Shell, parse_rules
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 pytestmark = pytest.mark.skipif(not isolation_status().exec_guard,
@@ -221,18 +223,22 @@ def test_without_confirm_an_ask_at_exec_is_refused(tmp_path: Path) -> None:
         found.sink.close()
 
 
-def test_no_rules_no_supervisor(tmp_path: Path, work: tuple[Work, Toolbox]) -> None:
-    """Without rules a command carries one seccomp filter (setuid bits), with rules two."""
-    plain = filesystem_toolbox(tmp_path, allow_shell=True)
+def test_no_rules_no_exec_supervision(tmp_path: Path) -> None:
+    """Unfenced, a command without rules carries no filter at all, one with rules the
+    exec guard's; fenced, a command without rules has only its connects stopped (the
+    socket check), never its execs."""
     line = "grep Seccomp_filters /proc/self/status"
-    try:
-        without = plain.call("run", {"command": line})
-        with_rules = work[1].call("run", {"command": line})
-        assert "Seccomp_filters:\t1" in without, without
-        assert "Seccomp_filters:\t2" in with_rules, with_rules
-        assert "Command rules" not in plain.status
-    finally:
-        plain.close()
+    counts = {}
+    for rules in ((), RULES):
+        with filesystem_toolbox(tmp_path, allow_shell=True, sandbox="off", rules=rules) as box:
+            counts[bool(rules)] = box.call("run", {"command": line})
+    assert "Seccomp_filters:\t0" in counts[False], counts
+    assert "Seccomp_filters:\t1" in counts[True], counts
+    for rules, calls in (((), "connect"), (RULES, "execve,execveat,connect")):
+        shell = Shell(Root.at(tmp_path), rules=CommandRules(parse_rules(rules)))
+        session = shell._session(["true"], print, tmp_path, shell.fence())
+        assert session is not None and session.calls == calls
+        shell.close()
 
 
 def test_a_slow_confirm_pauses_only_that_program(tmp_path: Path) -> None:
@@ -250,3 +256,21 @@ def test_a_slow_confirm_pauses_only_that_program(tmp_path: Path) -> None:
     finally:
         box.close()
         found.sink.close()
+
+
+def test_without_user_notification_rules_are_on_the_line_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = isolation_status()
+    monkeypatch.setattr(_isolation, "_cached", _isolation.IsolationStatus(
+        real.namespaces, real.namespace_reason, real.setid_filter, real.setid_reason,
+        False, "the kernel is older than 5.9"))
+    with filesystem_toolbox(tmp_path, allow_shell=True, rules=RULES) as box:
+        assert "checked on the command line only" in box.status, box.status
+        assert "NOT check" in box.status and "older than 5.9" in box.status
+        out = box.call("run", {"command": "grep Seccomp_filters /proc/self/status"})
+        assert "Seccomp_filters:\t1" in out, out  # no supervisor
+    with filesystem_toolbox(tmp_path, allow_shell=True, rules=RULES, sandbox="require") as box:
+        out = box.call("run", {"command": "true"})
+        assert out.startswith("ERROR") and "cannot be checked when they start" in out, out
+    with filesystem_toolbox(tmp_path, allow_shell=True, sandbox="require") as box:
+        assert box.call("run", {"command": "true"}).startswith("exit=0")  # no rules: runs

@@ -34,7 +34,7 @@ from ._landlock import SandboxStatus, landlock_status, launcher_argv
 from ._namespace import MOUNT_KINDS
 from ._proc import HELD_OPEN, Capture, Completed, Process, Sink, cut_note, run_process
 from ._readonly import binary_paths, interpreter_paths, read_only_argv
-from ._supervisor import Exec, Session, Supervisor
+from ._supervisor import Decide, Exec, Session, Supervisor
 from ._worker import FencedWorker, WorkerFailed, WorkerLimits
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "MOUNT_KINDS",
     "Capture",
     "Completed",
+    "Decide",
     "Exec",
     "FencedWorker",
     "IsolationStatus",

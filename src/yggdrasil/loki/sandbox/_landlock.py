@@ -219,8 +219,8 @@ def restrict_self(writable: list[str], *, network: bool, abi: int,
     fs = handled_fs(abi)
     net = NET_BIND_TCP | NET_CONNECT_TCP if (not network and abi >= 4) else 0
     scoped = 0
-    if abi >= 6:  # no signals to processes outside the fence (the agent, the user's shell)
-        scoped = SCOPE_SIGNAL | (0 if network else SCOPE_ABSTRACT_UNIX)
+    if abi >= 6:  # no signals to processes outside the fence (the agent, the user's shell),
+        scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX  # nor abstract UNIX sockets made outside
     attr = _RulesetAttr(fs, net, scoped)
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     ruleset = _syscall("create_ruleset", ctypes.byref(attr), ctypes.c_size_t(size),
@@ -297,21 +297,21 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
                   argv: list[str], hidden: list[str] | tuple[str, ...] = (),
                   namespaces: bool = False, mounts: Sequence[tuple[str, str]] = (),
                   no_setid: bool = False, proxy: str | None = None,
-                  guard: tuple[str, str] | None = None) -> list[str]:
+                  guard: tuple[str, str, str] | None = None) -> list[str]:
     """The argv that runs ``argv`` under the fence (see the module docstring).
 
     ``namespaces``: run it in namespaces of its own (``_namespace``), applying ``mounts``
     (``(kind, path)`` pairs) there; ``no_setid``: the seccomp filter of ``_seccomp``;
     ``proxy`` (with namespaces): the control socket of the proxy that is then the
     command's only way out (a network namespace of its own, loopback TCP allowed);
-    ``guard``: (socket path, token) of the toolbox's supervisor, which then decides every
-    exec of the command (``_supervisor``).
+    ``guard``: (socket path, token, comma-separated syscalls) of the toolbox's supervisor,
+    which then decides those calls of the command (``_supervisor``: exec, connect).
     """
     rules = ["--abi", str(abi), *([] if network else ["--no-network"])]
     if proxy:
         rules += ["--proxy", proxy]
     if guard:
-        rules += ["--guard", guard[0], "--guard-token", guard[1]]
+        rules += ["--guard", guard[0], "--guard-token", guard[1], "--guard-calls", guard[2]]
     rules += [*(["--ns"] if namespaces else []), *(["--no-setid"] if no_setid else [])]
     for flag, paths in (("--write", writable), ("--hide", hidden)):
         for path in paths:
@@ -322,17 +322,19 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
 
 
 _USAGE = ("usage: _landlock.py --abi N [--no-network] [--ns] [--no-setid] [--write PATH]... "
-          "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET] [--guard SOCKET --guard-token T] "
+          "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET] [--guard SOCKET --guard-token T "
+          "--guard-calls execve,execveat,connect] "
           "-- argv...  |  --status  "
           "|  --probe")
 _SWITCHES = ("--no-network", "--ns", "--no-setid")
-_EXEC_CALLS = ("execve", "execveat")
+_GUARDED = ("execve", "execveat", "connect")
 
 
 def _parse(args: list[str]) -> tuple[dict[str, list[str]], set[str], list[str]]:
     """(--abi/--write/--hide/--mount values, switches given, argv)."""
     values: dict[str, list[str]] = {"--abi": [], "--write": [], "--hide": [], "--mount": [],
-                                     "--proxy": [], "--guard": [], "--guard-token": []}
+                                     "--proxy": [], "--guard": [], "--guard-token": [],
+                                     "--guard-calls": []}
     switches: set[str] = set()
     i = 0
     while i < len(args) and args[i] != "--":
@@ -350,8 +352,10 @@ def _parse(args: list[str]) -> tuple[dict[str, list[str]], set[str], list[str]]:
         raise ValueError("need --abi N and a command after --")
     if values["--proxy"] and "--ns" not in switches:
         raise ValueError("--proxy needs --ns: only a network namespace makes it the only way out")
-    if len(values["--guard"]) != len(values["--guard-token"]):
-        raise ValueError("--guard needs --guard-token")
+    if not len(values["--guard"]) == len(values["--guard-token"]) == len(values["--guard-calls"]):
+        raise ValueError("--guard needs --guard-token and --guard-calls")
+    if any(c not in _GUARDED for v in values["--guard-calls"] for c in v.split(",")):
+        raise ValueError(f"--guard-calls takes some of {', '.join(_GUARDED)}")
     return values, switches, argv
 
 
@@ -402,7 +406,8 @@ def _launch(args: list[str]) -> int:
                 drop_capabilities()
             if control is not None:  # last: every exec from here on is the supervisor's
                 _sibling("_usernotif").hand_over(
-                    control, values["--guard-token"][-1].encode(), _EXEC_CALLS,
+                    control, values["--guard-token"][-1].encode(),
+                    tuple(values["--guard-calls"][-1].split(",")),
                     _sibling("_seccomp").load_library())
                 control.close()  # type: ignore[attr-defined]
         except OSError as exc:

@@ -33,11 +33,12 @@ import tempfile
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import _usernotif
 from ._seccomp import load_library
+from ._sockets import SocketPlaces, answer_connect
 
 MAX_PATH = 4096
 MAX_ARGS = 256  # argv words read; the rest is marked as cut (rules match leading words)
@@ -67,13 +68,21 @@ Decide = Callable[[Exec], int]  # 0: let it run; else the errno its exec fails w
 
 
 class Session:
-    """One command's supervision: ``token`` for its launcher, ``decide`` for its execs."""
+    """One command's supervision: ``token`` for its launcher, ``decide`` for its execs
+    (None: not stopped), ``sockets`` for its UNIX connects (None: not stopped)."""
 
-    def __init__(self, owner: _Server, decide: Decide) -> None:
+    def __init__(self, owner: _Server, decide: Decide | None,
+                 sockets: SocketPlaces | None) -> None:
         self.token = secrets.token_hex(16)
-        self.decide = decide
+        self.decide, self.sockets = decide, sockets
         self._owner = owner
         self.path = owner.path
+
+    @property
+    def calls(self) -> str:
+        """The system calls the launcher's filter stops, for ``--guard-calls``."""
+        return ",".join([*(EXEC_SYSCALLS if self.decide else ()),
+                         *(["connect"] if self.sockets else [])])
 
     def close(self) -> None:
         """No launcher may join it any more (one that did stays supervised to its end)."""
@@ -87,12 +96,16 @@ class Supervisor:
         self._lock = threading.Lock()
         self._server: _Server | None = None
 
-    def session(self, decide: Decide) -> Session:
+    def session(self, decide: Decide | None = None, sockets: Sequence[str] | None = None,
+                note: Callable[[str], None] = lambda _: None) -> Session:
+        """A session stopping execs (``decide``) and UNIX connects outside ``sockets``
+        (absolute places; ``note`` gets each refusal)."""
         with self._lock:
             if self._server is None:
                 self._server = _Server()
                 weakref.finalize(self, self._server.stop)
-            return self._server.open(decide)
+            places = SocketPlaces(sockets, note) if sockets is not None else None
+            return self._server.open(Session(self._server, decide, places))
 
     def close(self) -> None:
         with self._lock:
@@ -105,21 +118,20 @@ class _Server:
     def __init__(self) -> None:
         lib = load_library()
         self.numbers = {int(lib.seccomp_syscall_resolve_name(n.encode())): n
-                        for n in EXEC_SYSCALLS}
+                        for n in (*EXEC_SYSCALLS, "connect")}
         self.folder = tempfile.mkdtemp(prefix="loki-guard-")
         os.chmod(self.folder, 0o700)
         self.path = os.path.join(self.folder, "guard.sock")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(self.path)
         self.sock.listen(64)
-        self.sessions: dict[bytes, Decide] = {}
+        self.sessions: dict[bytes, Session] = {}
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, name="loki-guard", daemon=True).start()
 
-    def open(self, decide: Decide) -> Session:
-        session = Session(self, decide)
+    def open(self, session: Session) -> Session:
         with self.lock:
-            self.sessions[session.token.encode()] = decide
+            self.sessions[session.token.encode()] = session
         return session
 
     def forget(self, token: str) -> None:
@@ -137,24 +149,25 @@ class _Server:
 
     def _join(self, conn: socket.socket) -> None:
         """A launcher's token and listener: acknowledged, then served to the end."""
-        listener, decide = -1, None
+        listener, session = -1, None
         try:
             conn.settimeout(_HANDOVER_TIMEOUT)
             token, fds, _, _ = socket.recv_fds(conn, 64, 1)
             listener = fds[0] if fds else -1
             with self.lock:
-                decide = self.sessions.get(token)
-            if listener < 0 or decide is None:
+                session = self.sessions.get(token)
+            if listener < 0 or session is None:
                 return  # no ack: the launcher refuses to run the command
             _usernotif.acknowledge(conn)
         except OSError:
+            session = None
             return
         finally:
             conn.close()
-            if listener >= 0 and decide is None:
+            if listener >= 0 and session is None:
                 os.close(listener)
         try:
-            _serve(listener, decide, self.numbers)
+            _serve(listener, session, self.numbers)
         finally:
             os.close(listener)
 
@@ -165,7 +178,7 @@ class _Server:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _serve(listener: int, decide: Decide, numbers: dict[int, str]) -> None:
+def _serve(listener: int, session: Session, numbers: dict[int, str]) -> None:
     poller = select.poll()
     poller.register(listener, select.POLLIN)
     while True:
@@ -177,24 +190,25 @@ def _serve(listener: int, decide: Decide, numbers: dict[int, str]) -> None:
         except OSError:
             return
         if notif is not None:
-            _answer(listener, notif, decide, numbers)
+            _answer(listener, notif, session, numbers)
 
 
-def _answer(listener: int, notif: _usernotif.Notification, decide: Decide,
+def _answer(listener: int, notif: _usernotif.Notification, session: Session,
             numbers: dict[int, str]) -> None:
-    error = errno.EPERM
+    error, done = errno.EPERM, False
+    call = numbers.get(notif.nr)
     try:
-        if numbers.get(notif.nr) in EXEC_SYSCALLS:
-            found = _read_exec(notif, numbers[notif.nr] == "execveat")
+        if call in EXEC_SYSCALLS and session.decide is not None:
+            found = _read_exec(notif, call == "execveat")
             if isinstance(found, int):
                 error = found
             elif _usernotif.still_waiting(listener, notif.id):  # what we read was its own
-                error = decide(found)
-    except OSError:
-        error = errno.EPERM  # a process we cannot read is not let through
-    except Exception:  # a bug here must fail the exec, never let it through
-        error = errno.EPERM
-    _usernotif.reply(listener, notif.id, error=error)
+                error = session.decide(found)
+        elif call == "connect" and session.sockets is not None:
+            error, done = answer_connect(listener, notif, session.sockets, walk)
+    except Exception:  # unreadable, or a bug here: fail the call, never let it through
+        error, done = errno.EPERM, False
+    _usernotif.reply(listener, notif.id, error=error, done=done)
 
 
 def _read_exec(notif: _usernotif.Notification, at: bool) -> Exec | int:
@@ -232,14 +246,30 @@ def _read_exec(notif: _usernotif.Notification, at: bool) -> Exec | int:
 def _reach(pid: int, path: str, start: str) -> tuple[str, os.stat_result] | int:
     """(file name reached, its stat) following ``path`` as process ``pid`` sees it: from
     its root (absolute) or ``start``, one link at a time; else the errno."""
+    found = walk(pid, path, start)
+    if isinstance(found, int):
+        return found
+    parent, final, name = found
+    try:
+        return name, os.fstat(final)
+    finally:
+        os.close(parent)
+        os.close(final)
+
+
+def walk(pid: int, path: str, start: str) -> tuple[int, int, str] | int:
+    """O_PATH descriptors of the folder holding what ``path`` reaches and of that file,
+    and its name, walking as process ``pid`` sees the filesystem (from its root when
+    absolute, else ``start``), one link at a time; else the errno. The caller closes both."""
     try:
         root = os.open(f"/proc/{pid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         return exc.errno or errno.EPERM
-    here = -1
+    here = parent = -1
     try:
         here = os.dup(root) if path.startswith("/") else os.open(start, os.O_PATH | os.O_CLOEXEC)
         name = os.path.basename(os.readlink(start)) if not path else ""
+        parent = os.open("..", _O_PATH, dir_fd=here) if not path else os.dup(here)
         parts, links = deque(path.split("/")), 0
         while parts:
             part = parts.popleft()
@@ -257,12 +287,14 @@ def _reach(pid: int, path: str, start: str) -> tuple[str, os.stat_result] | int:
                     here = os.dup(root)
                 parts.extendleft(reversed(target.split("/")))
                 continue
-            os.close(here)
-            here, name = step, part
-        return name, os.fstat(here)
+            os.close(parent)
+            parent, here, name = here, step, part
+        found = (parent, here, name)
+        parent = here = -1  # the caller's now
+        return found
     except OSError as exc:
         return exc.errno or errno.EPERM
     finally:
-        os.close(root)
-        if here >= 0:
-            os.close(here)
+        for fd in (root, here, parent):
+            if fd >= 0:
+                os.close(fd)

@@ -19,9 +19,11 @@ import ctypes
 import errno
 import os
 import struct
+from typing import Any
 
 _NOTIFY = 0x7FC00000  # SCMP_ACT_NOTIFY
 _ALLOW = 0x7FFF0000
+_ENOSYS = 0x00050000 | errno.ENOSYS
 # struct seccomp_notif: id, pid, flags, then seccomp_data (nr, arch, ip, args[6])
 _NOTIF = struct.Struct("=QII" + "iIQ6Q")
 _RESP = struct.Struct("=QqiI")  # id, val, error, flags
@@ -54,6 +56,9 @@ def hand_over(control: object, token: bytes, syscalls: tuple[str, ...], lib: cty
     try:
         for nr in _syscall_numbers(lib, syscalls):
             _check(lib.seccomp_rule_add_array(ctx, _NOTIFY, nr, 0, None), "notify rule")
+        if "connect" in syscalls:  # io_uring connects without a system call we could stop
+            for nr in _syscall_numbers(lib, ("io_uring_setup",)):
+                _check(lib.seccomp_rule_add_array(ctx, _ENOSYS, nr, 0, None), "io_uring rule")
         _check(lib.seccomp_load(ctx), "seccomp_load (user notification)")
         listener = int(lib.seccomp_notify_fd(ctx))
         if listener < 0:
@@ -83,10 +88,15 @@ def acknowledge(sock: object) -> None:
 # -- the supervisor's side ---------------------------------------------------------------
 
 
+_libc_ioctl: Any = None
+
+
 def _ioctl(fd: int, request: int, buf: ctypes.Array[ctypes.c_char] | None) -> int:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.ioctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)
-    return int(libc.ioctl(fd, request, buf))
+    global _libc_ioctl
+    if _libc_ioctl is None:
+        _libc_ioctl = ctypes.CDLL(None, use_errno=True).ioctl
+        _libc_ioctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)
+    return int(_libc_ioctl(fd, request, buf))
 
 
 class Notification:
@@ -111,9 +121,10 @@ def receive(listener: int) -> Notification | None:
     return Notification(buf.raw)
 
 
-def reply(listener: int, notif_id: int, *, error: int = 0) -> None:
-    """Answer a stopped call: let it run (``error`` 0) or fail it with ``-error``."""
-    flags = 0 if error else FLAG_CONTINUE
+def reply(listener: int, notif_id: int, *, error: int = 0, done: bool = False) -> None:
+    """Answer a stopped call: let it run (``error`` 0), fail it with ``-error``, or
+    (``done``) tell it it succeeded: the supervisor made it in its place."""
+    flags = 0 if error or done else FLAG_CONTINUE
     buf = ctypes.create_string_buffer(_RESP.pack(notif_id, 0, -error if error else 0, flags),
                                       _RESP.size)
     _ioctl(listener, _IOCTL_SEND, buf)  # ENOENT: it died meanwhile; nothing to answer
@@ -133,6 +144,9 @@ class Memory:
 
     def close(self) -> None:
         os.close(self.fd)
+
+    def read(self, address: int, size: int) -> bytes:
+        return os.pread(self.fd, size, address)
 
     def string(self, address: int, limit: int) -> bytes | None:
         """The NUL-terminated string at ``address``; None when longer than ``limit``."""

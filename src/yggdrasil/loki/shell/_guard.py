@@ -18,7 +18,7 @@ import errno
 import threading
 from collections.abc import Callable, Sequence
 
-from ..sandbox import Exec, Session, Supervisor
+from ..sandbox import Decide, Exec
 from ._rules import CommandRules, Verdict
 
 Note = Callable[[str], None]
@@ -26,19 +26,15 @@ _MAX_DEPTH = 64  # parents looked through for an accepted program
 
 
 class ExecGuard:
-    """The supervisor of one shell's commands and how it answers (see the module docstring)."""
+    """How one shell's rules answer its commands' execs (see the module docstring)."""
 
     def __init__(self, rules: CommandRules, confirm: Callable[[str], bool] | None) -> None:
         self.rules, self.confirm = rules, confirm
-        self._supervisor = Supervisor()
         self._asking = threading.Lock()  # one question to the user at a time
 
-    def session(self, first: Sequence[str], confirmed: set[str], note: Note) -> Session:
-        """A session for one command started as ``first``; ``note`` gets each refusal."""
-        return self._supervisor.session(_Decider(self, list(first), confirmed, note))
-
-    def close(self) -> None:
-        self._supervisor.close()
+    def decider(self, first: Sequence[str], confirmed: set[str], note: Note) -> Decide:
+        """The answers for one command started as ``first``; ``note`` gets each refusal."""
+        return _Decider(self, list(first), confirmed, note)
 
 
 class _Decider:

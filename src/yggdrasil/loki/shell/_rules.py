@@ -23,9 +23,16 @@ parsed (bash syntax bashlex lacks: ``case``, ``[[ ]]``, ``$(( ))``, a here-docum
 a quoted delimiter), a program only known when it runs (``$EDITOR file``, ``$(which git)``)
 and a here-document that runs ``$(...)`` count as matching ``ask``.
 
-What rules cannot see: what a program does once it runs (a script, ``make``, ``python
--c 'os.system(...)'``, git aliases). They state the user's intent to the model; the
-sandbox is what confines it.
+Where rules are checked: on the line, before anything starts (this parser: an early,
+friendly refusal with no process and a clear message), and again where it counts, when
+each program starts (``_guard``: seccomp user notification stops every ``execve`` of the
+command and of everything it starts at any depth: scripts, ``make``, ``xargs``, ``python
+-c 'subprocess.run(...)'``, background jobs and what ``job_input`` feeds them).
+At exec time the program is named by the file its path reaches and its real argv, after
+every expansion (``_execnames``); ``default`` is for the commands of the line, and a
+program no rule matches starts. Where seccomp user notification is missing, only the
+line is checked, and the status says so. What a program does without starting another
+one (git aliases aside, which are asked about) is the sandbox's to confine.
 """
 
 from __future__ import annotations

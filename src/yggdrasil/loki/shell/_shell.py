@@ -30,6 +30,7 @@ from ..sandbox import (
     Completed,
     Session,
     Sink,
+    Supervisor,
     isolation_status,
     landlock_status,
     launcher_argv,
@@ -71,13 +72,15 @@ Timeout = Annotated[float, Interval(gt=0, le=3600)]
 PYCACHE_VAR = "PYTHONPYCACHEPREFIX"  # bytecode of commands goes to a cache outside the root
 
 
-def writable_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """Extra folders commands may write, resolved; each must exist (Landlock needs an inode)."""
+def writable_paths(paths: Sequence[str | os.PathLike[str]], what: str = "writable path",
+                   ) -> list[Path]:
+    """Extra folders commands may write (or ``what`` else), resolved; each must exist
+    (Landlock and the socket check need an inode)."""
     resolved = []
     for p in paths:
         real = Path(os.path.realpath(os.path.expanduser(os.fspath(p))))
         if not real.exists():
-            raise PathError(f"writable path {os.fspath(p)!r} does not exist; create it first")
+            raise PathError(f"{what} {os.fspath(p)!r} does not exist; create it first")
         resolved.append(real)
     return resolved
 
@@ -99,6 +102,7 @@ class Shell:
     rules: CommandRules = field(default_factory=CommandRules)  # allow / ask / deny by words
     confirm: Callable[[str], bool] | None = None  # asked for commands an ``ask`` rule matches
     proxy: NetProxy | None = None  # network only to its hosts (with namespaces; else none)
+    unix_sockets: list[Path] = field(default_factory=list)  # reachable beyond the places
     tracker: ChangeTracker = field(init=False, repr=False)
     jobs: Jobs = field(init=False, repr=False)
 
@@ -111,7 +115,8 @@ class Shell:
         self._masked_before = MaskedPaths()  # a masked file moved out of sight is followed
         self._masked: list[str] = []  # what the last command got masked (absolute)
         self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits)
-        self._guard: ExecGuard | None = None  # made on the first command under rules
+        self._guard = ExecGuard(self.rules, self.confirm)
+        self._supervisor: Supervisor | None = None  # started by the first guarded command
         self._confirmed: set[str] = set()  # the commands of the line the user confirmed
 
     # -- the tools -----------------------------------------------------------------------
@@ -139,7 +144,8 @@ class Shell:
             args, env = (self._python(code, scratch, job=True) if code is not None
                          else (argv, self._env(scratch, job=True)))
             fence = self._check(args, env)
-            return self._wrap(args, env, scratch, fence, self._session(args, notes.add))
+            session = self._session(args, notes.add, scratch, fence)
+            return self._wrap(args, env, scratch, fence, session)
 
         return self.jobs.start(label, prepare, screen=screen, on_start=notes.attach)
 
@@ -224,15 +230,34 @@ class Shell:
         """Rules are set and checked at every exec (seccomp user notification)."""
         return bool(self.rules) and sys.platform == "linux" and isolation_status().exec_guard
 
-    def _session(self, argv: list[str], note: Note) -> Session | None:
-        """A supervision session for a command started as ``argv`` (None: no rules, or
-        no way to check execs here)."""
-        if not self.exec_guarded():
+    def _session(self, argv: list[str], note: Note, scratch: Path,
+                 fence: Fence) -> Session | None:
+        """The supervision of a command started as ``argv``: its execs when rules are
+        set, its UNIX connects when fenced (None: neither, or no user notification here)."""
+        rules = self.exec_guarded()
+        sockets = self.socket_places(scratch, fence) if self.sockets_guarded(fence) else None
+        if not rules and sockets is None:
             return None
-        if self._guard is None:
-            self._guard = ExecGuard(self.rules, self.confirm)
+        if self._supervisor is None:
+            self._supervisor = Supervisor()
         confirmed, self._confirmed = self._confirmed, set()
-        return self._guard.session(argv, confirmed, note)
+        decide = self._guard.decider(argv, confirmed, note) if rules else None
+        return self._supervisor.session(decide, sockets, note)
+
+    def sockets_guarded(self, fence: Fence) -> bool:
+        """UNIX sockets outside the command's places are out of its reach."""
+        return fence.any and sys.platform == "linux" and isolation_status().exec_guard
+
+    def socket_places(self, scratch: Path, fence: Fence) -> list[str]:
+        """Where a command's UNIX sockets may be: the root, its scratch, writable folders,
+        its private /tmp (with namespaces) and the user's ``unix_sockets``."""
+        places = [str(self.root.path), str(scratch), *map(str, self.writable),
+                  *map(str, self.unix_sockets)]
+        if self.sandbox != "off":
+            places.append(str(self.pycache))
+        if fence.namespaces:
+            places += private_tmpfs()
+        return places
 
     def _landlock_status(self, fence: Fence) -> str:
         if not fence.abi:
@@ -295,7 +320,17 @@ class Shell:
                    ".git is writable")
         setid = ("setuid/setgid bits cannot be set" if fence.no_setid else
                  f"setuid/setgid bits are NOT blocked ({isolation_status().setid_reason})")
-        return f"{net}; {iso}; {setid}"
+        return f"{net}; {iso}; {self._sockets_status(fence)}; {setid}"
+
+    def _sockets_status(self, fence: Fence) -> str:
+        if not self.sockets_guarded(fence):
+            why = isolation_status().exec_guard_reason if sys.platform == "linux" else sys.platform
+            return (f"UNIX sockets elsewhere on disk are NOT out of reach (checking connect "
+                    f"needs seccomp user notification: {why})")
+        extra = f", {', '.join(map(str, self.unix_sockets))}" if self.unix_sockets else ""
+        return ("they connect only to UNIX sockets in the root, their TMPDIR, writable "
+                f"folders{extra} (checked at each connect: a tmux server, ssh-agent or "
+                "docker socket elsewhere is out of reach)")
 
     def _protect_status(self, fence: Fence) -> str:
         if not self.root.protect:
@@ -358,9 +393,9 @@ class Shell:
         """Let go of the change watch (an inotify descriptor) and the bytecode cache; a
         later command makes them again."""
         self.tracker.close()
-        if self._guard is not None:
-            self._guard.close()
-            self._guard = None
+        if self._supervisor is not None:
+            self._supervisor.close()
+            self._supervisor = None
         if self._pycache is not None:
             shutil.rmtree(self._pycache, ignore_errors=True)
             self._pycache = None
@@ -403,7 +438,8 @@ class Shell:
                              hidden=self.hidden_paths() if fence.abi else [],
                              namespaces=fence.namespaces, mounts=mounts,
                              no_setid=fence.no_setid, proxy=proxy,
-                             guard=(session.path, session.token) if session else None)
+                             guard=(session.path, session.token, session.calls)
+                             if session else None)
 
     def _denied_note(self, done: Completed, fence: Fence, masked: Sequence[str]) -> str:
         """Why a failed command met 'Permission denied': a protected file, or the fence."""
@@ -442,7 +478,7 @@ class Shell:
         if self.journal is not None:
             self.journal.keep_originals(self.tracker.code_files())
         refused: list[str] = []
-        session = self._session(argv, refused.append)
+        session = self._session(argv, refused.append, scratch, fence)
         argv, env, reaped = self._wrap(argv, env, scratch, fence, session)
         masked = [self.root.rel(Path(p)) for p in self._masked] if reaped else []
         put_back: list[str] = []
