@@ -56,6 +56,13 @@ CASES = [
     ("setpriv", f"setpriv --reset-env git push {PUSH}"),
     ("prlimit", f"prlimit --nofile=512 git push {PUSH}"),
     ("a link to git", f"ln -s /usr/bin/git \"$TMPDIR/g\" && \"$TMPDIR/g\" push {PUSH}"),
+    ("the dynamic loader", f"/lib64/ld-linux-x86-64.so.2 /usr/bin/git push {PUSH}"),
+    ("the loader, --argv0 and a library path",
+     f"ln -s /usr/bin/git \"$TMPDIR/x\" && /lib64/ld-linux-x86-64.so.2 --library-path "
+     f"\"$TMPDIR\" --argv0 git-push x {PUSH}"),
+    ("fexecve (execveat of a descriptor)",
+     "python3 -c 'import os; fd = os.open(\"/usr/bin/git\", os.O_RDONLY); "
+     "os.execve(fd, [\"git\", \"push\", \"origin\", \"HEAD:main\"], os.environ)'"),
     ("python subprocess",
      "python3 -c 'import subprocess; subprocess.run([\"git\", \"push\", \"origin\", "
      "\"HEAD:main\"])'"),

@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import _usernotif
+from ._loader import is_loader, loaded
 from ._seccomp import load_library
 from ._sockets import SocketPlaces, answer_connect
 
@@ -240,7 +241,24 @@ def _read_exec(notif: _usernotif.Notification, at: bool) -> Exec | int:
     if isinstance(reached, int):
         return reached
     name, st = reached
+    if is_loader(name):  # it runs another program in the same process: judge that one
+        env = _read_env(pid, notif.args[3] if at else notif.args[2])
+        got = loaded(argv, env, f"/proc/{pid}/cwd", lambda p, s: _reach(pid, p, s))
+        if got is not None:
+            path, name, found, words = got
+            identity = (found.st_dev, found.st_ino) if found is not None else None
+            return Exec(pid, path, name, identity, words, cut)
     return Exec(pid, path, name, (st.st_dev, st.st_ino), tuple(argv), cut)
+
+
+def _read_env(pid: int, envp: int) -> list[str]:
+    """The environment an exec passes (its first MAX_ARGS entries)."""
+    memory = _usernotif.Memory(pid)
+    try:
+        pointers, _ = memory.pointers(envp, MAX_ARGS) if envp else ([], False)
+        return [os.fsdecode(memory.string(a, MAX_ARG) or b"") for a in pointers]
+    finally:
+        memory.close()
 
 
 def _reach(pid: int, path: str, start: str) -> tuple[str, os.stat_result] | int:
@@ -269,7 +287,7 @@ def walk(pid: int, path: str, start: str) -> tuple[int, int, str] | int:
     try:
         here = os.dup(root) if path.startswith("/") else os.open(start, os.O_PATH | os.O_CLOEXEC)
         name = os.path.basename(os.readlink(start)) if not path else ""
-        parent = os.open("..", _O_PATH, dir_fd=here) if not path else os.dup(here)
+        parent = os.dup(here) if not path else os.open("..", _O_PATH, dir_fd=here)
         parts, links = deque(path.split("/")), 0
         while parts:
             part = parts.popleft()
