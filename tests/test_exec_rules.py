@@ -63,6 +63,8 @@ CASES = [
     ("fexecve (execveat of a descriptor)",
      "python3 -c 'import os; fd = os.open(\"/usr/bin/git\", os.O_RDONLY); "
      "os.execve(fd, [\"git\", \"push\", \"origin\", \"HEAD:main\"], os.environ)'"),
+    ("a copy of git", f"cp /usr/bin/git \"$TMPDIR/x\" && \"$TMPDIR/x\" push {PUSH}"),
+    ("a copy of curl", "cp /usr/bin/curl ./c && ./c -s {url}; rm -f c"),
     ("python subprocess",
      "python3 -c 'import subprocess; subprocess.run([\"git\", \"push\", \"origin\", "
      "\"HEAD:main\"])'"),

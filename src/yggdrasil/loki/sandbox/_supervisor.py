@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import secrets
 import select
@@ -34,7 +35,7 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import _usernotif
 from ._loader import is_loader, loaded
@@ -63,6 +64,8 @@ class Exec:
     identity: tuple[int, int] | None
     argv: tuple[str, ...]
     cut: bool = False
+    size: int = -1  # of the file reached
+    digest: Callable[[], bytes] = field(default=lambda: b"", compare=False, repr=False)
 
 
 Decide = Callable[[Exec], int]  # 0: let it run; else the errno its exec fails with
@@ -247,8 +250,27 @@ def _read_exec(notif: _usernotif.Notification, at: bool) -> Exec | int:
         if got is not None:
             path, name, found, words = got
             identity = (found.st_dev, found.st_ino) if found is not None else None
-            return Exec(pid, path, name, identity, words, cut)
-    return Exec(pid, path, name, (st.st_dev, st.st_ino), tuple(argv), cut)
+            return Exec(pid, path, name, identity, words, cut,
+                        found.st_size if found is not None else -1,
+                        lambda: _digest(pid, path, f"/proc/{pid}/cwd"))
+    return Exec(pid, path, name, (st.st_dev, st.st_ino), tuple(argv), cut, st.st_size,
+                lambda: _digest(pid, path, start))
+
+
+def _digest(pid: int, path: str, start: str) -> bytes:
+    """SHA-256 of the file ``path`` reaches for ``pid`` (b'' when it cannot be read)."""
+    found = walk(pid, path, start)
+    if isinstance(found, int):
+        return b""
+    parent, final, _ = found
+    try:
+        with open(f"/proc/self/fd/{final}", "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").digest()
+    except OSError:
+        return b""
+    finally:
+        os.close(parent)
+        os.close(final)
 
 
 def _read_env(pid: int, envp: int) -> list[str]:

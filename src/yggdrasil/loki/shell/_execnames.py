@@ -6,6 +6,8 @@ after every link, and the argv it got. A rule's program matches any of these nam
 - the path's own file name, the file reached (``/usr/lib/git-core/git-push`` -> ``git``),
   and ``argv[0]``'s (multi-call programs such as busybox pick their applet by it);
 - each without a version suffix (``python3.11`` is also ``python3`` and ``python``);
+- a copy of a rule's program (the same size and SHA-256 as the file found on PATH)
+  under any name;
 - a multi-call helper ``<tool>-<sub>`` of a rule's tool is ``<tool> <sub>``
   (``git-push``, ``git-receive-pack``), and git's plumbing that pushes (``send-pack``,
   ``receive-pack``, ``http-push``) counts as ``git push``.
@@ -15,9 +17,12 @@ A word past what was read (a very long argv) is unknown: it matches any rule wor
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterable
 
@@ -34,13 +39,18 @@ _GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
 _GIT_SMUGGLING = ("alias.", "include.", "includeif.", "core.sshcommand")
 
 
-def exec_commands(ex: Exec, tools: Iterable[str]) -> list[list[Word]]:
-    """The words of every command ``ex`` counts as; ``tools`` are the rules' programs."""
+def exec_commands(ex: Exec, tools: Iterable[str], twins: Twins | None = None,
+                  ) -> list[list[Word]]:
+    """The words of every command ``ex`` counts as; ``tools`` are the rules' programs,
+    ``twins`` their files (a copy of one counts as it)."""
     args = [Word(a) for a in ex.argv[1:]]
     if ex.cut:
         args.append(Word("...", dynamic=True))
     found: list[list[Word]] = []
-    for name in _names(ex):
+    names = _names(ex)
+    if twins is not None:
+        names += [n for n in twins.names_of(ex) if n not in names]
+    for name in names:
         found.append([Word(name), *args])
         for tool in tools:
             if name.startswith(tool + "-") and len(name) > len(tool) + 1:
@@ -50,6 +60,38 @@ def exec_commands(ex: Exec, tools: Iterable[str]) -> list[list[Word]]:
         if same is not None:
             found.append([words[0], Word(same), *words[2:]])
     return found
+
+
+class Twins:
+    """The files of the rules' programs (as found on PATH, and git's own copy in its exec
+    path), by size and SHA-256: a copy of one under another name counts as it."""
+
+    def __init__(self, tools: Iterable[str]) -> None:
+        self.by_size: dict[int, list[tuple[str, str]]] = {}  # size -> [(path, tool)]
+        self._digests: dict[str, bytes] = {}
+        for tool in tools:
+            paths = [shutil.which(tool)]
+            if tool == "git":
+                paths.append(os.path.join(_git_exec_path(), "git"))
+            for path in {os.path.realpath(p) for p in paths if p}:
+                with contextlib.suppress(OSError):
+                    self.by_size.setdefault(os.stat(path).st_size, []).append((path, tool))
+
+    def names_of(self, ex: Exec) -> list[str]:
+        same = self.by_size.get(ex.size)
+        if not same:
+            return []
+        digest = ex.digest()
+        return [tool for path, tool in same if digest and digest == self._digest(path)]
+
+    def _digest(self, path: str) -> bytes:
+        if path not in self._digests:
+            try:
+                with open(path, "rb") as fh:
+                    self._digests[path] = hashlib.file_digest(fh, "sha256").digest()
+            except OSError:
+                self._digests[path] = b""
+        return self._digests[path]
 
 
 def _names(ex: Exec) -> list[str]:

@@ -40,13 +40,13 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import Refused, ToolError
 from ..sandbox import Exec
 from ._cmdline import Unreadable, Word, simple_commands
-from ._execnames import exec_commands, git_smuggles, shown
+from ._execnames import Twins, exec_commands, git_smuggles, shown
 
 RuleAction = Literal["allow", "ask", "deny"]
 RULE_ACTIONS: tuple[RuleAction, ...] = ("allow", "ask", "deny")
@@ -103,6 +103,7 @@ class CommandRules:
 
     rules: tuple[Rule, ...] = ()
     default: RuleAction = "allow"
+    _twins: Twins | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.default not in RULE_ACTIONS:
@@ -132,7 +133,9 @@ class CommandRules:
         (an alias, configuration on its command line) is asked about when rules name git
         subcommands."""
         tools = {r.words[0] for r in self.rules}
-        commands = exec_commands(ex, tools)
+        if self._twins is None:
+            self._twins = Twins(tools)
+        commands = exec_commands(ex, tools, self._twins)
         got = next((Verdict(r.action, r, shown(ex, words)) for r in self.rules
                     for words in commands if _matches(r, words)), None)
         if got is None:
