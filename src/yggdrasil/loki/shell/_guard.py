@@ -1,5 +1,10 @@
 """Command rules where programs start: every exec of a command, at any depth, judged.
 
+:class:`Supervision` decides which calls the supervisor (``sandbox.Supervisor``) stops for
+a command: its execs when rules are set, its UNIX connects when it is fenced (the socket
+check, ``sandbox._sockets``); refusals become lines of the observation, or of a job's
+stderr (:class:`JobNotes`).
+
 With rules set, each command's launcher hands the toolbox a seccomp listener that stops
 every ``execve``/``execveat`` below it (``sandbox.Supervisor``); :class:`ExecGuard` answers
 them with :meth:`CommandRules.exec_verdict`: allow lets the program start, deny fails its
@@ -15,14 +20,87 @@ program the user accepted starts under it (``git push`` starting ``git-receive-p
 from __future__ import annotations
 
 import errno
+import sys
 import threading
 from collections.abc import Callable, Sequence
 
-from ..sandbox import Decide, Exec
+from ..sandbox import Decide, Exec, Session, Sink, Supervisor, isolation_status
+from ._job import Job
 from ._rules import CommandRules, Verdict
 
 Note = Callable[[str], None]
 _MAX_DEPTH = 64  # parents looked through for an accepted program
+
+
+class Supervision:
+    """What the toolbox's supervisor stops for one shell's commands (execs when rules are
+    set, UNIX connects when fenced) and the session that answers one command."""
+
+    def __init__(self, rules: CommandRules, confirm: Callable[[str], bool] | None) -> None:
+        self.rules = rules
+        self.guard = ExecGuard(rules, confirm)
+        self.confirmed: set[str] = set()  # the commands of the line the user just confirmed
+        self._supervisor: Supervisor | None = None  # started by the first supervised command
+
+    @staticmethod
+    def available() -> bool:
+        """Seccomp user notification works here."""
+        return sys.platform == "linux" and isolation_status().exec_guard
+
+    @staticmethod
+    def missing() -> str:
+        """Why it does not."""
+        return isolation_status().exec_guard_reason if sys.platform == "linux" else sys.platform
+
+    def checks_execs(self) -> bool:
+        return bool(self.rules) and self.available()
+
+    def session(self, argv: Sequence[str], note: Note,
+                sockets: list[str] | None) -> Session | None:
+        """A command started as ``argv``: its execs judged when rules are set, its UNIX
+        connects outside ``sockets`` refused (None: not checked); None when neither."""
+        execs = self.checks_execs()
+        if not execs and sockets is None:
+            return None
+        if self._supervisor is None:
+            self._supervisor = Supervisor()
+        confirmed, self.confirmed = self.confirmed, set()
+        decide = self.guard.decider(argv, confirmed, note) if execs else None
+        return self._supervisor.session(decide, sockets, note)
+
+    def close(self) -> None:
+        if self._supervisor is not None:
+            self._supervisor.close()
+            self._supervisor = None
+
+
+def refusal_lines(refused: list[str]) -> str:
+    """The supervisor's refusals for an observation, each on its own line (a copy: its
+    threads may still add to the list)."""
+    return "".join(f"{line}\n" for line in list(refused))
+
+
+class JobNotes:
+    """A job's refusals: held until the job exists, then written to its stderr."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+        self.sink: Sink | None = None
+        self.lock = threading.Lock()
+
+    def add(self, line: str) -> None:
+        with self.lock:
+            if self.sink is None:
+                self.held.append(line)
+            else:
+                self.sink.feed(f"{line}\n".encode())
+
+    def attach(self, job: Job) -> None:
+        with self.lock:
+            self.sink = job.stderr
+            for line in self.held:
+                self.sink.feed(f"{line}\n".encode())
+            self.held.clear()
 
 
 class ExecGuard:

@@ -13,7 +13,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -29,8 +28,6 @@ from ..netproxy import NetProxy
 from ..sandbox import (
     Completed,
     Session,
-    Sink,
-    Supervisor,
     isolation_status,
     landlock_status,
     launcher_argv,
@@ -40,8 +37,8 @@ from ..sandbox import (
 from ._changes import changed_section, put_back_note
 from ._cmdline import reads_commands
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
-from ._guard import ExecGuard, Note
-from ._job import Job, JobLimits
+from ._guard import JobNotes, Note, Supervision, refusal_lines
+from ._job import JobLimits
 from ._jobs import Jobs
 from ._protected import MaskedPaths, ProtectedPaths, walk_protected
 from ._rules import CommandRules
@@ -115,9 +112,7 @@ class Shell:
         self._masked_before = MaskedPaths()  # a masked file moved out of sight is followed
         self._masked: list[str] = []  # what the last command got masked (absolute)
         self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits)
-        self._guard = ExecGuard(self.rules, self.confirm)
-        self._supervisor: Supervisor | None = None  # started by the first guarded command
-        self._confirmed: set[str] = set()  # the commands of the line the user confirmed
+        self.supervision = Supervision(self.rules, self.confirm)
 
     # -- the tools -----------------------------------------------------------------------
 
@@ -138,7 +133,7 @@ class Shell:
                    screen: Callable[[str], None] | None = None) -> str:
         """A background job of ``argv`` (``code``: run_python's snippet); refusals of the
         rules at exec time go to its stderr."""
-        notes = _JobNotes()
+        notes = JobNotes()
 
         def prepare(scratch: Path) -> tuple[list[str], dict[str, str], bool]:
             args, env = (self._python(code, scratch, job=True) if code is not None
@@ -176,7 +171,7 @@ class Shell:
         background jobs call it too."""
         self.rules.check(command, self.confirm)
         if self.rules and self.confirm is not None:  # passed: its asked commands were confirmed
-            self._confirmed = self.rules.asked(command)
+            self.supervision.confirmed = self.rules.asked(command)
 
     # -- the fence and the environment ---------------------------------------------------
 
@@ -221,32 +216,24 @@ class Shell:
             return ("They are checked on the command line and again when each program starts, "
                     "at any depth (scripts, make, xargs, python's subprocess, background jobs): "
                     "a refused program's exec fails with 'Operation not permitted'.")
-        why = isolation_status().exec_guard_reason if sys.platform == "linux" else sys.platform
         return ("They are checked on the command line only (checking programs when they start "
-                f"is not possible here: {why}): programs that scripts, make, xargs or "
-                "python start are NOT checked.")
+                f"is not possible here: {Supervision.missing()}): programs that scripts, make, "
+                "xargs or python start are NOT checked.")
 
     def exec_guarded(self) -> bool:
         """Rules are set and checked at every exec (seccomp user notification)."""
-        return bool(self.rules) and sys.platform == "linux" and isolation_status().exec_guard
+        return self.supervision.checks_execs()
 
     def _session(self, argv: list[str], note: Note, scratch: Path,
                  fence: Fence) -> Session | None:
         """The supervision of a command started as ``argv``: its execs when rules are
         set, its UNIX connects when fenced (None: neither, or no user notification here)."""
-        rules = self.exec_guarded()
         sockets = self.socket_places(scratch, fence) if self.sockets_guarded(fence) else None
-        if not rules and sockets is None:
-            return None
-        if self._supervisor is None:
-            self._supervisor = Supervisor()
-        confirmed, self._confirmed = self._confirmed, set()
-        decide = self._guard.decider(argv, confirmed, note) if rules else None
-        return self._supervisor.session(decide, sockets, note)
+        return self.supervision.session(argv, note, sockets)
 
     def sockets_guarded(self, fence: Fence) -> bool:
         """UNIX sockets outside the command's places are out of its reach."""
-        return fence.any and sys.platform == "linux" and isolation_status().exec_guard
+        return fence.any and Supervision.available()
 
     def socket_places(self, scratch: Path, fence: Fence) -> list[str]:
         """Where a command's UNIX sockets may be: the root, its scratch, writable folders,
@@ -324,9 +311,8 @@ class Shell:
 
     def _sockets_status(self, fence: Fence) -> str:
         if not self.sockets_guarded(fence):
-            why = isolation_status().exec_guard_reason if sys.platform == "linux" else sys.platform
             return (f"UNIX sockets elsewhere on disk are NOT out of reach (checking connect "
-                    f"needs seccomp user notification: {why})")
+                    f"needs seccomp user notification: {Supervision.missing()})")
         extra = f", {', '.join(map(str, self.unix_sockets))}" if self.unix_sockets else ""
         return ("they connect only to UNIX sockets in the root, their TMPDIR, writable "
                 f"folders{extra} (checked at each connect: a tmux server, ssh-agent or "
@@ -393,9 +379,7 @@ class Shell:
         """Let go of the change watch (an inotify descriptor) and the bytecode cache; a
         later command makes them again."""
         self.tracker.close()
-        if self._supervisor is not None:
-            self._supervisor.close()
-            self._supervisor = None
+        self.supervision.close()
         if self._pycache is not None:
             shutil.rmtree(self._pycache, ignore_errors=True)
             self._pycache = None
@@ -493,40 +477,11 @@ class Shell:
                 put_back = self.journal.after_command(changes)
             self.jobs.resume()
         text = done.observation()
-        for extra in (_rules_section(refused), _changed_section(changes),
+        for extra in (refusal_lines(refused), _changed_section(changes),
                       self._denied_note(done, fence, masked), put_back_note(put_back)):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
         return text
-
-
-def _rules_section(refused: list[str]) -> str:
-    """The rules' refusals at exec time, each on its own line (a copy: the supervisor's
-    threads may still add to the list)."""
-    return "".join(f"{line}\n" for line in list(refused))
-
-
-class _JobNotes:
-    """A job's refusals: held until the job exists, then written to its stderr."""
-
-    def __init__(self) -> None:
-        self.held: list[str] = []
-        self.sink: Sink | None = None
-        self.lock = threading.Lock()
-
-    def add(self, line: str) -> None:
-        with self.lock:
-            if self.sink is None:
-                self.held.append(line)
-            else:
-                self.sink.feed(f"{line}\n".encode())
-
-    def attach(self, job: Job) -> None:
-        with self.lock:
-            self.sink = job.stderr
-            for line in self.held:
-                self.sink.feed(f"{line}\n".encode())
-            self.held.clear()
 
 
 def _denied_lines(stderr: str, masked: Sequence[str]) -> tuple[bool, bool]:
