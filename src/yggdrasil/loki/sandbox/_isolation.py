@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 
+from . import _landlock
 from ._landlock import launcher_argv
 from ._seccomp import load_library
 
@@ -113,4 +114,12 @@ def _probe_user_notification() -> tuple[bool, str]:
     lib.seccomp_api_get.restype = ctypes.c_uint
     if int(lib.seccomp_api_get()) < 5:
         return False, "seccomp user notification is not available to libseccomp here"
+    argv = [sys.executable or "python3", "-I", "-S", _landlock.__file__, "--probe-notify"]
+    try:  # in a child: a listener cannot be taken back
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT,
+                              stdin=subprocess.DEVNULL, env={"PATH": os.defpath}, cwd="/")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"the user-notification probe failed: {exc}"
+    if done.returncode != 0:
+        return False, (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
     return True, ""

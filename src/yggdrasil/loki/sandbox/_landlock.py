@@ -453,6 +453,10 @@ def main(args: list[str]) -> int:
     if args[:1] == ["--status"]:
         print(landlock_status())
         return 0
+    if args[:1] == ["--probe-notify"]:  # can this process's commands get a listener?
+        why = _sibling("_usernotif").try_listening(_sibling("_seccomp").load_library())
+        print(why, file=sys.stderr)
+        return 1 if why else 0
     return _launch(args)
 
 

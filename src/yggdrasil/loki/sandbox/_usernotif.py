@@ -76,6 +76,26 @@ def hand_over(control: object, token: bytes, syscalls: tuple[str, ...], lib: cty
         os.close(listener)
 
 
+def try_listening(lib: ctypes.CDLL) -> str:
+    """Load a filter with a listener in this process ('' when it works, else why not):
+    a process already under another supervisor's listener cannot get one (EBUSY)."""
+    lib.seccomp_notify_fd.argtypes = (ctypes.c_void_p,)
+    ctx = lib.seccomp_init(_ALLOW)
+    try:
+        nr = _syscall_numbers(lib, ("getcpu",))[0]  # a call this process no longer makes
+        _check(lib.seccomp_rule_add_array(ctx, _NOTIFY, nr, 0, None), "notify rule")
+        _check(lib.seccomp_load(ctx), "seccomp_load (user notification)")
+    except OSError as exc:
+        if exc.errno in (errno.EBUSY, errno.ECANCELED):  # libseccomp hides the kernel's EBUSY
+            return ("the kernel gives this process no listener: a supervisor above it listens "
+                    "already (a toolbox inside another one's command: that one checks its "
+                    f"programs) [{exc.strerror}]")
+        return str(exc)
+    finally:
+        lib.seccomp_release(ctx)
+    return ""
+
+
 def _check(result: int, what: str) -> None:
     if result < 0:  # libseccomp returns -errno
         raise OSError(-result, f"seccomp: {what}: {os.strerror(-result)}")
