@@ -183,3 +183,17 @@ def test_background_jobs_are_held_to_it_too(box: Toolbox, places: dict[str, Path
         assert server.hits == 0 and "refused connecting" in out, out
     finally:
         server.close()
+
+
+def test_a_refusal_is_said_once_however_often_it_is_tried(
+        box: Toolbox, places: dict[str, Path]) -> None:
+    server = DockerLike(places["var"] / "loop.sock")
+    try:
+        code = (f"import socket\nfor _ in range(200):\n    s = socket.socket(socket.AF_UNIX)\n"
+                f"    try: s.connect({str(server.path)!r})\n    except OSError: pass\n"
+                f"    s.close()\nprint('tried')\n")
+        out = box.call("run_python", {"code": code})
+        assert "tried" in out and out.count("refused connecting") == 1, out
+        assert server.hits == 0
+    finally:
+        server.close()

@@ -3,7 +3,7 @@
 :class:`Supervision` decides which calls the supervisor (``sandbox.Supervisor``) stops for
 a command: its execs when rules are set, its UNIX connects when it is fenced (the socket
 check, ``sandbox._sockets``); refusals become lines of the observation, or of a job's
-stderr (:class:`JobNotes`).
+stderr (:class:`Refusals`).
 
 With rules set, each command's launcher hands the toolbox a seccomp listener that stops
 every ``execve``/``execveat`` below it (``sandbox.Supervisor``); :class:`ExecGuard` answers
@@ -74,33 +74,41 @@ class Supervision:
             self._supervisor = None
 
 
-def refusal_lines(refused: list[str]) -> str:
-    """The supervisor's refusals for an observation, each on its own line (a copy: its
-    threads may still add to the list)."""
-    return "".join(f"{line}\n" for line in list(refused))
+MAX_NOTES = 20  # refusals one command's observation lists; the rest are counted
 
 
-class JobNotes:
-    """A job's refusals: held until the job exists, then written to its stderr."""
+class Refusals:
+    """One command's refusals, each said once, at most MAX_NOTES (a program retrying a
+    refused call in a loop costs neither memory nor a flooded observation); a job's go
+    to its stderr once ``attach`` gives it (held until then)."""
 
     def __init__(self) -> None:
-        self.held: list[str] = []
+        self.lines: list[str] = []
+        self.dropped = 0
         self.sink: Sink | None = None
         self.lock = threading.Lock()
 
     def add(self, line: str) -> None:
         with self.lock:
-            if self.sink is None:
-                self.held.append(line)
-            else:
+            if line in self.lines:
+                return
+            if len(self.lines) >= MAX_NOTES:
+                self.dropped += 1
+                return
+            self.lines.append(line)
+            if self.sink is not None:
                 self.sink.feed(f"{line}\n".encode())
 
     def attach(self, job: Job) -> None:
         with self.lock:
             self.sink = job.stderr
-            for line in self.held:
-                self.sink.feed(f"{line}\n".encode())
-            self.held.clear()
+            self.sink.feed(self.text().encode())
+
+    def text(self) -> str:
+        """The refusals for an observation, each on its own line."""
+        with self.lock:
+            more = (f"loki: {self.dropped} more refusals not shown\n" if self.dropped else "")
+            return "".join(f"{line}\n" for line in self.lines) + more
 
 
 class ExecGuard:

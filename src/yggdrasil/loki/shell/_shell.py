@@ -37,7 +37,7 @@ from ..sandbox import (
 from ._changes import changed_section, put_back_note
 from ._cmdline import reads_commands
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
-from ._guard import JobNotes, Note, Supervision, refusal_lines
+from ._guard import Note, Refusals, Supervision
 from ._job import JobLimits
 from ._jobs import Jobs
 from ._protected import MaskedPaths, ProtectedPaths, walk_protected
@@ -133,7 +133,7 @@ class Shell:
                    screen: Callable[[str], None] | None = None) -> str:
         """A background job of ``argv`` (``code``: run_python's snippet); refusals of the
         rules at exec time go to its stderr."""
-        notes = JobNotes()
+        notes = Refusals()
 
         def prepare(scratch: Path) -> tuple[list[str], dict[str, str], bool]:
             args, env = (self._python(code, scratch, job=True) if code is not None
@@ -461,8 +461,8 @@ class Shell:
         self.tracker.begin(skip)
         if self.journal is not None:
             self.journal.keep_originals(self.tracker.code_files())
-        refused: list[str] = []
-        session = self._session(argv, refused.append, scratch, fence)
+        refused = Refusals()
+        session = self._session(argv, refused.add, scratch, fence)
         argv, env, reaped = self._wrap(argv, env, scratch, fence, session)
         masked = [self.root.rel(Path(p)) for p in self._masked] if reaped else []
         put_back: list[str] = []
@@ -477,7 +477,7 @@ class Shell:
                 put_back = self.journal.after_command(changes)
             self.jobs.resume()
         text = done.observation()
-        for extra in (refusal_lines(refused), _changed_section(changes),
+        for extra in (refused.text(), _changed_section(changes),
                       self._denied_note(done, fence, masked), put_back_note(put_back)):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
