@@ -102,13 +102,16 @@ class Refusals:
     def attach(self, job: Job) -> None:
         with self.lock:
             self.sink = job.stderr
-            self.sink.feed(self.text().encode())
+            self.sink.feed(self._text().encode())
 
     def text(self) -> str:
         """The refusals for an observation, each on its own line."""
         with self.lock:
-            more = (f"loki: {self.dropped} more refusals not shown\n" if self.dropped else "")
-            return "".join(f"{line}\n" for line in self.lines) + more
+            return self._text()
+
+    def _text(self) -> str:
+        more = f"loki: {self.dropped} more refusals not shown\n" if self.dropped else ""
+        return "".join(f"{line}\n" for line in self.lines) + more
 
 
 class ExecGuard:
