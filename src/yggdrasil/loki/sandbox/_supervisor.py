@@ -158,8 +158,8 @@ class _Server:
             conn.settimeout(_HANDOVER_TIMEOUT)
             token, fds, _, _ = socket.recv_fds(conn, 64, 1)
             listener = fds[0] if fds else -1
-            with self.lock:
-                session = self.sessions.get(token)
+            with self.lock:  # one launcher per token: a job's is not kept after it joined
+                session = self.sessions.pop(token, None)
             if listener < 0 or session is None:
                 return  # no ack: the launcher refuses to run the command
             _usernotif.acknowledge(conn)
