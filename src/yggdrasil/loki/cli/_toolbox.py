@@ -51,6 +51,9 @@ def add_settings_flags(group: Any, *, fleet: bool = False) -> None:
         help="resolve NAME to ADDRESS for the proxy instead of DNS (repeatable)")
     add("--writable", action="append", default=[], metavar="DIR",
         help="commands may also write DIR (repeatable; it must exist), e.g. ~/.cache/pip")
+    add("--unix-socket", action="append", default=[], metavar="PATH",
+        help="commands may also connect to this UNIX socket, or the sockets in this folder "
+             "(repeatable); other sockets outside the root and their TMPDIR are unreachable")
     add("--hidden", action="append", default=[], metavar="PATH",
         help="commands may not read PATH either (repeatable; ~/.ssh, ~/.aws... always)")
     add("--git-writable", action="store_const", const=True, default=None,
@@ -116,6 +119,7 @@ def cli_settings(args: argparse.Namespace, root: str | None = None,
         "fence.allow_private_hosts": args.allow_private_hosts,
         "fence.hosts": pairs(args.host, "--host") or None,
         "fence.writable": [os.path.expanduser(p) for p in args.writable] or None,
+        "fence.unix_sockets": [os.path.expanduser(p) for p in args.unix_socket] or None,
         "fence.hidden": list(args.hidden) or None, "fence.git_writable": args.git_writable,
         "fence.env": pairs(args.env, "--env") or None,
         "policy.protect": list(args.protect) or None,
