@@ -84,7 +84,7 @@ def test_on_a_terminal_a_live_display_shows_counts(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "yggdrasil.loki",
                              *fleet_args(tmp_path, tasks, "--workers", "1")],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower,
-                            env={**child_env(tmp_path), "COLUMNS": "200"})
+                            env={**child_env(tmp_path), "COLUMNS": "80"})
     os.close(follower)
     seen = b""
     while True:
@@ -97,7 +97,7 @@ def test_on_a_terminal_a_live_display_shows_counts(tmp_path: Path) -> None:
         seen += chunk
     assert proc.wait(60) == 0
     screen = seen.decode("utf-8", "replace")
-    assert "running 1" in screen and "tokens 0 in / 0 out" in screen and "ETA 0m" in screen
+    assert "running 1" in screen and "ETA 0m" in screen  # on 80 columns
     assert "[1/3] t1  done  verified" in screen  # finished tasks print above the display
     stdout = proc.stdout.read().decode() if proc.stdout else ""
     assert "verified 3/3" in stdout
@@ -150,3 +150,18 @@ def test_a_script_without_a_main_guard_runs_its_fleet_once(tmp_path: Path) -> No
     assert shown.returncode == 0, shown.stderr
     assert sorted(shown.stdout.splitlines()) == ["finished g1 done", "finished g2 done"]
     assert "Traceback" not in shown.stderr
+
+
+def test_the_live_status_fits_80_columns_and_keeps_the_eta() -> None:
+    from yggdrasil.loki.cli._fleet import status_line
+    from yggdrasil.loki.fleet import FleetStatus
+
+    s = FleetStatus(total=12_000, done=4_321, failed=1_234, running=256, queued=1_024,
+                    input_tokens=123_456_789, output_tokens=9_876_543, rate_limited=4_567)
+    wide = status_line(s, 200)
+    assert "tokens 123.5M in / 9.9M out" in wide and "429s 4567" in wide and "queued 1024" in wide
+    for width in (68, 40, 20):  # 80 columns less the bar
+        line = status_line(s, width)
+        assert len(line) <= max(width, len("5555/12000  ETA 0m00s")), line
+        assert line.startswith("5555/12000") and "ETA " in line
+    assert "failed 1234" in status_line(s, 68) and "tokens" not in status_line(s, 68)
