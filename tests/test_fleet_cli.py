@@ -112,7 +112,7 @@ def test_resume_after_the_driver_is_killed_mid_run(tmp_path: Path) -> None:
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=child_env(tmp_path))
     wait_for(lambda: results.exists() and results.read_text().count("\n") >= 2, timeout=60)
-    helpers = children(driver.pid)  # the fork server and the resource tracker
+    helpers = children(driver.pid)  # its worker, the gate's manager, the resource tracker
     assert helpers
     driver.send_signal(signal.SIGKILL)
     driver.wait()
@@ -120,7 +120,7 @@ def test_resume_after_the_driver_is_killed_mid_run(tmp_path: Path) -> None:
     assert before.endswith("\n") and 2 <= before.count("\n") < 5
     first = [json.loads(line)["id"] for line in before.splitlines()]
     wait_for(lambda: marked_processes() == [], timeout=10)  # its workers died with it
-    # and so did the gate's manager, without which the fork server exits: nothing is left
+    # and so did the gate's manager and the resource tracker: nothing is left
     wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in helpers), timeout=10)
     again = loki(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2"))
     assert again.returncode == 0, again.stderr

@@ -107,7 +107,17 @@ class Fleet:
     key and certificate fixtures such as ``tests/certs/server.pem``, which its test runs may
     need); ``verify``, the task author's command, runs with nothing protected. ``cache_dir`` is where each node keeps its mirrors and
     working copies (default ``~/.cache/yggdrasil-loki/fleet``). A failed attempt is
-    retried until ``attempts`` (default 2) were made.
+    retried until ``attempts`` (default 2) were made, unless retrying cannot help (a
+    setup command's exit code, a missing commit, a patch over ``max_patch_bytes``).
+
+    ``cpus_per_task`` and ``resources`` (Ray custom resources, e.g. ``{"GPU": 1}``) are
+    what each attempt reserves on Ray; a cluster the fleet starts itself gets the CPUs
+    ``workers`` attempts need, and one too small to run ``workers`` at once is named in
+    ``status.notes``. A task's ``timeout`` counts from when its attempt starts on a
+    worker, not from when it was queued. ``refresh`` says when a node fetches its mirror
+    (``auto``: once per run for a task naming a branch, a tag or no commit; ``always``;
+    ``never``: only for a commit it lacks). ``redo`` runs again tasks already recorded in
+    ``out``: ``none`` (default), ``failed`` or ``all``.
     """
 
     def __init__(
