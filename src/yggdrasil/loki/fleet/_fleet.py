@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -31,6 +32,7 @@ REDO = ("none", "failed", "all")  # which recorded tasks run again
 _POLL = 0.5  # seconds between looks at deadlines and the gate's counters
 KILL_WAIT = 30.0  # seconds a killed attempt is waited for before its slots are freed anyway
 REASON = 2_000  # characters of a failed task's one-line reason
+_HOST = socket.gethostname()
 
 
 @dataclass
@@ -84,6 +86,7 @@ class _Running:
 
 class _Backend(Protocol):
     gate: Any
+    starts_at_once: bool  # an attempt starts when submitted (else it may queue)
 
     def start(self, task: Task, holder: str) -> Any: ...
     def wait(self, handles: list[Any], timeout: float) -> list[Any]: ...
@@ -229,8 +232,10 @@ class Fleet:
                 while queue and len(running) < self.workers:
                     task, attempt, reasons, records = queue.popleft()
                     holder = f"{task.id}#{attempt}"
-                    running[backend.start(task, holder)] = _Running(task, attempt, holder,
-                                                                    reasons, records)
+                    current = _Running(task, attempt, holder, reasons, records)
+                    if backend.starts_at_once:  # no queue: its clock runs from now
+                        current.started_at, current.node = current.submitted_at, _HOST
+                    running[backend.start(task, holder)] = current
                 ended = backend.wait(list(running), _POLL)
                 self._check_in(backend, running)
                 for handle in ended + self._overdue(backend, running, ended):

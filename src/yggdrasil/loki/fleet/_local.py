@@ -69,6 +69,8 @@ class _Attempt:
 class LocalBackend:
     """Runs attempts on warm worker processes of this machine; ``gate`` is shared by all."""
 
+    starts_at_once = True  # a worker per slot: nothing waits in a queue
+
     def __init__(self, settings: Settings, limit: int) -> None:
         self.settings = settings
         self.ctx = multiprocessing.get_context("spawn")

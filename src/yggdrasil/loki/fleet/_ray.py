@@ -153,6 +153,8 @@ def code_runtime_env() -> dict[str, Any]:
 class RayBackend:
     """Runs attempts as Ray tasks on the cluster ``ray.init`` connects to."""
 
+    starts_at_once = False  # a task waits in Ray's queue until a node has its resources
+
     def __init__(self, settings: Settings, limit: int, *, workers: int, address: str | None,
                  cpus_per_task: float, resources: Mapping[str, float] | None = None) -> None:
         self.settings = settings
