@@ -165,3 +165,13 @@ def test_the_live_status_fits_80_columns_and_keeps_the_eta() -> None:
         assert len(line) <= max(width, len("5555/12000  ETA 0m00s")), line
         assert line.startswith("5555/12000") and "ETA " in line
     assert "failed 1234" in status_line(s, 68) and "tokens" not in status_line(s, 68)
+
+
+def test_a_bad_resource_flag_is_a_usage_error(tmp_path: Path) -> None:
+    tasks = tasks_file(tmp_path, ["t1"])
+    for bad in ("GPU", "GPU=lots", "=1", "GPU=0"):
+        shown = loki(tmp_path, *fleet_args(tmp_path, tasks, "--backend", "ray",
+                                           "--resource", bad))
+        assert shown.returncode == 2, (bad, shown.stderr)
+        assert "give NAME=N" in shown.stderr, shown.stderr
+    assert not (tmp_path / "out").exists()  # refused before anything ran
