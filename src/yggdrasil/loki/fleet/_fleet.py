@@ -21,6 +21,7 @@ from ..shell import SANDBOX_MODES
 from ._attempt import Settings
 from ._store import ResultStore, read_results
 from ._task import Task, TaskResult, check_unique
+from ._urls import shown_repo
 
 __all__ = ["BACKENDS", "Fleet", "FleetStatus"]
 
@@ -170,6 +171,7 @@ class Fleet:
             store.write_preds(self.model_name)
             store.close()
 
+
     def _backend(self) -> _Backend:
         if self.backend == "ray":
             try:
@@ -232,7 +234,7 @@ class Fleet:
         task = current.task
         if outcome.get("ok"):
             data = {**outcome["result"], "id": task.id, "status": "done",
-                    "attempts": current.attempt}
+                    "attempts": current.attempt, "repo": shown_repo(task.repo)}
             if current.reasons:
                 data["reason"] = "retried: " + "; ".join(current.reasons)
             return TaskResult.from_dict(data)
@@ -242,7 +244,7 @@ class Fleet:
             queue.append((task, current.attempt + 1, reasons))
             return None
         return TaskResult(id=task.id, status="failed", reason="; ".join(reasons),
-                          attempts=current.attempt,
+                          attempts=current.attempt, repo=shown_repo(task.repo),
                           model=self.model_name.replace("{id}", task.id))
 
     def _count(self, result: TaskResult) -> None:

@@ -159,7 +159,8 @@ class TaskResult:
     raised, hung past its timeout, its worker died). ``patch`` is ``git diff --binary``
     of the agent's changes (new files included) against the commit as set up;
     ``verified`` is None without a ``verify`` command, else whether it exited 0 in a fresh
-    copy with only the patch applied. ``transcript`` is relative to ``out``.
+    copy with only the patch applied. ``transcript`` is relative to ``out``. ``repo`` is
+    the task's repository (a URL's credentials shown as ``***``), for the report.
     """
 
     id: str
@@ -179,6 +180,7 @@ class TaskResult:
     transcript: str = ""
     seconds: float = 0.0
     model: str = ""
+    repo: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,118 @@
+"""The report of a fleet run: the folder read as data (old and new result shapes, bad
+lines, transcript paths that leave the folder)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from report_kit import conversation, result, write_out
+from yggdrasil.loki.fleet import read_run
+from yggdrasil.loki.fleet._report_talk import read_talk
+
+# --- the folder as data ------------------------------------------------------------------
+
+
+def test_outcomes_counts_and_groups_of_an_old_run(tmp_path: Path) -> None:
+    """Results as fleets wrote them before attempts were recorded: counts, reasons."""
+    out = write_out(tmp_path / "out", [
+        result("a", repo="/r/one", usage={"input_tokens": 100, "output_tokens": 10}),
+        result("b", repo="/r/one", verified=False, verify_exit=1),
+        result("c", repo="/r/two", verified=False, verify_exit=1),
+        result("d", verified=False, verify_exit=None,
+               verify_output="the patch does not apply: error: corrupt patch"),
+        result("e", verified=None, verify_exit=None),
+        result("f", status="failed", verified=None, attempts=2,
+               reason="attempt 1: timed out after 40s (the task's timeout); the attempt was "
+                      "killed; attempt 2: timed out after 40s (the task's timeout); the "
+                      "attempt was killed"),
+        result("g", status="failed", verified=None, attempts=2,
+               reason="attempt 1: x; attempt 2: timed out after 75s (the task's timeout); the "
+                      "attempt was killed"),
+    ])
+    report = read_run(out, price_in=3.0, price_out=15.0)
+    assert [t.id for t in report.tasks] == list("abcdefg")
+    assert [report.count(o) for o in ("verified", "not verified", "done", "failed")] == [1, 3, 1, 2]
+    assert report.verified_rate == 0.25 and report.graded == 4
+    groups = {(outcome, kind): sorted(t.id for t in tasks)
+              for outcome, kind, tasks in report.groups()}
+    assert groups == {
+        ("not verified", "verify exit=1"): ["b", "c"],
+        ("not verified", "the patch does not apply"): ["d"],
+        ("failed", "timed out after Ns (the task's timeout); the attempt was killed"): ["f", "g"]}
+    failed = report.tasks[5]
+    assert [(a.number, a.ok, a.reason[:9]) for a in failed.attempts] == [
+        (1, False, "timed out"), (2, False, "timed out")]
+    assert report.tasks[0].cost == pytest.approx((100 * 3 + 10 * 15) / 1e6)
+    assert report.tasks[0].repo == "/r/one" and report.tasks[4].repo == "(not recorded)"
+    assert not report.timed
+    assert [(r.repo, r.tasks, r.verified, r.graded) for r in report.repos()][:2] == [
+        ("(not recorded)", 4, 0, 1), ("/r/one", 2, 1, 2)]
+
+
+def test_attempts_with_nodes_and_times_are_read(tmp_path: Path) -> None:
+    attempts = [{"node": "n1", "started_at": 10.0, "ended_at": 12.5, "queued_seconds": 1.0,
+                 "reason": "worker died"},
+                {"node": "n2", "started_at": 13.0, "ended_at": 20.0}]
+    out = write_out(tmp_path / "out", [result("a", attempts=attempts),
+                                       result("b", node="n1", started_at=1.0, ended_at=2.0)])
+    report = read_run(out)
+    first, second = report.tasks[0].attempts
+    assert (first.node, first.ok, first.reason, first.queued_seconds) == ("n1", False,
+                                                                          "worker died", 1.0)
+    assert (second.node, second.ok, second.ended_at) == ("n2", True, 20.0)
+    assert report.tasks[1].attempts[0].timed and report.timed
+
+
+def test_lines_that_are_not_results_are_counted_and_skipped(tmp_path: Path) -> None:
+    out = write_out(tmp_path / "out", [result("a"), result("a", verified=False, verify_exit=2)],
+                    extra_lines=("not json", "[1, 2]", '{"id": 5, "status": "done"}',
+                                 '{"id": "x"}', "[" * 100_000,
+                                 json.dumps(result("z", usage="lots", steps=-4, seconds="x",
+                                                   attempts="many", files_changed=[1, "f"]))))
+    report = read_run(out)
+    assert report.skipped == 5
+    assert [t.id for t in report.tasks] == ["a", "z"]
+    assert report.tasks[0].outcome == "not verified"  # the later line of an id wins
+    odd = report.tasks[1]
+    assert (odd.steps, odd.seconds, odd.tokens, len(odd.attempts), odd.files_changed) == (
+        0, 0.0, 0, 1, ["f"])
+
+
+def test_a_folder_without_results_and_bad_prices_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"results\.jsonl does not exist"):
+        read_run(tmp_path)
+    write_out(tmp_path, [result("a")])
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="price_in is dollars per million tokens"):
+            read_run(tmp_path, price_in=bad)
+
+
+def test_a_transcript_is_read_only_inside_the_folder(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text(json.dumps({"type": "start", "task": "SECRET"}) + "\n")
+    (out / "link").symlink_to(secret)
+    for name in ("../secret.jsonl", str(secret), "link", "missing.jsonl", "."):
+        talk = read_talk(out, name, "t", 10_000)
+        assert talk.missing and not talk.messages, name
+    (out / "t").mkdir()
+    (out / "t" / "transcript.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in conversation("do it", ("hm", "run", {}, "ok"))))
+    talk = read_talk(out, "", "t", 10_000)  # no path recorded: the usual place
+    assert [m.role for m in talk.messages] == ["task", "assistant", "tool", "answer"]
+
+
+def test_a_long_transcript_is_cut_to_its_budget(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "t").mkdir(parents=True)
+    steps = [("think " * 50, "read_file", {"path": "a" * 500}, "line\n" * 3000)] * 200
+    (out / "t" / "transcript.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in conversation("task", *steps)))
+    talk = read_talk(out, "t/transcript.jsonl", "t", 20_000)
+    shown = sum(len(m.text) + len(m.call) for m in talk.messages)
+    assert shown <= 20_000 + 6_000 and talk.more
+    assert any(m.cut for m in talk.messages)
