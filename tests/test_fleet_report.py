@@ -1,15 +1,19 @@
-"""The report of a fleet run: the folder read as data (old and new result shapes, bad
-lines, transcript paths that leave the folder)."""
+"""The report of a fleet run, without a browser: the folder read as data (old and new result
+shapes, bad lines, transcript paths that leave the folder), the page's escaping and size,
+and `loki report`. test_fleet_report_browser.py loads real pages in headless Chromium."""
 
 from __future__ import annotations
 
 import json
+import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
-from report_kit import conversation, result, write_out
-from yggdrasil.loki.fleet import read_run
+from report_kit import PWN_ID, PWN_IMG, PWN_SCRIPT, conversation, hostile_out, result, write_out
+from yggdrasil.loki.fleet import read_run, write_report
+from yggdrasil.loki.fleet._report_charts import charts
 from yggdrasil.loki.fleet._report_talk import read_talk
 
 # --- the folder as data ------------------------------------------------------------------
@@ -64,6 +68,7 @@ def test_attempts_with_nodes_and_times_are_read(tmp_path: Path) -> None:
                                                                           "worker died", 1.0)
     assert (second.node, second.ok, second.ended_at) == ("n2", True, 20.0)
     assert report.tasks[1].attempts[0].timed and report.timed
+    assert "timeline" in charts(report)
 
 
 def test_lines_that_are_not_results_are_counted_and_skipped(tmp_path: Path) -> None:
@@ -116,3 +121,78 @@ def test_a_long_transcript_is_cut_to_its_budget(tmp_path: Path) -> None:
     shown = sum(len(m.text) + len(m.call) for m in talk.messages)
     assert shown <= 20_000 + 6_000 and talk.more
     assert any(m.cut for m in talk.messages)
+
+
+# --- the page ----------------------------------------------------------------------------
+
+
+class Elements(HTMLParser):
+    """Every element of a page: (tag, attributes), and the text of its scripts."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self.feed(page)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, dict(attrs)))
+        if tag == "script":
+            self.scripts.append("")
+
+    def handle_data(self, data: str) -> None:
+        if self.lasttag == "script" and self.scripts:
+            self.scripts[-1] += data
+
+
+def test_everything_from_the_run_is_escaped(tmp_path: Path) -> None:
+    page = write_report(hostile_out(tmp_path / "out")).read_text()
+    found = Elements(page)
+    tags = {tag for tag, _ in found.elements}
+    assert "img" not in tags and "b" not in tags
+    handlers = [(tag, name) for tag, attrs in found.elements for name in attrs
+                if name.startswith("on")]
+    assert handlers == []
+    scripts = [attrs for tag, attrs in found.elements if tag == "script"]
+    assert len(scripts) == 3  # plotly, the figures, the page's own: no other
+    nonce = scripts[0]["nonce"]
+    assert nonce and all(s["nonce"] == nonce for s in scripts)
+    assert "&lt;/script&gt;&lt;script&gt;document.body" in page  # shown as text
+    assert PWN_ID not in page and PWN_IMG not in page and PWN_SCRIPT not in page
+    assert "data-pwned" not in found.scripts[2]
+    figures = json.loads(found.scripts[1])
+    assert "\\u003c" in found.scripts[1] and set(figures) >= {"outcomes", "timeline"}
+    policy = re.search(r'Content-Security-Policy" content="([^"]*)"', page)
+    assert policy and f"script-src 'nonce-{nonce}'" in policy.group(1)
+
+
+def test_the_page_of_a_thousand_tasks_stays_small(tmp_path: Path) -> None:
+    steps = [("t" * 300, "run", {"command": "x" * 200}, "o" * 3000)] * 12
+    talk = conversation("p" * 2000, *steps)
+    results = [result(f"task-{i}", patch="+" + "d" * 40_000 + "\n") for i in range(1000)]
+    out = write_out(tmp_path / "out", results, {f"task-{i}": talk for i in range(1000)})
+    page = write_report(out)
+    size = page.stat().st_size
+    assert size < 16_000_000, size  # plotly.js (~4.8 MB) and ~6 KB of text per task
+    text = page.read_text()
+    assert text.count('<details class="task"') == 1000
+    assert "characters of the diff not shown" in text
+
+
+def test_plotly_accepts_every_chart(tmp_path: Path) -> None:
+    go = pytest.importorskip("plotly.graph_objects")
+    report = read_run(hostile_out(tmp_path / "out"), price_in=1.0, price_out=2.0)
+    figures = charts(report)
+    assert set(figures) == {"outcomes", "repos", "seconds", "steps", "tokens", "cost",
+                            "timeline"}
+    for spec in figures.values():
+        go.Figure(spec)  # raises on a property plotly does not know
+
+
+def test_write_report_replaces_the_page_whole(tmp_path: Path) -> None:
+    out = write_out(tmp_path / "out", [result("a")])
+    (out / "report.html").write_text("old")
+    path = write_report(out, tmp_path / "elsewhere.html")
+    assert path == tmp_path / "elsewhere.html" and (out / "report.html").read_text() == "old"
+    assert write_report(out).read_text().startswith("<!doctype html>")
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.jsonl"]

@@ -25,7 +25,8 @@ PUBLIC = {
     "yggdrasil.loki.engines.scripted": ["ScriptedEngine"],
     "yggdrasil.loki.errors": ["LokiError", "ToolError", "PathError", "Refused",
                               "ToolDefinitionError", "EngineError", "EngineConfigError"],
-    "yggdrasil.loki.fleet": ["Fleet", "Task", "TaskResult", "FleetStatus", "read_run"],
+    "yggdrasil.loki.fleet": ["Fleet", "Task", "TaskResult", "FleetStatus", "read_run",
+                             "write_report"],
     "yggdrasil.io": ["preview_table", "scan_table", "query_tables", "TableError", "FORMATS"],
 }
 
@@ -83,7 +84,7 @@ EXPORTS = {  # each public module's __all__, exactly: a new public name is a dec
                               "choose_engine", "create_engine", "decisions_from",
                               "parse_decision", "register_engine"],
     "yggdrasil.loki.fleet": ["BACKENDS", "Fleet", "FleetStatus", "RunReport", "Task",
-                             "TaskResult", "read_run"],
+                             "TaskResult", "read_run", "write_report"],
     "yggdrasil.loki.adapters": ["ToolFailedError", "google_adk", "langchain", "openai_agents",
                                 "pydantic_ai", "smolagents"],
     "yggdrasil.io": ["FORMATS", "QueryResult", "TableError", "TablePreview", "TableRef",

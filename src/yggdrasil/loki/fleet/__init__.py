@@ -13,7 +13,9 @@ plotly: only the ray backend and the report's page do, when used.
 from __future__ import annotations
 
 from ._fleet import BACKENDS, Fleet, FleetStatus
+from ._report import write_report
 from ._report_data import RunReport, read_run
 from ._task import Task, TaskResult
 
-__all__ = ["BACKENDS", "Fleet", "FleetStatus", "RunReport", "Task", "TaskResult", "read_run"]
+__all__ = ["BACKENDS", "Fleet", "FleetStatus", "RunReport", "Task", "TaskResult", "read_run",
+           "write_report"]

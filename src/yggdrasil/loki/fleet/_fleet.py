@@ -8,6 +8,7 @@ run the same attempt code (``_attempt``) and differ only in where it runs.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import deque
@@ -19,12 +20,14 @@ from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy
 from ..loop import ProtocolName
 from ..shell import SANDBOX_MODES
 from ._attempt import Settings
+from ._report import write_report
 from ._store import ResultStore, read_results
 from ._task import Task, TaskResult, check_unique
 from ._urls import shown_repo
 
 __all__ = ["BACKENDS", "Fleet", "FleetStatus"]
 
+log = logging.getLogger("yggdrasil.loki.fleet")
 BACKENDS = ("local", "ray")
 _POLL = 0.5  # seconds between looks at deadlines and the gate's counters
 
@@ -97,7 +100,8 @@ class Fleet:
     key and certificate fixtures such as ``tests/certs/server.pem``, which its test runs may
     need); ``verify``, the task author's command, runs with nothing protected. ``cache_dir`` is where each node keeps its mirrors and
     working copies (default ``~/.cache/yggdrasil-loki/fleet``). A failed attempt is
-    retried until ``attempts`` (default 2) were made.
+    retried until ``attempts`` (default 2) were made. ``report``: write ``out/report.html``
+    (``write_report``) when a run ends, if the ``report`` extra is installed.
     """
 
     def __init__(
@@ -109,7 +113,8 @@ class Fleet:
         protocol: str = "auto", sandbox: str = "require", network: bool = True,
         protect: Sequence[str] | None = None,
         cache_dir: str | os.PathLike[str] | None = None, attempts: int = 2,
-        cpus_per_task: float = 1.0, max_patch_bytes: int = 20 << 20, **engine_options: Any,
+        cpus_per_task: float = 1.0, max_patch_bytes: int = 20 << 20, report: bool = True,
+        **engine_options: Any,
     ) -> None:
         if engine is None:
             engine = os.environ.get("LOKI_ENGINE") or None
@@ -133,6 +138,7 @@ class Fleet:
         self.address = address
         self.attempts = attempts
         self.cpus_per_task = cpus_per_task
+        self.report = report
         self.limit = max_in_flight or workers
         self.out = os.fspath(out)
         self.model_name = model or (engine if isinstance(engine, str) else "custom")
@@ -153,7 +159,8 @@ class Fleet:
         """Run the tasks not yet in ``out``; yield each result as its task finishes.
 
         Results are recorded (``out/results.jsonl``, transcripts) before they are yielded,
-        and ``out/preds.json`` is rewritten when the run ends, however it ends.
+        and ``out/preds.json`` (and ``out/report.html``) rewritten when the run ends,
+        however it ends.
         """
         todo = list(tasks)
         check_unique(todo)
@@ -170,7 +177,8 @@ class Fleet:
         finally:
             store.write_preds(self.model_name)
             store.close()
-
+            if self.report:  # read from the files: after the store is closed
+                _write_report(self.out)
 
     def _backend(self) -> _Backend:
         if self.backend == "ray":
@@ -264,6 +272,16 @@ class Fleet:
             return
         for key in ("input_tokens", "output_tokens", "requests", "rate_limited"):
             setattr(self.status, key, int(stats.get(key, 0)))
+
+
+def _write_report(out: str) -> None:
+    """The run's HTML report; a run never fails over it (without the extra: a note)."""
+    try:
+        write_report(out)
+    except RuntimeError as exc:  # the report extra is not installed
+        log.info("no report.html: %s", exc)
+    except Exception as exc:
+        log.warning("could not write %s/report.html: %s: %s", out, type(exc).__name__, exc)
 
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
