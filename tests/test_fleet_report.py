@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from cli_run import child_env, loki
 from report_kit import PWN_ID, PWN_IMG, PWN_SCRIPT, conversation, hostile_out, result, write_out
 from yggdrasil.loki.fleet import read_run, write_report
 from yggdrasil.loki.fleet._report_charts import charts
@@ -196,3 +199,51 @@ def test_write_report_replaces_the_page_whole(tmp_path: Path) -> None:
     assert path == tmp_path / "elsewhere.html" and (out / "report.html").read_text() == "old"
     assert write_report(out).read_text().startswith("<!doctype html>")
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.jsonl"]
+
+
+# --- loki report -------------------------------------------------------------------------
+
+
+def test_loki_report_prints_a_summary_and_writes_the_page(tmp_path: Path) -> None:
+    out = write_out(tmp_path / "out", [
+        result("[red]rich[/red]", repo="/r/[bold]x[/bold]",
+               usage={"input_tokens": 1000, "output_tokens": 100}),
+        result("b", verified=False, verify_exit=1, seconds=3.0),
+        result("c", status="failed", verified=None, reason="attempt 1: boom [link=x]y[/link]")])
+    shown = loki(tmp_path, "report", str(out), "--price-in", "3", "--price-out", "15")
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "verified 1/2 (50.0%) · not verified 1 · done 0 · failed 1" in text
+    assert "[red]rich[/red]" not in text  # the failures table names only failed tasks
+    assert "/r/[bold]x[/bold]" in text and "boom [link=x]y[/link]" in text  # text, not markup
+    assert "$0.0045" in text  # 1000 * 3 / 1e6 + 100 * 15 / 1e6
+    assert f"report: {out / 'report.html'}" in text
+    page = (out / "report.html").read_text()
+    assert "[red]rich[/red]" in page and 'id="verified-rate"' in page
+
+
+def test_loki_report_without_the_page_or_the_extra(tmp_path: Path) -> None:
+    out = write_out(tmp_path / "out", [result("a")])
+    shown = loki(tmp_path, "report", str(out), "--no-html")
+    assert shown.returncode == 0 and "verified 1/1 (100.0%)" in shown.stdout
+    assert not (out / "report.html").exists()
+    fake = tmp_path / "no-plotly" / "plotly"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('plotly is not installed here')\n")
+    env = child_env(tmp_path)
+    env["PYTHONPATH"] = f"{fake.parent}:{env['PYTHONPATH']}"
+    missing = subprocess.run([sys.executable, "-m", "yggdrasil.loki", "report", str(out)],
+                             capture_output=True, text=True, env=env, timeout=60)
+    assert missing.returncode == 1
+    assert "pip install 'yggdrasil-loki[report]'" in missing.stderr
+    assert "--no-html" in missing.stderr and "verified 1/1" in missing.stdout
+    assert not (out / "report.html").exists() and not list(out.glob(".*.tmp"))
+
+
+def test_loki_report_refuses_a_folder_without_a_run(tmp_path: Path) -> None:
+    shown = loki(tmp_path, "report", str(tmp_path / "nothing"))
+    assert shown.returncode == 2
+    assert "results.jsonl does not exist: give the --out folder of a fleet run" in shown.stderr
+    bad = loki(tmp_path, "report", str(write_out(tmp_path / "out", [result("a")])),
+               "--price-in", "-1")
+    assert bad.returncode == 2 and "price_in is dollars per million tokens" in bad.stderr
