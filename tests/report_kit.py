@@ -126,10 +126,11 @@ def _said(i: int, thought: str, tool: str, args: dict[str, Any]) -> dict[str, An
 
 
 def run_twenty(root: Path) -> Path:
-    """The 20 tasks through the project's real fleet (local backend); the output folder."""
+    """The 20 tasks through the project's real fleet (local backend); the output folder,
+    with the report.html the fleet writes at the end of its run."""
     tasks, scripts = twenty_tasks(root / "src")
     fleet = Fleet("scripted", model=str(scripts / "{id}.jsonl"), workers=4, out=root / "out",
-                  cache_dir=root / "cache", report=False)
+                  cache_dir=root / "cache")
     finished = list(fleet.run(tasks))
     assert len(finished) == 20
     return root / "out"
