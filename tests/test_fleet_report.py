@@ -164,6 +164,8 @@ def test_everything_from_the_run_is_escaped(tmp_path: Path) -> None:
     assert PWN_ID not in page and PWN_IMG not in page and PWN_SCRIPT not in page
     assert "data-pwned" not in found.scripts[2]
     figures = json.loads(found.scripts[1])
+    labels = json.dumps(figures)  # Plotly reads <b>, <a href>... in labels: none from the run
+    assert "<img" not in labels and "<b>bold" not in labels and "&lt;img src=x" in labels
     assert "\\u003c" in found.scripts[1] and set(figures) >= {"outcomes", "timeline"}
     policy = re.search(r'Content-Security-Policy" content="([^"]*)"', page)
     assert policy and f"script-src 'nonce-{nonce}'" in policy.group(1)

@@ -80,7 +80,7 @@ def _outcomes(report: RunReport) -> Figure:
 
 def _repos(report: RunReport) -> Figure:
     rows = report.repos()[:MAX_REPOS]
-    names = [html.escape(_short(r.repo)) for r in rows]
+    names = [_label(_short(r.repo)) for r in rows]
     by_repo: dict[str, list[TaskRow]] = {}
     for task in report.tasks:
         by_repo.setdefault(task.repo, []).append(task)
@@ -125,9 +125,9 @@ def _timeline(report: RunReport) -> Figure:
         length = max(attempt.ended_at - attempt.started_at, 0.0)
         queued = "" if attempt.queued_seconds is None else \
             f"<br>queued {attempt.queued_seconds:.1f}s"
-        why = f"<br>{html.escape(attempt.reason[:160])}" if attempt.reason else ""
-        hover = (f"<b>{html.escape(task.id)}</b> attempt {attempt.number}<br>"
-                 f"{html.escape(attempt.node or '?')}<br>{start:.1f}s to {start + length:.1f}s"
+        why = f"<br>{_label(attempt.reason[:160])}" if attempt.reason else ""
+        hover = (f"<b>{_label(task.id)}</b> attempt {attempt.number}<br>"
+                 f"{_label(attempt.node or '?')}<br>{start:.1f}s to {start + length:.1f}s"
                  f" ({length:.1f}s){queued}{why}")
         groups.setdefault(kind, []).append((lane, start, length, hover))
     traces = [_bar(y=[b[0] for b in bars], base=[b[1] for b in bars], x=[b[2] for b in bars],
@@ -153,8 +153,14 @@ def _lanes(timed: list[tuple[TaskRow, Any]]) -> list[str]:
         if lane == len(ends):
             ends.append(0.0)
         ends[lane] = attempt.ended_at
-        names[i] = f"{html.escape(_short(attempt.node or 'node ?', 40))} · {lane + 1}"
+        names[i] = f"{_label(_short(attempt.node or 'node ?', 40))} · {lane + 1}"
     return names
+
+
+def _label(text: str) -> str:
+    """Run text for a Plotly label: its tags (``<b>``, ``<a href>``...) shown as text.
+    Plotly shows ``&lt;`` as ``<`` but would show ``&quot;`` as it is: quotes stay."""
+    return html.escape(text, quote=False)
 
 
 def _short(text: str, limit: int = 60) -> str:
