@@ -59,6 +59,35 @@ def test_outcomes_counts_and_groups_of_an_old_run(tmp_path: Path) -> None:
         ("(not recorded)", 4, 0, 1), ("/r/one", 2, 1, 2)]
 
 
+def test_replayed_tokens_are_shown_but_cost_nothing(tmp_path: Path) -> None:
+    usage = {"input_tokens": 1_000_000, "output_tokens": 0}
+    out = write_out(tmp_path / "out", [result("a", usage=usage),
+                                       result("b", usage=usage, tokens_replayed=True)])
+    report = read_run(out, price_in=2.0)
+    assert [t.cost for t in report.tasks] == [2.0, None]
+    assert report.total("cost") == 2.0 and report.total("tokens") == 2_000_000
+    assert report.replayed == 1
+
+
+def test_attempts_as_the_fleet_records_them(tmp_path: Path) -> None:
+    """Records as Fleet writes them: ``attempt``, ``node``, times, ``reason`` if it failed."""
+    records = [{"attempt": 1, "node": "n1", "started_at": 5.0, "ended_at": 6.0,
+                "queued_seconds": 0.0, "reason": "worker died"},
+               {"attempt": 2, "node": "n1", "started_at": None, "ended_at": 9.0,
+                "queued_seconds": 3.0, "reason": "timed out after 4s (the task's timeout)"}]
+    out = write_out(tmp_path / "out", [
+        result("a", status="failed", verified=None, attempts=records,
+               reason="attempt 1: worker died; attempt 2: timed out after 4s (the task's "
+                      "timeout)"),
+        result("b", attempts=[{}, {}], reason="retried: attempt 1: worker died")])
+    report = read_run(out)
+    failed, retried = report.tasks
+    assert [(a.number, a.ok, a.timed) for a in failed.attempts] == [(1, False, True),
+                                                                    (2, False, False)]
+    assert failed.kind == "timed out after Ns (the task's timeout)"
+    assert [(a.ok, a.reason) for a in retried.attempts] == [(False, "worker died"), (True, "")]
+
+
 def test_attempts_with_nodes_and_times_are_read(tmp_path: Path) -> None:
     attempts = [{"node": "n1", "started_at": 10.0, "ended_at": 12.5, "queued_seconds": 1.0,
                  "reason": "worker died"},

@@ -62,13 +62,15 @@ def test_the_report_of_a_twenty_task_run_loads_clean_and_draws(twenty: Path,
     assert dom.count("<tr data-outcome=") == 20
     for repo in ("alpha", "beta", "gamma"):
         assert f"/src/{repo}</td>" in dom
-    # the charts: drawn by plotly, with the counts on the bars
-    names = ["outcomes", "repos", "seconds", "steps", "tokens"]
+    # the charts: drawn by plotly, with the counts on the bars; the timeline when the
+    # results say when and where each attempt ran
+    timed = any(isinstance(a, dict) and a.get("started_at") is not None
+                for r in results if isinstance(r.get("attempts"), list) for a in r["attempts"])
+    names = ["outcomes", "repos", "seconds", "steps", "tokens", *(["timeline"] if timed else [])]
     assert all(drawn(dom, name) for name in names), [n for n in names if not drawn(dom, n)]
-    assert 'data-charts-drawn="5"' in dom
+    assert f'data-charts-drawn="{len(names)}"' in dom
     assert "verified 12" in dom and "failed 2" in dom  # the outcome bar's labels, in its SVG
-    timed = any(isinstance(r.get("attempts"), list) for r in results)
-    assert drawn(dom, "timeline") if timed else 'id="no-timing"' in dom
+    assert timed or 'id="no-timing"' in dom
     # hostile text in task-00's transcript stayed text
     assert "data-pwned" not in dom.split("<body", 1)[1].split(">", 1)[0]
     assert "&lt;/script&gt;&lt;script&gt;document.body.setAttribute" in dom

@@ -81,6 +81,9 @@ def print_summary(console: Any, report: Any) -> None:
     shown = f"{100 * rate:.1f}%" if rate is not None else "n/a: no task had a verify command"
     console.print(Text(f"verified {report.count('verified')}/{report.graded} ({shown}) · "
                        + rest))
+    if report.replayed:
+        console.print(Text(f"{report.replayed} task(s) replayed recorded tokens: not spent, "
+                           "no cost"))
     if report.skipped:
         console.print(Text(f"{report.skipped} line(s) of results.jsonl are not results: "
                            "left out", style="yellow"))

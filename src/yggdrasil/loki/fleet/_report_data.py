@@ -71,6 +71,7 @@ class TaskRow:
     verify_exit: int | None = None
     verify_output: str = ""
     transcript: str = ""
+    replayed: bool = False  # its tokens were a recording's, replayed: not spent
 
     @property
     def tokens(self) -> int:
@@ -107,6 +108,10 @@ class RunReport:
     @property
     def verified_rate(self) -> float | None:
         return self.count("verified") / self.graded if self.graded else None
+
+    @property
+    def replayed(self) -> int:
+        return sum(t.replayed for t in self.tasks)
 
     @property
     def timed(self) -> bool:
@@ -155,7 +160,8 @@ def read_run(out: str | os.PathLike[str], *, price_in: float | None = None,
     """The run recorded in the folder ``out``, by task id (the last line of an id wins).
 
     ``price_in``/``price_out`` are dollars per million input/output tokens (the cost is
-    unknown without them). Raises FileNotFoundError when ``out`` holds no results.jsonl.
+    unknown without them; a task that replayed a recording's tokens spent none and has
+    no cost). Raises FileNotFoundError when ``out`` holds no results.jsonl.
     """
     folder = Path(out)
     path = folder / RESULTS
@@ -200,13 +206,15 @@ def _row(data: dict[str, Any], price_in: float, price_out: float,
     outcome = ("failed" if status != "done" else "done" if verified is None
                else "verified" if verified is True else "not verified")
     attempts = _attempts(data, ok=status == "done")
+    replayed = data.get("tokens_replayed") is True
     reason = _one_line(_text(data.get("reason")))
     row = TaskRow(
         id=task_id, repo=_text(data.get("repo")) or NOT_RECORDED, status=status,
         outcome=outcome, reason=reason, kind="", attempts=attempts,
         steps=_int(data.get("steps")), input_tokens=tokens_in, output_tokens=tokens_out,
         requests=_int(usage.get("requests")), seconds=_float(data.get("seconds")) or 0.0,
-        cost=(tokens_in * price_in + tokens_out * price_out) / 1e6 if priced else None,
+        cost=(tokens_in * price_in + tokens_out * price_out) / 1e6
+        if priced and not replayed else None, replayed=replayed,
         stop_reason=_text(data.get("stop_reason")), answer=_text(data.get("answer")),
         model=_text(data.get("model")), patch=_text(data.get("patch")),
         files_changed=[_text(f) for f in data.get("files_changed") or [] if isinstance(f, str)]
@@ -219,22 +227,25 @@ def _row(data: dict[str, Any], price_in: float, price_out: float,
 
 
 def _attempts(data: dict[str, Any], *, ok: bool) -> list[Attempt]:
-    """The attempts of a result: its ``attempts`` list when recorded, else made up from
-    the count and the ``reason`` (``attempt N: why; ...``) of older runs."""
+    """The attempts of a result: its ``attempts`` records when there are, else made up
+    from the count; reasons not in the records come from the result's ``reason``
+    (``attempt N: why; ...``), as older runs wrote them."""
     listed = data.get("attempts")
-    if isinstance(listed, list):
-        found = [_attempt(i, a, ok=ok and i == len(listed))
-                 for i, a in enumerate(listed, 1) if isinstance(a, dict)]
-        if found:
-            return found
-    count = listed if type(listed) is int and 0 < listed <= 1000 else 1
     why = _split_reasons(_text(data.get("reason")))
-    attempts = [Attempt(n, ok=ok and n == count, reason=why.get(n, "")) for n in range(1, count + 1)]
-    last = attempts[-1]
-    last.node = _text(data.get("node"))
-    last.started_at, last.ended_at = _float(data.get("started_at")), _float(data.get("ended_at"))
-    last.queued_seconds = _float(data.get("queued_seconds"))
-    return attempts
+    found = [_attempt(i, a, ok=ok and i == len(listed))
+             for i, a in enumerate(listed, 1) if isinstance(a, dict)] \
+        if isinstance(listed, list) else []
+    if not found:
+        count = listed if type(listed) is int and 0 < listed <= 1000 else 1
+        found = [Attempt(n, ok=ok and n == count) for n in range(1, count + 1)]
+        last = found[-1]
+        last.node = _text(data.get("node"))
+        last.started_at = _float(data.get("started_at"))
+        last.ended_at = _float(data.get("ended_at"))
+        last.queued_seconds = _float(data.get("queued_seconds"))
+    for attempt in found:
+        attempt.reason = attempt.reason or why.get(attempt.number, "")
+    return found
 
 
 def _attempt(number: int, data: dict[str, Any], *, ok: bool) -> Attempt:
