@@ -22,6 +22,7 @@ __all__ = ["COLORS", "charts"]
 COLORS = {"verified": "#2f9e63", "not verified": "#e3a21a", "done": "#4c78c8",
           "failed": "#d64545", "failed attempt": "#f0a3a3"}
 MAX_REPOS = 25  # bars in the per-repository chart (the table below it lists them all)
+MAX_HEIGHT = 2400  # pixels of the timeline, however many nodes and lanes (rows get thinner)
 _FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 
 
@@ -42,8 +43,9 @@ def charts(report: RunReport) -> dict[str, Figure]:
             continue
         # a failed task has no result: no time, steps or tokens to count
         finished = [t for t in report.tasks if t.outcome != "failed"]
-        if finished:
-            figures[name] = _histogram(finished, title, value, whole=name == "steps")
+        figure = _histogram(finished, title, value, whole=name == "steps")
+        if figure["data"]:  # e.g. no cost when every task replayed recorded tokens
+            figures[name] = figure
     if report.timed:
         figures["timeline"] = _timeline(report)
     return figures
@@ -57,7 +59,8 @@ def _figure(traces: list[dict[str, Any]], title: str, height: int = 300,
         "title": {"text": title, "x": 0.01, "font": {"size": 15}}, "height": height,
         "margin": {"l": 50, "r": 20, "t": 46, "b": 40}, "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff", "font": {"family": _FONT, "size": 12, "color": "#333"},
-        "legend": {"orientation": "h", "y": -0.2, "x": 0, "traceorder": "normal"}, "hoverlabel": {"align": "left"}}
+        "legend": {"orientation": "h", "x": 1, "y": 1.0, "xanchor": "right", "yanchor": "bottom",
+                   "traceorder": "normal"}, "hoverlabel": {"align": "left"}}
     for key, value in more.items():
         layout[key] = {**axis, **value} if key in ("xaxis", "yaxis") else value
     layout.setdefault("xaxis", axis)
@@ -134,11 +137,14 @@ def _timeline(report: RunReport) -> Figure:
                    hovertext=[b[3] for b in bars], hoverinfo="text", name=kind,
                    marker={"color": COLORS[kind], "line": {"width": 0}})
               for kind in (*OUTCOMES, "failed attempt") if (bars := groups.get(kind))]
-    count = len(set(lanes))
-    return _figure(traces, "attempts per node over time", height=max(200, 110 + 24 * count),
+    order = sorted(set(lanes), key=lambda name: (name.rsplit(" · ", 1)[0],
+                                                 int(name.rsplit(" · ", 1)[1])))
+    return _figure(traces, "attempts per node over time",
+                   height=min(MAX_HEIGHT, max(200, 110 + 24 * len(order))),
                    barmode="overlay", bargap=0.3,
                    xaxis={"title": {"text": "seconds since the first attempt started"}},
-                   yaxis={"autorange": "reversed", "type": "category"})
+                   yaxis={"autorange": "reversed", "type": "category",
+                          "categoryorder": "array", "categoryarray": order})
 
 
 def _lanes(timed: list[tuple[TaskRow, Any]]) -> list[str]:
