@@ -21,6 +21,7 @@ from typing import Any
 
 from ._report_data import RunReport, read_run
 from ._report_talk import Talk, read_talk
+from ._store import write_atomic
 
 __all__ = ["REPORT", "render_report", "write_report"]
 
@@ -42,12 +43,7 @@ def write_report(out: str | os.PathLike[str], path: str | os.PathLike[str] | Non
     report = read_run(out, price_in=price_in, price_out=price_out)
     page = render_report(report)
     target = Path(path) if path is not None else report.out / REPORT
-    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        temp.write_text(page, encoding="utf-8")
-        os.replace(temp, target)
-    finally:
-        temp.unlink(missing_ok=True)
+    write_atomic(target, page.encode("utf-8"))
     return target
 
 
