@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from cli_run import child_env, loki
+from fleet_kit import done, make_repo, write_script
 from report_kit import PWN_ID, PWN_IMG, PWN_SCRIPT, conversation, hostile_out, result, write_out
+from yggdrasil.loki.fleet import _report as report_page
 from yggdrasil.loki.fleet import read_run, write_report
 from yggdrasil.loki.fleet._report_charts import charts
 from yggdrasil.loki.fleet._report_talk import read_talk
@@ -213,6 +215,20 @@ def test_the_page_of_a_thousand_tasks_stays_small(tmp_path: Path) -> None:
     assert "characters of the diff not shown" in text
 
 
+def test_past_the_cap_unsuccessful_tasks_keep_their_conversations(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report_page, "MAX_EMBEDDED", 3)
+    results = [result(f"ok-{i}") for i in range(4)] + [
+        result("bad-1", status="failed", verified=None, reason="attempt 1: x"),
+        result("bad-2", verified=False, verify_exit=1)]
+    page = write_report(write_out(tmp_path / "out", results)).read_text()
+    opened = re.findall(r'<details class="task" id="t\d+">\s*<summary><span class="id">([^<]*)<',
+                        page)
+    assert sorted(opened) == ["bad-1", "bad-2", "ok-0"]
+    assert "3 tasks' conversations are not in this page" in page
+    assert page.count("<tr data-outcome=") == 6  # every task stays in the table
+
+
 def test_plotly_accepts_every_chart(tmp_path: Path) -> None:
     go = pytest.importorskip("plotly.graph_objects")
     report = read_run(hostile_out(tmp_path / "out"), price_in=1.0, price_out=2.0)
@@ -278,3 +294,23 @@ def test_loki_report_refuses_a_folder_without_a_run(tmp_path: Path) -> None:
     bad = loki(tmp_path, "report", str(write_out(tmp_path / "out", [result("a")])),
                "--price-in", "-1")
     assert bad.returncode == 2 and "price_in is dollars per million tokens" in bad.stderr
+
+
+def test_a_fleet_run_without_the_report_extra_still_succeeds(tmp_path: Path) -> None:
+    make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    write_script(tmp_path / "scripts", "one", done())
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "one", "repo": "repo", "prompt": "x"}) + "\n")
+    fake = tmp_path / "no-plotly" / "plotly"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('plotly is not installed here')\n")
+    env = child_env(tmp_path)
+    env["PYTHONPATH"] = f"{fake.parent}:{env['PYTHONPATH']}"
+    ran = subprocess.run(
+        [sys.executable, "-m", "yggdrasil.loki", "fleet", str(tasks), "--out",
+         str(tmp_path / "out"), "--engine", "scripted", "--model",
+         str(tmp_path / "scripts" / "{id}.jsonl"), "--cache", str(tmp_path / "cache")],
+        capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+    assert ran.returncode == 0, ran.stderr
+    assert (tmp_path / "out" / "preds.json").is_file()
+    assert not (tmp_path / "out" / "report.html").exists() and "report.html" not in ran.stdout

@@ -6,7 +6,7 @@ escaped (Jinja's autoescape for the page, HTML-escaped labels for the charts, Pl
 own ``<``-escaping for the chart data) and a content security policy lets only the
 page's own scripts run. Its size is bounded: transcripts and diffs share a budget of
 characters, so each task's share shrinks as tasks grow (a cut says so and names the
-transcript file).
+transcript file), and at most ``MAX_EMBEDDED`` tasks' conversations are embedded.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ._report_data import RunReport, read_run
+from ._report_data import RunReport, TaskRow, read_run
 from ._report_talk import Talk, read_talk
 from ._store import write_atomic
 
@@ -29,6 +29,7 @@ REPORT = "report.html"
 TEXT_BUDGET = 4_000_000  # characters of transcripts and diffs in one page, all tasks
 TASK_MOST = 160_000  # at most this much per task however few they are
 TASK_LEAST = 4_000  # at least this much per task however many (1,000 tasks: ~6 MB)
+MAX_EMBEDDED = 2_000  # tasks whose conversations the page holds (unsuccessful ones first)
 MISSING = "the HTML report needs plotly and jinja2: pip install 'yggdrasil-loki[report]'"
 
 
@@ -64,26 +65,38 @@ def render_report(report: RunReport) -> str:
         resources.files(__package__).joinpath("report.html.j2").read_text("utf-8"))
     specs = charts(report)
     figures = _safe_json(json.dumps(specs, separators=(",", ":"), allow_nan=False))
-    share = max(TASK_LEAST, min(TASK_MOST, TEXT_BUDGET // max(len(report.tasks), 1)))
+    embedded = min(len(report.tasks), MAX_EMBEDDED)
+    share = max(TASK_LEAST, min(TASK_MOST, TEXT_BUDGET // max(embedded, 1)))
     return template.render(
         report=report, figures=figures, names=list(specs), colors=COLORS, tasks=_tasks(report, share),
         plotly=Markup(_safe_script(get_plotlyjs())),
         nonce=secrets.token_urlsafe(18), share=share,
+        not_embedded=len(report.tasks) - embedded,
         made=time.strftime("%Y-%m-%d %H:%M:%S %Z"), stats=_stats(report),
         wall=_wall(report), anchors={t.id: n for n, t in enumerate(report.tasks)})
 
 
 def _tasks(report: RunReport, share: int) -> list[dict[str, Any]]:
-    """Each task with its conversation and diff cut to its ``share`` of the budget."""
+    """Each task; the ``MAX_EMBEDDED`` chosen (unsuccessful ones first) with their
+    conversation and diff cut to their ``share`` of the budget."""
+    chosen = {id(t) for t in _embedded(report)}
     shown = []
     for n, task in enumerate(report.tasks):
-        diff_share = share // 3
-        patch = task.patch[:diff_share]
-        talk: Talk = read_talk(report.out, task.transcript, task.id, share - len(patch))
-        shown.append({"n": n, "task": task, "talk": talk, "patch_lines": patch.splitlines(),
-                      "patch_cut": len(task.patch) - len(patch),
-                      "verify_output": task.verify_output[:diff_share]})
+        item: dict[str, Any] = {"n": n, "task": task, "talk": None}
+        if id(task) in chosen:
+            diff_share = share // 3
+            patch = task.patch[:diff_share]
+            talk: Talk = read_talk(report.out, task.transcript, task.id, share - len(patch))
+            item.update(talk=talk, patch_lines=patch.splitlines(),
+                        patch_cut=len(task.patch) - len(patch),
+                        verify_output=task.verify_output[:diff_share])
+        shown.append(item)
     return shown
+
+
+def _embedded(report: RunReport) -> list[TaskRow]:
+    rank = {"failed": 0, "not verified": 1}
+    return sorted(report.tasks, key=lambda t: rank.get(t.outcome, 2))[:MAX_EMBEDDED]
 
 
 def _stats(report: RunReport) -> list[tuple[str, list[str]]]:
