@@ -54,6 +54,7 @@ def test_fleet_prints_a_line_per_task_and_a_summary(tmp_path: Path) -> None:
     assert sorted(line.split()[1] for line in lines[:2]) == ["one", "two"]
     assert all("done  verified  steps=1" in line for line in lines[:2])
     assert "verified 2/2 (100.0%)" in shown.stdout and "cost $0.00" in shown.stdout
+    assert f"report {tmp_path / 'out'}/report.html" in shown.stdout  # written by the run
     preds = json.loads((tmp_path / "out" / "preds.json").read_text())
     assert sorted(p["instance_id"] for p in preds) == ["one", "two"]
 

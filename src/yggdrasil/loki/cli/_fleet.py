@@ -8,6 +8,7 @@ line. A summary (verified rate, tokens, cost) ends the run. Thin: ``fleet/`` doe
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -243,6 +244,8 @@ def summary(fleet: Any, args: argparse.Namespace, results: list[Any]) -> str:
     else:
         lines.append("  cost: unknown (--price-in/--price-out give the price per million tokens)")
     lines.append(f"  results {args.out}/results.jsonl, predictions {args.out}/preds.json")
+    if os.path.isfile(os.path.join(args.out, "report.html")):
+        lines.append(f"  report {args.out}/report.html (loki report {args.out} summarises it)")
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ run the same attempt code (``_attempt``) and differ only in where it runs.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import socket
@@ -22,11 +23,14 @@ from ..loop import ProtocolName
 from ..shell import SANDBOX_MODES
 from ._attempt import Settings
 from ._copies import REFRESH
+from ._report import write_report
 from ._store import ResultStore, read_results
 from ._task import Task, TaskResult, check_unique, one_line
+from ._urls import shown_repo
 
 __all__ = ["BACKENDS", "REDO", "Fleet", "FleetStatus"]
 
+log = logging.getLogger("yggdrasil.loki.fleet")
 BACKENDS = ("local", "ray")
 """The values of ``Fleet(backend=)``: a local process pool, or a Ray cluster."""
 REDO = ("none", "failed", "all")  # which recorded tasks run again
@@ -121,7 +125,8 @@ class Fleet:
     worker, not from when it was queued. ``refresh`` says when a node fetches its mirror
     (``auto``: once per run for a task naming a branch, a tag or no commit; ``always``;
     ``never``: only for a commit it lacks). ``redo`` runs again tasks already recorded in
-    ``out``: ``none`` (default), ``failed`` or ``all``.
+    ``out``: ``none`` (default), ``failed`` or ``all``. ``report``: write
+    ``out/report.html`` (``write_report``) when a run ends, if the ``report`` extra is installed.
     """
 
     def __init__(
@@ -135,6 +140,7 @@ class Fleet:
         cache_dir: str | os.PathLike[str] | None = None, attempts: int = 2,
         cpus_per_task: float = 1.0, resources: Mapping[str, float] | None = None,
         max_patch_bytes: int = 20 << 20, refresh: str = "auto", redo: str = "none",
+        report: bool = True,
         **engine_options: Any,
     ) -> None:
         if engine is None:
@@ -163,6 +169,7 @@ class Fleet:
         self.cpus_per_task = cpus_per_task
         self.resources = {str(k): float(v) for k, v in (resources or {}).items()}
         self.redo = redo
+        self.report = report
         self.limit = max_in_flight or workers
         self.out = os.fspath(out)
         self.model_name = model or (engine if isinstance(engine, str) else "custom")
@@ -183,7 +190,8 @@ class Fleet:
         """Run the tasks not yet in ``out``; yield each result as its task finishes.
 
         Results are recorded (``out/results.jsonl``, transcripts) before they are yielded,
-        and ``out/preds.json`` is rewritten when the run ends, however it ends.
+        and ``out/preds.json`` (and ``out/report.html``) rewritten when the run ends,
+        however it ends.
         """
         todo = list(tasks)
         check_unique(todo)
@@ -201,6 +209,8 @@ class Fleet:
         finally:
             store.write_preds(self.model_name)
             store.close()
+            if self.report:  # read from the files: after the store is closed
+                _write_report(self.out)
 
     def _wanted(self, recorded: TaskResult | None) -> bool:
         """Whether a task runs now, given its recorded result (``redo`` decides)."""
@@ -300,7 +310,8 @@ class Fleet:
         record = self._record(current, outcome)
         records = [*current.records, record]
         if outcome.get("ok"):
-            data = {**outcome["result"], "id": task.id, "status": "done", "attempts": records}
+            data = {**outcome["result"], "id": task.id, "status": "done", "attempts": records,
+                    "repo": shown_repo(task.repo)}
             if current.reasons:
                 data["reason"] = one_line("retried: " + "; ".join(current.reasons), REASON)
             return TaskResult.from_dict(data)
@@ -310,7 +321,8 @@ class Fleet:
             queue.append((task, current.attempt + 1, reasons, records))
             return None
         return TaskResult(id=task.id, status="failed", reason=one_line("; ".join(reasons), REASON),
-                          attempts=records, model=self.model_name.replace("{id}", task.id))
+                          attempts=records, repo=shown_repo(task.repo),
+                          model=self.model_name.replace("{id}", task.id))
 
     @staticmethod
     def _record(current: _Running, outcome: dict[str, Any]) -> dict[str, Any]:
@@ -343,6 +355,16 @@ class Fleet:
             return
         for key in ("input_tokens", "output_tokens", "requests", "rate_limited"):
             setattr(self.status, key, int(stats.get(key, 0)))
+
+
+def _write_report(out: str) -> None:
+    """The run's HTML report; a run never fails over it (without the extra: a note)."""
+    try:
+        write_report(out)
+    except RuntimeError as exc:  # the report extra is not installed
+        log.info("no report.html: %s", exc)
+    except Exception as exc:
+        log.warning("could not write %s/report.html: %s: %s", out, type(exc).__name__, exc)
 
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:

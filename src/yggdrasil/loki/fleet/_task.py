@@ -164,7 +164,8 @@ class TaskResult:
     (scripted), so ``usage`` is the recording's, not tokens spent. ``patch`` is ``git diff --binary``
     of the agent's changes (new files included) against the commit as set up;
     ``verified`` is None without a ``verify`` command, else whether it exited 0 in a fresh
-    copy with only the patch applied. ``transcript`` is relative to ``out``.
+    copy with only the patch applied. ``transcript`` is relative to ``out``. ``repo`` is
+    the task's repository (a URL's credentials shown as ``***``), for the report.
     """
 
     id: str
@@ -185,6 +186,7 @@ class TaskResult:
     seconds: float = 0.0
     model: str = ""
     tokens_replayed: bool = False
+    repo: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
