@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, CliError, wrap
-from ._toolbox import protect_globs
+from ._toolbox import add_settings_flags, announce_settings, cli_settings, fleet_fence
 
 __all__ = ["add_fleet", "run_fleet"]
 
@@ -70,17 +70,8 @@ def add_fleet(commands: Any) -> None:
     parser.add_argument("--model", metavar="M",
                         help="model name; {id} becomes the task id (scripted: scripts/{id}.jsonl)")
     parser.add_argument("--base-url", metavar="URL", help="API base URL (OpenAI-compatible servers)")
-    parser.add_argument("--sandbox", choices=("require", "auto", "off"), default="require",
-                        help="fence the agent's commands and verify: require (default), auto, off")
-    parser.add_argument("--no-network", action="store_true",
-                        help="no network for the agent's commands and verify (a network "
-                             "namespace with only loopback)")
-    parser.add_argument("--protect", action="append", default=[], metavar="GLOB",
-                        help="also protect these files from the agent (repeatable; added to "
-                             "the default .env, keys, credentials...)")
-    parser.add_argument("--no-protect", action="store_true",
-                        help="protect nothing but --protect globs from the agent (repos with key "
-                             "or certificate test fixtures); verify always sees every file")
+    add_settings_flags(parser.add_argument_group("the agent's toolbox (verify: nothing "
+                                                 "protected, no rules)"), fleet=True)
     parser.add_argument("--cache", metavar="DIR",
                         help="each node's mirrors and working copies (default "
                              "~/.cache/yggdrasil-loki/fleet)")
@@ -108,17 +99,20 @@ def _resources(given: list[str]) -> dict[str, float]:
 def run_fleet(args: argparse.Namespace) -> int:
     from ..fleet import Fleet, Task
 
+    settings = cli_settings(args, root=".")
     try:
         tasks = Task.from_jsonl(args.tasks)
         fleet = Fleet(args.engine, model=args.model, base_url=args.base_url,
                       backend=args.backend, workers=args.workers, out=args.out,
                       address=args.address, max_in_flight=args.max_in_flight,
-                      sandbox=args.sandbox, network=not args.no_network, cache_dir=args.cache,
-                      protect=protect_globs(args), cpus_per_task=args.cpus_per_task,
+                      settings=settings, cache_dir=args.cache, cpus_per_task=args.cpus_per_task,
                       resources=_resources(args.resource), redo=args.redo,
                       refresh=args.refresh)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
+    agent = fleet.settings.toolbox
+    announce_settings(agent, fleet_fence(agent), root=None,
+                      confirm="none: attempts run unattended, each in a working copy of its own")
     display = Display(fleet, live=sys.stderr.isatty())
     try:
         with display:

@@ -26,8 +26,8 @@ from ..agent import Loki
 from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy, create_engine
 from ..errors import EngineAuthError, EngineConfigError, EngineError
 from ..sandbox import run_process
-from ..shell import DEFAULT_HIDDEN
-from ..tools import DEFAULT_PROTECTED, filesystem_toolbox
+from ..settings import Settings as ToolboxSettings
+from ..tools import filesystem_toolbox
 from ._copies import CopyError, WorkingCopy
 from ._gate import GateClient, GatedEngine
 from ._git import GitError, Snapshots
@@ -53,9 +53,8 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     engine_options: dict[str, Any] = field(default_factory=dict)
     protocol: str = "auto"
-    sandbox: str = "require"
-    network: bool = True
-    protect: tuple[str, ...] | None = None  # the agent's protected files (None: the default)
+    toolbox: ToolboxSettings = field(default_factory=lambda: ToolboxSettings().with_values(
+        {"fence.sandbox": "require"}))  # the agent's fence and policy (verify: no protection)
     cache_dir: str = ""
     max_patch_bytes: int = 20 << 20
     refresh: str = "auto"  # when mirrors are fetched (_copies.REFRESH)
@@ -142,7 +141,7 @@ def _attempt(task: Task, settings: Settings, gate: GateClient, holder: str, scra
         snapshots = Snapshots(scratch / "snapshots.git", copy.path, copy.objects)
         before = snapshots.take()
         act, replayed = _act(task, settings, gate, holder, copy.path, log,
-                             _hidden(task, space))
+                             _hidden(task, space, settings))
         after = snapshots.take()
         patch = snapshots.diff(before, after, settings.max_patch_bytes)
         if patch is None:
@@ -172,7 +171,7 @@ def _setup(task: Task, path: Path, deadline: float) -> None:
                            final=not done.timed_out and not _killed(done.exit_code))
 
 
-def _hidden(task: Task, space: Workspace) -> tuple[str, ...]:
+def _hidden(task: Task, space: Workspace, settings: Settings) -> tuple[str, ...]:
     """What an attempt's commands may not read besides the usual credential stores: the
     node's scratch folders (this attempt's snapshots and transcript, which hold copies of
     the root's protected files, and other attempts' copies) and the task's own folder when
@@ -180,7 +179,7 @@ def _hidden(task: Task, space: Workspace) -> tuple[str, ...]:
     root). The root inside the scratch folder stays theirs (its own rule lets them read and
     write it)."""
     source = local_folder(task.repo)
-    return (*DEFAULT_HIDDEN, str(space.work), *((source,) if source else ()))
+    return (*settings.toolbox.fence.hidden, str(space.work), *((source,) if source else ()))
 
 
 def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Path,
@@ -189,10 +188,7 @@ def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Pa
         engine = GatedEngine(_engine(task, settings), gate, holder, settings.retry)
         loki = Loki(engine, protocol=settings.protocol)  # type: ignore[arg-type]
         # closed before the patch is taken: no background job may change the copy after
-        protect = DEFAULT_PROTECTED if settings.protect is None else settings.protect
-        with filesystem_toolbox(root, sandbox=settings.sandbox,  # type: ignore[arg-type]
-                                network=settings.network, protect=protect,
-                                hidden=hidden) as box:
+        with filesystem_toolbox(root, settings=settings.toolbox, hidden=hidden) as box:
             try:
                 act = loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
                                transcript=log)
@@ -232,9 +228,9 @@ def _verify(task: Task, settings: Settings, space: Workspace, scratch: Path, com
                         "verify_output": _tail(f"the patch does not apply: {exc}")}
         # the task author's command, graded apart from the agent: nothing is protected
         # (but it runs code the agent wrote: the node's other scratch folders stay hidden)
-        with filesystem_toolbox(fresh.path, sandbox=settings.sandbox,  # type: ignore[arg-type]
-                                network=settings.network, protect=(),
-                                hidden=_hidden(task, space)) as box:
+        with filesystem_toolbox(fresh.path, settings=settings.toolbox, protect=(), rules=(),
+                                rules_default="allow", mcp_servers=(),
+                                hidden=_hidden(task, space, settings)) as box:
             try:
                 said = box.call("run", {"command": task.verify,
                                         "timeout": min(3600.0, _left(deadline))})

@@ -20,7 +20,8 @@ from typing import Any, Protocol, get_args
 
 from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy
 from ..loop import ProtocolName
-from ..shell import SANDBOX_MODES
+from ..settings import Settings as ToolboxSettings
+from ..settings import with_keywords
 from ._attempt import Settings
 from ._copies import REFRESH
 from ._report import write_report
@@ -110,10 +111,13 @@ class Fleet:
     ``backend`` is ``"local"`` (a process pool on this machine) or ``"ray"`` (``address``:
     the cluster to join; by default the one ``ray.init`` finds or starts). ``workers``
     attempts run at once; ``max_in_flight`` (default: ``workers``) bounds model requests
-    in flight across the fleet. Commands are fenced (``sandbox="require"``), ``network``
-    and ``protect`` as in ``filesystem_toolbox`` for the agent (``protect=()`` lets it read
-    key and certificate fixtures such as ``tests/certs/server.pem``, which its test runs may
-    need); ``verify``, the task author's command, runs with nothing protected. ``cache_dir`` is where each node keeps its mirrors and
+    in flight across the fleet. ``settings`` (a ``yggdrasil.loki.settings.Settings``, e.g.
+    ``load_settings()``) configure the agent's toolbox in every attempt, with the sandbox
+    required unless they chose one; ``sandbox``, ``network`` (True, False or hosts) and
+    ``protect`` set those fields over them, as in ``filesystem_toolbox`` (``protect=()``
+    lets the agent read key and certificate fixtures such as ``tests/certs/server.pem``,
+    which its test runs may need); ``verify``, the task author's command, runs under the
+    same fence with nothing protected and no command rules. ``cache_dir`` is where each node keeps its mirrors and
     working copies (default ``~/.cache/yggdrasil-loki/fleet``). A failed attempt is
     retried until ``attempts`` (default 2) were made, unless retrying cannot help (a
     setup command's exit code, a missing commit, a patch over ``max_patch_bytes``).
@@ -135,8 +139,9 @@ class Fleet:
         backend: str = "local", workers: int = 4, out: str | os.PathLike[str] = "fleet-out",
         address: str | None = None, max_in_flight: int | None = None,
         timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
-        protocol: str = "auto", sandbox: str = "require", network: bool = True,
-        protect: Sequence[str] | None = None,
+        protocol: str = "auto", sandbox: str | None = None,
+        network: bool | Sequence[str] | None = None, protect: Sequence[str] | None = None,
+        settings: ToolboxSettings | None = None,
         cache_dir: str | os.PathLike[str] | None = None, attempts: int = 2,
         cpus_per_task: float = 1.0, resources: Mapping[str, float] | None = None,
         max_patch_bytes: int = 20 << 20, refresh: str = "auto", redo: str = "none",
@@ -152,7 +157,6 @@ class Fleet:
                              "scripted, or one registered), a callable task -> Engine, or "
                              "LOKI_ENGINE in the environment")
         _check_choice("backend", backend, BACKENDS)
-        _check_choice("sandbox", sandbox, SANDBOX_MODES)
         _check_choice("protocol", protocol, get_args(ProtocolName))
         _check_choice("refresh", refresh, REFRESH)
         _check_choice("redo", redo, REDO)
@@ -176,8 +180,9 @@ class Fleet:
         self.settings = Settings(
             engine=engine, model=model, base_url=base_url, api_key=api_key,
             request_timeout=timeout, retry=retry or RetryPolicy(),
-            engine_options=dict(engine_options), protocol=protocol, sandbox=sandbox,
-            network=network, protect=None if protect is None else tuple(protect),
+            engine_options=dict(engine_options), protocol=protocol,
+            toolbox=_toolbox_settings(settings, sandbox=sandbox, network=network,
+                                      protect=protect),
             cache_dir=os.fspath(cache_dir) if cache_dir else "",
             max_patch_bytes=max_patch_bytes, refresh=refresh)
         self.status = FleetStatus()
@@ -355,6 +360,15 @@ class Fleet:
             return
         for key in ("input_tokens", "output_tokens", "requests", "rate_limited"):
             setattr(self.status, key, int(stats.get(key, 0)))
+
+
+def _toolbox_settings(settings: ToolboxSettings | None, **given: Any) -> ToolboxSettings:
+    """The agent's toolbox settings: ``settings`` (default: the defaults, with the sandbox
+    required unless the settings chose one), with the keywords that were given over it."""
+    base = settings if settings is not None else ToolboxSettings()
+    if base.origin("fence.sandbox") == "default":
+        base = base.with_values({"fence.sandbox": "require"}, origin="a fleet's default")
+    return with_keywords(base, {k: v for k, v in given.items() if v is not None})
 
 
 def _write_report(out: str) -> None:
