@@ -1,26 +1,28 @@
-"""What a fleet costs per task, and what a second worker buys when the model is slow.
+"""What a fleet costs per attempt, how it scales with workers, and what 429s cost it.
 
 1. Throughput: N tasks whose engine waits (an OpenAI-compatible server on 127.0.0.1 that
-   takes ``--delay`` seconds per answer, two answers per task), with 1 and then 2 workers:
-   the ratio of the times (ideal: 2). It runs first, so that the local backend's fork
-   server is started with the openai SDK imported (as ``loki fleet --engine openai`` does).
-2. Overhead: N small tasks (read a file, write one, done; scripted engine, no model) run
-   through ``Fleet`` with one worker, against ``Loki.act`` called N times in a loop on one
-   folder, with the same fenced toolbox. The difference per task is what the fleet adds:
-   a worker process (a fork), a worktree of the node's mirror, two snapshots and the diff,
-   the result line (fsync) and the transcript.
+   takes ``--delay`` seconds per answer, two answers per task), with 1 and then
+   ``--workers`` workers, on the local backend and on a Ray cluster the fleet starts
+   itself (each run starts and stops its own). Wall time, and the makespan from the
+   attempts' records (first start to last end: the same work without starting the
+   workers, or the cluster); the speed-up of each.
+2. Overhead per attempt: N small tasks (read a file, write one, done; scripted engine,
+   no model) with a verify command, 1 worker: the mean attempt time from the records
+   (copy, agent, snapshots and diff, verify in a fresh copy), against ``Loki.act`` called
+   N times in a loop on one folder with the same fenced toolbox.
+3. 429s: N slow tasks with ``--workers`` workers behind a gate of half as many requests
+   (the endpoint's concurrency), the endpoint answering 429 (Retry-After 1 s) to 30% of
+   requests at random, against the same endpoint answering none: the ratio of the times.
 
-Each runs on the local backend, and on a local Ray cluster (``ray.init(num_cpus=2)``)
-when ray is installed (``--no-ray`` skips it).
-
-Usage: PYTHONPATH=src python bench/bench_fleet.py [--tasks 20] [--slow-tasks 8] [--delay 0.5]
+Usage: PYTHONPATH=src python bench/bench_fleet.py [--slow-tasks 40] [--workers 8]
+       [--tasks 20] [--delay 0.5] [--no-ray]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
+import random
 import subprocess
 import tempfile
 import threading
@@ -63,47 +65,66 @@ def loop_baseline(repo: Path, count: int) -> float:
 
 
 def fleet_run(root: Path, tasks: list[Task], backend: str, workers: int, name: str,
-              **engine: Any) -> float:
+              **options: Any) -> dict[str, float]:
+    """One run: its wall time, its makespan and mean attempt time (from the records)."""
     fleet = Fleet(backend=backend, workers=workers, out=root / f"out-{name}",
-                  cache_dir=root / "cache", **engine)
+                  cache_dir=root / "cache", **options)
     started = time.perf_counter()
     results = list(fleet.run(tasks))
-    elapsed = time.perf_counter() - started
-    bad = [r.reason for r in results if r.status != "done"]
+    wall = time.perf_counter() - started
+    bad = [r.reason for r in results if r.status != "done" or r.verified is False]
     if bad:
         raise SystemExit(f"{name}: {len(bad)} tasks failed: {bad[0]}")
-    return elapsed
+    attempts = [a for r in results for a in r.attempts]
+    makespan = max(a["ended_at"] for a in attempts) - min(a["started_at"] for a in attempts)
+    mean = sum(a["ended_at"] - a["started_at"] for a in attempts) / len(attempts)
+    return {"wall": wall, "makespan": makespan, "attempt": mean,
+            "limited": fleet.status.rate_limited}
 
 
 class _Slow(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     delay = 0.5
+    limited_share = 0.0  # answered 429 at once, at random
+    rng = random.Random(7)
+    lock = threading.Lock()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        with self.lock:
+            limited = self.rng.random() < self.limited_share
+        if limited:
+            self._send(429, {"error": {"message": "rate limited", "type": "rate_limit",
+                                       "param": None, "code": None}}, {"retry-after": "1"})
+            return
         time.sleep(self.delay)
         acted = any(m.get("role") == "tool" for m in body["messages"])
         message: dict[str, Any] = {"role": "assistant", "content": "done" if acted else None}
         if not acted:
             message["tool_calls"] = [{"id": "c1", "type": "function", "function": {
                 "name": "write_file", "arguments": json.dumps({"path": "b.txt", "content": "b"})}}]
-        data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "slow",
-                           "choices": [{"index": 0, "message": message,
-                                        "finish_reason": "stop" if acted else "tool_calls"}],
-                           "usage": {"prompt_tokens": 100, "completion_tokens": 10}}).encode()
-        self.send_response(200)
+        self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "slow",
+                         "choices": [{"index": 0, "message": message,
+                                      "finish_reason": "stop" if acted else "tool_calls"}],
+                         "usage": {"prompt_tokens": 100, "completion_tokens": 10}}, {})
+
+    def _send(self, status: int, reply: dict[str, Any], headers: dict[str, str]) -> None:
+        data = json.dumps(reply).encode()
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
+        for key, value in headers.items():
+            self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
 
 
 @contextmanager
-def slow_server(delay: float) -> Iterator[str]:
-    _Slow.delay = delay
+def slow_server(delay: float, limited_share: float = 0.0) -> Iterator[str]:
+    _Slow.delay, _Slow.limited_share, _Slow.rng = delay, limited_share, random.Random(7)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -115,59 +136,96 @@ def slow_server(delay: float) -> Iterator[str]:
         server.server_close()
 
 
-def row(label: str, ours: float, base: float, note: str) -> str:
-    return f"| {label} | {ours:.3f} | {base:.3f} | x{ours / base:.2f} | {note} |"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=20)
-    parser.add_argument("--slow-tasks", type=int, default=8)
+    parser.add_argument("--slow-tasks", type=int, default=40)
+    parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args()
     backends = ["local"]
     if not args.no_ray:
         try:
-            import ray
-
-            ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.WARNING)
+            import ray  # noqa: F401
             backends.append("ray")
         except ImportError:
             print("(ray is not installed: local backend only)")
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
         repo = make_repo(root)
-        scripts = root / "scripts"
-        scripts.mkdir()
-        tasks = [Task(id=f"t{i}", repo=str(repo), prompt="write b") for i in range(args.tasks)]
-        for task in tasks:
-            (scripts / f"{task.id}.jsonl").write_text("".join(json.dumps(s) + "\n" for s in SCRIPT))
-        scripted = {"engine": "scripted", "model": str(scripts / "{id}.jsonl")}
-        slow = [Task(id=f"s{i}", repo=str(repo), prompt="write b") for i in range(args.slow_tasks)]
-        print(f"1. throughput: {args.slow_tasks} tasks, engine answers in {args.delay}s "
-              "(2 answers per task)\n")
-        wait = args.slow_tasks * 2 * args.delay
-        print("| backend | 1 worker s | 2 workers s | speed-up (ideal 2) | engine wait alone s |")
-        print("| --- | ---: | ---: | ---: | ---: |")
-        with slow_server(args.delay) as url:
-            engine = {"engine": "openai", "model": "slow", "base_url": url, "api_key": "x"}
-            for backend in backends:
-                # warm: the mirror, the fork server, and on Ray two worker processes that
-                # have imported the agent and the SDK (a cold Ray worker takes seconds)
-                fleet_run(root, slow[:2], backend, 2, f"warm-slow-{backend}", **engine)
-                one = fleet_run(root, slow, backend, 1, f"one-{backend}", **engine)
-                two = fleet_run(root, slow, backend, 2, f"two-{backend}", **engine)
-                print(f"| {backend} | {one:.2f} | {two:.2f} | x{one / two:.2f} | {wait:.1f} |")
-        print(f"\n2. overhead: {args.tasks} tasks (3 steps each, scripted), 1 worker\n")
-        print("| backend | fleet s/task | Loki.act loop s/task | ratio | fleet adds per task |")
-        print("| --- | ---: | ---: | ---: | ---: |")
-        base = loop_baseline(repo, args.tasks) / args.tasks
+        throughput(root, repo, backends, args)
+        overhead(root, repo, backends, args)
+        rate_limits(root, repo, args)
+
+
+def throughput(root: Path, repo: Path, backends: list[str], args: Any) -> None:
+    n, w = args.slow_tasks, args.workers
+    print(f"1. throughput: {n} tasks, engine answers in {args.delay}s (2 answers per task), "
+          f"1 worker vs {w}; ray: a cluster the fleet starts itself, each run\n")
+    print(f"| backend | 1 worker wall s | {w} wall s | speed-up | 1 worker makespan s | "
+          f"{w} makespan s | speed-up | engine wait alone s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    wait = n * 2 * args.delay
+    with slow_server(args.delay) as url:
+        engine = {"engine": "openai", "model": "slow", "base_url": url, "api_key": "x"}
         for backend in backends:
-            fleet_run(root, tasks[:1], backend, 1, f"warm-{backend}", **scripted)  # mirror, pool
-            ours = fleet_run(root, tasks, backend, 1, f"over-{backend}", **scripted) / args.tasks
-            print(row(backend, ours, base, f"{(ours - base) * 1000:.0f} ms"))
+            tasks = [Task(id=f"{backend}-s{i}", repo=str(repo), prompt="write b")
+                     for i in range(n)]
+            fleet_run(root, tasks[:2], backend, 2, f"warm-slow-{backend}", **engine)  # mirror
+            one = fleet_run(root, tasks, backend, 1, f"one-{backend}", **engine)
+            many = fleet_run(root, tasks, backend, w, f"many-{backend}", **engine)
+            print(f"| {backend} | {one['wall']:.2f} | {many['wall']:.2f} | "
+                  f"x{one['wall'] / many['wall']:.2f} | {one['makespan']:.2f} | "
+                  f"{many['makespan']:.2f} | x{one['makespan'] / many['makespan']:.2f} | "
+                  f"{wait:.1f} |", flush=True)
+
+
+def overhead(root: Path, repo: Path, backends: list[str], args: Any) -> None:
+    print(f"\n2. overhead: {args.tasks} tasks (3 steps each, scripted: no model time), "
+          "1 worker, with and without a verify command\n")
+    print("| backend | verify | attempt s (records) | fleet wall s/task | "
+          "Loki.act loop s/task | attempt beyond Loki.act |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    scripts = root / "scripts"
+    scripts.mkdir(exist_ok=True)
+    base = loop_baseline(repo, args.tasks) / args.tasks
+    for backend in backends:
+        for verify in (None, "python3 -c pass"):
+            label = "python3 -c pass" if verify else "none"
+            tasks = [Task(id=f"{backend}-{'v' if verify else 'n'}{i}", repo=str(repo),
+                          prompt="write b", verify=verify) for i in range(args.tasks)]
+            for task in tasks:
+                (scripts / f"{task.id}.jsonl").write_text(
+                    "".join(json.dumps(s) + "\n" for s in SCRIPT))
+            ran = fleet_run(root, tasks, backend, 1, f"over-{backend}-{label[:4]}",
+                            engine="scripted", model=str(scripts / "{id}.jsonl"))
+            print(f"| {backend} | {label} | {ran['attempt']:.3f} | "
+                  f"{ran['wall'] / args.tasks:.3f} | {base:.3f} | "
+                  f"{(ran['attempt'] - base) * 1000:.0f} ms |", flush=True)
+
+
+def rate_limits(root: Path, repo: Path, args: Any) -> None:
+    n, w = args.slow_tasks, args.workers
+    limit = max(1, w // 2)
+    print(f"\n3. 429s: {n} tasks, {w} workers, max_in_flight {limit}, engine answers in "
+          f"{args.delay}s; 429 (Retry-After 1 s) to a share of requests at random\n")
+    print("| 429 share | wall s | makespan s | 429s answered | vs none (wall) | "
+          "vs none (makespan) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    runs = {}
+    for share in (0.0, 0.3):
+        with slow_server(args.delay, share) as url:
+            tasks = [Task(id=f"q{int(share * 100)}-{i}", repo=str(repo), prompt="write b")
+                     for i in range(n)]
+            runs[share] = fleet_run(root, tasks, "local", w, f"limited-{share}",
+                                    engine="openai", model="slow", base_url=url, api_key="x",
+                                    max_in_flight=limit)
+        ran, none = runs[share], runs[0.0]
+        print(f"| {share:.0%} | {ran['wall']:.2f} | {ran['makespan']:.2f} | "
+              f"{ran['limited']} | x{ran['wall'] / none['wall']:.2f} | "
+              f"x{ran['makespan'] / none['makespan']:.2f} |", flush=True)
+
 
 if __name__ == "__main__":
     main()

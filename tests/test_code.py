@@ -401,3 +401,22 @@ def test_python_outlines_agree_with_ast_on_real_stdlib_code(tmp_path: Path) -> N
         got = {(s.name, s.line) for s in outline.symbols if s.kind in ("function", "method", "class")}
         agree, total = agree + len(want & got), total + len(want | got)
     assert total > 500 and agree / total >= 0.99, (agree, total)
+
+
+def test_a_fresh_copy_of_a_repository_is_not_parsed_again(tmp_path: Path) -> None:
+    """A fleet worker runs attempt after attempt, each on a fresh working copy (a new
+    root): files whose contents it parsed before are not parsed again, and a changed file
+    is."""
+    from yggdrasil.loki.code._roots import held_for
+    from yggdrasil.loki.files import Root
+
+    entries = []
+    for name, body in (("copy1", "def f():\n    return 1\n"), ("copy2", "def f():\n    return 1\n"),
+                       ("copy3", "def g():\n    return 2\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "m.py").write_text(body)
+        index = held_for(Root(tmp_path / name), False).index
+        index.scan()
+        entries.append(index.entries["m.py"])
+    assert entries[0].outline is entries[1].outline  # the same parse, shared
+    assert [s.name for s in entries[2].outline.symbols] == ["g"]

@@ -419,3 +419,25 @@ def test_the_isolation_probe_works_from_a_folder_under_tmp(tmp_path: Path) -> No
                           text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=60)
     assert str(tmp_path).startswith("/tmp/") and done.returncode == 0, done.stderr
     assert done.stdout.startswith("namespaces available"), done.stdout
+
+
+@isolated
+def test_commands_run_when_the_agents_pythonpath_holds_the_system_tmp(tmp_path: Path) -> None:
+    """PYTHONPATH=/tmp (or sys.path, as under `python -m pytest` from /tmp, which a fleet
+    hands its workers) named the private tmpfs itself: it was bound back read-only, whole,
+    and every command failed with exit=126 "Read-only file system". The tmpfs stays private."""
+    root = tmp_path / "root"
+    root.mkdir()
+    system_tmp = tempfile.gettempdir()
+    (Path(system_tmp) / f"loki-visible-{os.getpid()}").touch()
+    code = ("import sys; from yggdrasil.loki.tools import filesystem_toolbox; "
+            "print(filesystem_toolbox(sys.argv[1]).call('run', {'command': "
+            "'echo hi; touch $TMPDIR/x && echo wrote; ls /tmp'}))")
+    try:
+        done = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True,
+                              text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": f"{system_tmp}:{SRC}"})
+    finally:
+        (Path(system_tmp) / f"loki-visible-{os.getpid()}").unlink()
+    assert done.stdout.startswith("exit=0\nstdout:\nhi\nwrote\n"), done.stdout + done.stderr
+    assert f"loki-visible-{os.getpid()}" not in done.stdout  # the host's /tmp stays hidden

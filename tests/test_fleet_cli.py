@@ -54,6 +54,7 @@ def test_fleet_prints_a_line_per_task_and_a_summary(tmp_path: Path) -> None:
     assert sorted(line.split()[1] for line in lines[:2]) == ["one", "two"]
     assert all("done  verified  steps=1" in line for line in lines[:2])
     assert "verified 2/2 (100.0%)" in shown.stdout and "cost $0.00" in shown.stdout
+    assert f"report {tmp_path / 'out'}/report.html" in shown.stdout  # written by the run
     preds = json.loads((tmp_path / "out" / "preds.json").read_text())
     assert sorted(p["instance_id"] for p in preds) == ["one", "two"]
 
@@ -84,7 +85,7 @@ def test_on_a_terminal_a_live_display_shows_counts(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "yggdrasil.loki",
                              *fleet_args(tmp_path, tasks, "--workers", "1")],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower,
-                            env={**child_env(tmp_path), "COLUMNS": "200"})
+                            env={**child_env(tmp_path), "COLUMNS": "80"})
     os.close(follower)
     seen = b""
     while True:
@@ -97,7 +98,7 @@ def test_on_a_terminal_a_live_display_shows_counts(tmp_path: Path) -> None:
         seen += chunk
     assert proc.wait(60) == 0
     screen = seen.decode("utf-8", "replace")
-    assert "running 1" in screen and "tokens 0 in / 0 out" in screen and "ETA 0m" in screen
+    assert "running 1" in screen and "ETA 0m" in screen  # on 80 columns
     assert "[1/3] t1  done  verified" in screen  # finished tasks print above the display
     stdout = proc.stdout.read().decode() if proc.stdout else ""
     assert "verified 3/3" in stdout
@@ -112,7 +113,7 @@ def test_resume_after_the_driver_is_killed_mid_run(tmp_path: Path) -> None:
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=child_env(tmp_path))
     wait_for(lambda: results.exists() and results.read_text().count("\n") >= 2, timeout=60)
-    helpers = children(driver.pid)  # the fork server and the resource tracker
+    helpers = children(driver.pid)  # its worker, the gate's manager, the resource tracker
     assert helpers
     driver.send_signal(signal.SIGKILL)
     driver.wait()
@@ -120,7 +121,7 @@ def test_resume_after_the_driver_is_killed_mid_run(tmp_path: Path) -> None:
     assert before.endswith("\n") and 2 <= before.count("\n") < 5
     first = [json.loads(line)["id"] for line in before.splitlines()]
     wait_for(lambda: marked_processes() == [], timeout=10)  # its workers died with it
-    # and so did the gate's manager, without which the fork server exits: nothing is left
+    # and so did the gate's manager and the resource tracker: nothing is left
     wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in helpers), timeout=10)
     again = loki(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2"))
     assert again.returncode == 0, again.stderr
@@ -150,3 +151,28 @@ def test_a_script_without_a_main_guard_runs_its_fleet_once(tmp_path: Path) -> No
     assert shown.returncode == 0, shown.stderr
     assert sorted(shown.stdout.splitlines()) == ["finished g1 done", "finished g2 done"]
     assert "Traceback" not in shown.stderr
+
+
+def test_the_live_status_fits_80_columns_and_keeps_the_eta() -> None:
+    from yggdrasil.loki.cli._fleet import status_line
+    from yggdrasil.loki.fleet import FleetStatus
+
+    s = FleetStatus(total=12_000, done=4_321, failed=1_234, running=256, queued=1_024,
+                    input_tokens=123_456_789, output_tokens=9_876_543, rate_limited=4_567)
+    wide = status_line(s, 200)
+    assert "tokens 123.5M in / 9.9M out" in wide and "429s 4567" in wide and "queued 1024" in wide
+    for width in (68, 40, 20):  # 80 columns less the bar
+        line = status_line(s, width)
+        assert len(line) <= max(width, len("5555/12000  ETA 0m00s")), line
+        assert line.startswith("5555/12000") and "ETA " in line
+    assert "failed 1234" in status_line(s, 68) and "tokens" not in status_line(s, 68)
+
+
+def test_a_bad_resource_flag_is_a_usage_error(tmp_path: Path) -> None:
+    tasks = tasks_file(tmp_path, ["t1"])
+    for bad in ("GPU", "GPU=lots", "=1", "GPU=0"):
+        shown = loki(tmp_path, *fleet_args(tmp_path, tasks, "--backend", "ray",
+                                           "--resource", bad))
+        assert shown.returncode == 2, (bad, shown.stderr)
+        assert "give NAME=N" in shown.stderr, shown.stderr
+    assert not (tmp_path / "out").exists()  # refused before anything ran

@@ -25,7 +25,8 @@ PUBLIC = {
     "yggdrasil.loki.engines.scripted": ["ScriptedEngine"],
     "yggdrasil.loki.errors": ["LokiError", "ToolError", "PathError", "Refused",
                               "ToolDefinitionError", "EngineError", "EngineConfigError"],
-    "yggdrasil.loki.fleet": ["Fleet", "Task", "TaskResult", "FleetStatus"],
+    "yggdrasil.loki.fleet": ["Fleet", "Task", "TaskResult", "FleetStatus", "read_run",
+                             "write_report"],
     "yggdrasil.io": ["preview_table", "scan_table", "query_tables", "TableError", "FORMATS"],
 }
 
@@ -82,7 +83,8 @@ EXPORTS = {  # each public module's __all__, exactly: a new public name is a dec
                               "Message", "NotADecision", "RetryPolicy", "ToolCall",
                               "choose_engine", "create_engine", "decisions_from",
                               "parse_decision", "register_engine"],
-    "yggdrasil.loki.fleet": ["BACKENDS", "Fleet", "FleetStatus", "Task", "TaskResult"],
+    "yggdrasil.loki.fleet": ["BACKENDS", "Fleet", "FleetStatus", "RunReport", "Task",
+                             "TaskResult", "read_run", "write_report"],
     "yggdrasil.loki.mcp": ["MAX_MESSAGE_BYTES", "HttpApp", "Sdk", "allowed_hosts",
                            "allowed_origins", "build_server", "call_result", "http_app",
                            "load_sdk", "mcp_tool", "new_token", "run_call", "serve",

@@ -193,11 +193,12 @@ def fence_line(text: str) -> str:
     return line
 
 
-def test_one_file_drives_the_toolbox_loki_do_and_loki_mcp_alike(
+def test_one_file_drives_the_toolbox_loki_do_loki_mcp_and_loki_fleet_alike(
         root: Path, tmp_path: Path, home: dict[str, str]) -> None:
     user_file(home, '[policy]\nrules = [["deny", "git push"]]\n')
     (root / "loki.toml").write_text(
-        '[fence]\nnetwork = false\n[policy]\nprotect = ["*.db"]\nrules_default = "ask"\n')
+        '[fence]\nsandbox = "require"\nnetwork = false\n'
+        '[policy]\nprotect = ["*.db"]\nrules_default = "ask"\n')
     env = {**child_env(tmp_path), **home}
     plan = tmp_path / "plan.jsonl"
     plan.write_text(json.dumps({"thought": "", "done": True, "answer": "ok"}) + "\n")
@@ -209,6 +210,11 @@ def test_one_file_drives_the_toolbox_loki_do_and_loki_mcp_alike(
     assert do.returncode == 0, do.stderr
     mcp = subprocess.run([sys.executable, "-m", "yggdrasil.loki", "mcp", "--root", str(root)],
                          env=env, input="", capture_output=True, text=True, timeout=120)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("")
+    fleet = subprocess.run([sys.executable, "-m", "yggdrasil.loki", "fleet", str(tasks),
+                            "--out", str(tmp_path / "runs"), "--engine", "scripted"],
+                           env=env, cwd=root, capture_output=True, text=True, timeout=120)
     box = filesystem_toolbox(root, settings=load_settings(root, env=home))
     try:
         from yggdrasil.loki.cli._toolbox import announce
@@ -217,8 +223,8 @@ def test_one_file_drives_the_toolbox_loki_do_and_loki_mcp_alike(
     finally:
         box.close()
     lines = [fence_line(t).rsplit("; confirm ", 1)[0] for t in (do.stderr, mcp.stderr,
-                                                                said.getvalue())]
-    assert lines[0] == lines[1] == lines[2], lines
+                                                                fleet.stderr, said.getvalue())]
+    assert lines[0] == lines[1] == lines[2] == lines[3], lines
     assert "network none" in lines[0] and f"{len(DEFAULT_PROTECTED) + 1} protected" in lines[0]
     assert "1 rule, otherwise ask" in lines[0]
     shown = loki(tmp_path, "config", "--root", str(root), "--json")

@@ -87,7 +87,10 @@ def filesystem_toolbox(
     keeps ``.git/config`` and ``.git/hooks`` read-only for commands. ``writable`` adds folders
     commands may write besides the root and their scratch TMPDIR; ``hidden`` lists paths a
     fenced command cannot read (None: well-known credential stores such as ~/.ssh and
-    ~/.aws; ``()`` hides nothing). Commands get the environment without secret-looking
+    ~/.aws; ``()`` hides nothing). A fenced command connects only to UNIX sockets in the
+    root, its TMPDIR, ``writable`` folders and its private /tmp (a tmux server, ssh-agent
+    or docker socket elsewhere is out of reach); ``unix_sockets`` names more sockets or
+    folders of sockets it may reach. Commands get the environment without secret-looking
     variables; ``env`` adds variables as given.
     ``Toolbox.status`` (the end of ``spec()``) says which of these hold.
 
@@ -116,7 +119,11 @@ def filesystem_toolbox(
     wrappers such as ``env``/``sudo``/``xargs`` looked into) by its leading words; the first
     matching rule decides, ``rules_default`` decides the rest; deny is an ERROR naming the
     rule, ask calls ``confirm("run <command>")`` (declined, or no ``confirm``: REFUSED).
-    ``run_python`` counts as the command ``python``.
+    ``run_python`` counts as the command ``python``. Where the kernel offers seccomp user
+    notification, every program a command starts, at any depth (scripts, make, xargs,
+    python's subprocess, background jobs), is checked again when it starts: a denied one's
+    exec fails with EPERM and the observation says ``loki rules: refused '<command>'
+    (rule deny '<rule>')``; an asked one waits for ``confirm``.
 
     ``before_call(tool, args)`` and ``after_call(tool, args, observation)`` are hooks
     around every call: a string from ``before_call`` refuses the call with that message, a
@@ -155,6 +162,7 @@ def filesystem_toolbox(
             dict(fence.hosts)))
         shell = Shell(where, journal, sandbox=fence.sandbox, network=network is True,
                       proxy=proxy, writable=writable_paths(fence.writable), env=fence.env,
+                      unix_sockets=writable_paths(fence.unix_sockets, "unix_sockets path"),
                       hidden=(*fence.hidden, str(config_dir(os.environ))),  # loki's own
                       git_writable=fence.git_writable,
                       limits=JobLimits(s.jobs.max_jobs, s.jobs.lifetime, s.jobs.buffer),

@@ -8,12 +8,13 @@ line. A summary (verified rate, tokens, cost) ends the run. Thin: ``fleet/`` doe
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
 
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, CliError, wrap
-from ._toolbox import protect_globs
+from ._toolbox import add_settings_flags, announce_settings, cli_settings, fleet_fence
 
 __all__ = ["add_fleet", "run_fleet"]
 
@@ -50,23 +51,27 @@ def add_fleet(commands: Any) -> None:
     parser.add_argument("--workers", type=int, default=4, metavar="N",
                         help="tasks running at once (default 4)")
     parser.add_argument("--max-in-flight", type=int, metavar="N",
-                        help="model requests in flight across the fleet (default: --workers)")
+                        help="model requests in flight across the fleet (default: --workers; "
+                             "lowered by itself while the endpoint answers mostly 429)")
+    parser.add_argument("--cpus-per-task", type=float, default=1.0, metavar="N",
+                        help="Ray: CPUs each attempt reserves (default 1; a cluster the fleet "
+                             "starts gets --workers times this)")
+    parser.add_argument("--resource", action="append", default=[], metavar="NAME=N",
+                        help="Ray: a custom resource each attempt reserves (repeatable)")
+    parser.add_argument("--redo", choices=("none", "failed", "all"), default="none",
+                        help="run again the tasks already recorded in --out: none (default), "
+                             "the failed ones, or all")
+    parser.add_argument("--refresh", choices=("auto", "always", "never"), default="auto",
+                        help="when each node fetches its mirror of a repository: auto (once "
+                             "per run, for tasks naming a branch or no commit; default), "
+                             "always (every attempt), never (only for a missing commit)")
     parser.add_argument("--engine", metavar="NAME",
                         help="openai, anthropic, ollama or scripted (default: LOKI_ENGINE)")
     parser.add_argument("--model", metavar="M",
                         help="model name; {id} becomes the task id (scripted: scripts/{id}.jsonl)")
     parser.add_argument("--base-url", metavar="URL", help="API base URL (OpenAI-compatible servers)")
-    parser.add_argument("--sandbox", choices=("require", "auto", "off"), default="require",
-                        help="fence the agent's commands and verify: require (default), auto, off")
-    parser.add_argument("--no-network", action="store_true",
-                        help="no network for the agent's commands and verify (a network "
-                             "namespace with only loopback)")
-    parser.add_argument("--protect", action="append", default=[], metavar="GLOB",
-                        help="also protect these files from the agent (repeatable; added to "
-                             "the default .env, keys, credentials...)")
-    parser.add_argument("--no-protect", action="store_true",
-                        help="protect nothing but --protect globs from the agent (repos with key "
-                             "or certificate test fixtures); verify always sees every file")
+    add_settings_flags(parser.add_argument_group("the agent's toolbox (verify: nothing "
+                                                 "protected, no rules)"), fleet=True)
     parser.add_argument("--cache", metavar="DIR",
                         help="each node's mirrors and working copies (default "
                              "~/.cache/yggdrasil-loki/fleet)")
@@ -76,18 +81,38 @@ def add_fleet(commands: Any) -> None:
                         help="price of a million output tokens")
 
 
+def _resources(given: list[str]) -> dict[str, float]:
+    """``NAME=N`` flags as Ray resources; ValueError saying the form otherwise."""
+    found = {}
+    for item in given:
+        name, _, amount = item.partition("=")
+        try:
+            found[name.strip()] = float(amount)
+        except ValueError:
+            raise ValueError(f"--resource {item!r}: give NAME=N, e.g. GPU=1 or "
+                             "accelerator=0.5") from None
+        if not name.strip() or found[name.strip()] <= 0:
+            raise ValueError(f"--resource {item!r}: give NAME=N with N more than 0")
+    return found
+
+
 def run_fleet(args: argparse.Namespace) -> int:
     from ..fleet import Fleet, Task
 
+    settings = cli_settings(args, root=".")
     try:
         tasks = Task.from_jsonl(args.tasks)
         fleet = Fleet(args.engine, model=args.model, base_url=args.base_url,
                       backend=args.backend, workers=args.workers, out=args.out,
                       address=args.address, max_in_flight=args.max_in_flight,
-                      sandbox=args.sandbox, network=not args.no_network, cache_dir=args.cache,
-                      protect=protect_globs(args))
+                      settings=settings, cache_dir=args.cache, cpus_per_task=args.cpus_per_task,
+                      resources=_resources(args.resource), redo=args.redo,
+                      refresh=args.refresh)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
+    agent = fleet.settings.toolbox
+    announce_settings(agent, fleet_fence(agent), root=None,
+                      confirm="none: attempts run unattended, each in a working copy of its own")
     display = Display(fleet, live=sys.stderr.isatty())
     try:
         with display:
@@ -137,8 +162,8 @@ class Display:
         detail = (f"  {result.reason}" if result.status != "done"
                   else f"{grade}  steps={result.steps}  tokens={tokens}  {result.seconds:.1f}s")
         line = f"[{s.finished}/{s.total - s.skipped}] {result.id}  {mark}{detail}"
-        if self.live is not None:
-            self.console.print(line, markup=False)
+        if self.live is not None:  # one line on the screen; results.jsonl has it all
+            self.console.print(_cut(line, self.console.width), markup=False)
         else:
             print(line, flush=True)
 
@@ -147,17 +172,41 @@ class Display:
         from rich.table import Table
 
         s = self.fleet.status
-        eta = s.eta()
         todo = s.total - s.skipped
+        bar = 10 if self.console.width < 100 else 24
         row = Table.grid(padding=(0, 1))
-        row.add_column(width=24)
+        row.add_column(width=bar)
         row.add_column(no_wrap=True, overflow="ellipsis")
-        row.add_row(ProgressBar(total=max(todo, 1), completed=s.finished, width=24),
-                    f"{s.finished}/{todo}  done {s.done}  failed {s.failed}  running "
-                    f"{s.running} | tokens {s.input_tokens:,} in / {s.output_tokens:,} out"
-                    f" | 429s {s.rate_limited} | {_clock(time.monotonic() - s.started)}, "
-                    f"ETA {_clock(eta) if eta is not None else '?'}")
+        row.add_row(ProgressBar(total=max(todo, 1), completed=s.finished, width=bar),
+                    status_line(s, self.console.width - bar - 2))
         return row
+
+
+def status_line(s: Any, width: int) -> str:
+    """The live counters in ``width`` columns: the count done and the ETA always, then as
+    many of the others as fit (the least useful dropped first)."""
+    eta = s.eta()
+    todo = s.total - s.skipped
+    head = f"{s.finished}/{todo}"
+    tail = f"ETA {_clock(eta) if eta is not None else '?'}"
+    optional = [  # (priority: lower is kept longer, text)
+        (0, f"failed {s.failed}"), (1, f"running {s.running}"),
+        (2, f"queued {s.queued}" if s.queued else ""), (4, f"done {s.done}"),
+        (3, f"429s {s.rate_limited}" if s.rate_limited else ""),
+        (5, f"tokens {_count(s.input_tokens)} in / {_count(s.output_tokens)} out"),
+        (6, _clock(time.monotonic() - s.started))]
+    kept = [(p, text) for p, text in optional if text]
+    while kept and len("  ".join([head, *(t for _, t in kept), tail])) > width:
+        kept.remove(max(kept, key=lambda item: item[0]))
+    return "  ".join([head, *(t for _, t in kept), tail])
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if n < 100_000 else f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
 
 
 def summary(fleet: Any, args: argparse.Namespace, results: list[Any]) -> str:
@@ -167,8 +216,11 @@ def summary(fleet: Any, args: argparse.Namespace, results: list[Any]) -> str:
     done = [r for r in results if r.status == "done"]
     graded = [r for r in results if r.verified is not None]
     verified = sum(1 for r in graded if r.verified)
-    tokens_in = sum(int(r.usage.get("input_tokens", 0)) for r in results)
-    tokens_out = sum(int(r.usage.get("output_tokens", 0)) for r in results)
+    spent = [r for r in results if not r.tokens_replayed]
+    tokens_in = sum(int(r.usage.get("input_tokens", 0)) for r in spent)
+    tokens_out = sum(int(r.usage.get("output_tokens", 0)) for r in spent)
+    replayed = sum(int(v) for r in results if r.tokens_replayed for k, v in r.usage.items()
+                   if k.endswith("_tokens"))
     lines = [f"fleet: {len(results)} tasks recorded in {args.out} ({s.total - s.skipped} run "
              f"now, {s.skipped} skipped: already there), {_clock(time.monotonic() - s.started)}",
              f"  done {len(done)}, failed {len(results) - len(done)}, retried {s.retries}"]
@@ -177,12 +229,17 @@ def summary(fleet: Any, args: argparse.Namespace, results: list[Any]) -> str:
     lines.append(f"  tokens {tokens_in:,} in / {tokens_out:,} out in the results; this run: "
                  f"{s.requests:,} requests, {s.input_tokens:,} in / {s.output_tokens:,} out "
                  f"counting failed attempts, {s.rate_limited} answered 429")
+    if replayed:
+        lines.append(f"  {replayed:,} tokens replayed from recordings (not spent, not in the cost)")
+    lines += [f"  note: {note}" for note in s.notes]
     if args.price_in is not None or args.price_out is not None:
         cost = (tokens_in * (args.price_in or 0) + tokens_out * (args.price_out or 0)) / 1e6
         lines.append(f"  cost ${cost:,.2f}")
     else:
         lines.append("  cost: unknown (--price-in/--price-out give the price per million tokens)")
     lines.append(f"  results {args.out}/results.jsonl, predictions {args.out}/preds.json")
+    if os.path.isfile(os.path.join(args.out, "report.html")):
+        lines.append(f"  report {args.out}/report.html (loki report {args.out} summarises it)")
     return "\n".join(lines)
 
 

@@ -28,12 +28,13 @@ from ._config import add_config, add_trust
 from ._do import add_do
 from ._fleet import add_fleet
 from ._mcp import add_mcp
+from ._report import add_report
 from ._tools import add_tools
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 COMMANDS: list[Callable[[Any], None]] = [add_tools, add_call, add_do, add_mcp, add_fleet,
-                                         add_config, add_trust]
+                                         add_config, add_trust, add_report]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  loki do 'add a --verbose flag to cli.py' --root ~/src/app\n"
                "  loki mcp --root /path/to/project\n"
                "  loki fleet tasks.jsonl --out runs/r1 --workers 8\n"
+               "  loki report runs/r1\n"
                "  loki config --root .\n\n"
                "`loki COMMAND --help` shows each command's options.\n\n" + EXIT_CODES)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -23,8 +23,19 @@ from ..settings import Settings, SettingsError, load_settings
 from ..tools import DEFAULT_PROTECTED, McpServer, Toolbox, filesystem_toolbox
 from ._common import CliError, wrap
 
-__all__ = ["add_settings_flags", "announce", "cli_settings", "open_toolbox", "pairs",
-           "protect_globs", "rule", "subcommand", "toolbox_options"]
+__all__ = [
+    "add_settings_flags",
+    "announce",
+    "announce_settings",
+    "cli_settings",
+    "fleet_fence",
+    "open_toolbox",
+    "pairs",
+    "protect_globs",
+    "rule",
+    "subcommand",
+    "toolbox_options",
+]
 
 
 def add_settings_flags(group: Any, *, fleet: bool = False) -> None:
@@ -51,6 +62,9 @@ def add_settings_flags(group: Any, *, fleet: bool = False) -> None:
         help="resolve NAME to ADDRESS for the proxy instead of DNS (repeatable)")
     add("--writable", action="append", default=[], metavar="DIR",
         help="commands may also write DIR (repeatable; it must exist), e.g. ~/.cache/pip")
+    add("--unix-socket", action="append", default=[], metavar="PATH",
+        help="commands may also connect to this UNIX socket, or the sockets in this folder "
+             "(repeatable); other sockets outside the root and their TMPDIR are unreachable")
     add("--hidden", action="append", default=[], metavar="PATH",
         help="commands may not read PATH either (repeatable; ~/.ssh, ~/.aws... always)")
     add("--git-writable", action="store_const", const=True, default=None,
@@ -116,6 +130,7 @@ def cli_settings(args: argparse.Namespace, root: str | None = None,
         "fence.allow_private_hosts": args.allow_private_hosts,
         "fence.hosts": pairs(args.host, "--host") or None,
         "fence.writable": [os.path.expanduser(p) for p in args.writable] or None,
+        "fence.unix_sockets": [os.path.expanduser(p) for p in args.unix_socket] or None,
         "fence.hidden": list(args.hidden) or None, "fence.git_writable": args.git_writable,
         "fence.env": pairs(args.env, "--env") or None,
         "policy.protect": list(args.protect) or None,
@@ -138,24 +153,37 @@ def cli_settings(args: argparse.Namespace, root: str | None = None,
 
 
 def announce(box: Toolbox, *, confirm: str, root: str, out: TextIO | None = None) -> None:
-    """One stderr line with the fence in force, then a loud line for each thing that is
-    off: commands unfenced, confirmation off, project settings ignored."""
+    """One stderr line with the fence in force for ``box``, then a loud line for each
+    thing that is off: commands unfenced, confirmation off, project settings ignored."""
+    announce_settings(box.settings, box.fence, confirm=confirm, root=root, out=out)
+
+
+def fleet_fence(settings: Settings) -> str:
+    """How commands of a toolbox with these settings would run (a fleet has no toolbox
+    of its own: one is made in a temp folder, asked, and closed)."""
+    with tempfile.TemporaryDirectory(prefix="loki-fence-") as where, filesystem_toolbox(
+            where, settings=settings.with_values({"mcp_servers": {}})) as box:
+        return box.fence
+
+
+def announce_settings(settings: Settings, fence: str, *, confirm: str, root: str | None,
+                      out: TextIO | None = None) -> None:
+    """The start line of :func:`announce` from settings and how commands run (``fence``)."""
     err = out or sys.stderr
-    settings: Settings = box.settings
-    fence, policy = settings.fence, settings.policy
-    network = ("open" if fence.network is True else "none (loopback only)"
-               if fence.network is False else "only " + ", ".join(fence.network))
+    net, policy = settings.fence.network, settings.policy
+    network = ("open" if net is True else "none (loopback only)" if net is False
+               else "only " + ", ".join(net))
     rules = (f"{len(policy.rules)} rule{'s' if len(policy.rules) != 1 else ''}, "
              f"otherwise {policy.rules_default}")
-    commands = "none (read-only)" if settings.read_only else box.fence or "n/a"
+    commands = "none (read-only)" if settings.read_only else fence or "n/a"
     err.write(f"loki: fence: commands {commands}; network {network}; "
               f"{len(policy.protect)} protected globs; {rules}; confirm {confirm}\n")
-    if not settings.read_only and box.fence.startswith("UNFENCED"):
+    if not settings.read_only and fence.startswith("UNFENCED"):
         err.write("loki: WARNING: commands run UNFENCED: they can read and write anything "
                   "this user can\n")
     temp = os.path.realpath(tempfile.gettempdir())
-    real = os.path.realpath(root)
-    if not settings.read_only and (real == temp or real.startswith(temp + os.sep)):
+    real = os.path.realpath(root) if root is not None else ""
+    if real and not settings.read_only and (real == temp or real.startswith(temp + os.sep)):
         err.write(f"loki: WARNING: the root is inside the system temp folder ({temp}): "
                   "existing files there are overwritten and edited without confirmation\n")
     for warning in settings.warnings:

@@ -22,11 +22,12 @@ that, answers are still computed, just not remembered.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import os
 import stat
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -45,6 +46,7 @@ MAX_ENTRIES = 100_000  # files the index remembers
 MAX_HELD = 256 << 20  # about this many bytes of names and definitions remembered
 _SYMBOL_BYTES = 250  # one remembered definition besides its strings' characters
 _HEAD = 256  # bytes read to find a #! line
+PARSED_KEPT = 10_000  # distinct file contents whose parse a process keeps (any root)
 
 Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 
@@ -221,8 +223,8 @@ class Index:
             return self._remember(rel, Entry(key))
         if wanted is not None and not wanted.in_bytes(src):
             return self._remember(rel, Entry(key, lang.name, lacks=wanted.word))
-        names, counts = identifiers(src)
-        return self._remember(rel, Entry(key, lang.name, names, counts, extract(lang, src)))
+        names, counts, outline = _parsed(lang, src)
+        return self._remember(rel, Entry(key, lang.name, names, counts, outline))
 
     def _remember(self, rel: str, entry: Entry, *, keep: bool = True) -> Entry:
         old = self.entries.pop(rel, None)
@@ -234,6 +236,36 @@ class Index:
             self.held += entry.held()
             self.changed += 1
         return entry
+
+
+class _Parsed:
+    """What parsing gave for file contents seen before in this process, whatever their path:
+    a fresh checkout of a repository (a fleet attempt's working copy: each a new root, on
+    a worker that runs attempt after attempt) is parsed once, not once per copy. Bounded;
+    the least recently used go first. (Outlines are frozen: sharing them is safe.)"""
+
+    def __init__(self, limit: int = PARSED_KEPT) -> None:
+        self.limit = limit
+        self.found: OrderedDict[tuple[str, bytes], tuple[str, bytes, Outline]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, lang: Language, src: bytes) -> tuple[str, bytes, Outline]:
+        key = (lang.name, hashlib.blake2b(src, digest_size=16).digest())
+        with self.lock:
+            found = self.found.get(key)
+            if found is not None:
+                self.found.move_to_end(key)
+                return found
+        names, counts = identifiers(src)
+        made = (names, counts, extract(lang, src))
+        with self.lock:
+            self.found[key] = made
+            while len(self.found) > self.limit:
+                self.found.popitem(last=False)
+        return made
+
+
+_parsed = _Parsed().get
 
 
 def _language_by_name(rel: str) -> Language | None:

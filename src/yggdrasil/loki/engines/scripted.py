@@ -30,6 +30,7 @@ class ScriptedEngine:
     """Replays ``script`` one reply per request; ``engine="scripted", model=<path>`` loads a file."""
 
     name = "scripted"
+    spends_tokens = False  # a replay: the usage it reports is the recording's
 
     def __init__(
         self, script: Iterable[Any] | str | os.PathLike[str] | None = None, *,

@@ -9,11 +9,15 @@ removed at the end; a worker killed midway leaves it to the next attempt's sweep
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
+import signal
+import socket
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +26,8 @@ from ..agent import Loki
 from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy, create_engine
 from ..errors import EngineAuthError, EngineConfigError, EngineError
 from ..sandbox import run_process
-from ..shell import DEFAULT_HIDDEN
-from ..tools import DEFAULT_PROTECTED, filesystem_toolbox
+from ..settings import Settings as ToolboxSettings
+from ..tools import filesystem_toolbox
 from ._copies import CopyError, WorkingCopy
 from ._gate import GateClient, GatedEngine
 from ._git import GitError, Snapshots
@@ -49,11 +53,12 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     engine_options: dict[str, Any] = field(default_factory=dict)
     protocol: str = "auto"
-    sandbox: str = "require"
-    network: bool = True
-    protect: tuple[str, ...] | None = None  # the agent's protected files (None: the default)
+    toolbox: ToolboxSettings = field(default_factory=lambda: ToolboxSettings().with_values(
+        {"fence.sandbox": "require"}))  # the agent's fence and policy (verify: no protection)
     cache_dir: str = ""
     max_patch_bytes: int = 20 << 20
+    refresh: str = "auto"  # when mirrors are fetched (_copies.REFRESH)
+    run: str = ""  # this fleet run's id (``auto`` fetches a mirror once per run)
 
 
 class AttemptError(Exception):
@@ -65,15 +70,29 @@ class AttemptError(Exception):
         self.transcript = transcript
 
 
-def run_attempt(task: Task, settings: Settings, gate: GateClient, holder: str) -> dict[str, Any]:
-    """Run one attempt of ``task``; a plain dict, never an exception (see the module doc)."""
+def run_attempt(task: Task, settings: Settings, gate: GateClient, holder: str,
+                node: str = "") -> dict[str, Any]:
+    """Run one attempt of ``task``; a plain dict, never an exception (see the module doc).
+
+    It checks in with the gate first (the driver counts its timeout from then, and learns
+    ``node``: this host unless the backend names it), and says when it started and ended.
+    """
+    node = node or socket.gethostname()
+    stamp = {"node": node, "started_at": time.time()}
+    with contextlib.suppress(Exception):  # a check-in is worth no failed attempt
+        gate.begin(holder, node)
+    outcome = _run(task, settings, gate, holder)
+    return {**outcome, **stamp, "ended_at": time.time()}
+
+
+def _run(task: Task, settings: Settings, gate: GateClient, holder: str) -> dict[str, Any]:
     started = time.monotonic()
     space = Workspace(settings.cache_dir)
     space.sweep()
     marker = secrets.token_hex(8)
     os.environ[MARKER] = marker  # every command this attempt starts carries it
     try:
-        with space.scratch(task.id, marker) as scratch:
+        with space.scratch(task.id, marker) as scratch, _temp_in(scratch / "tmp"):
             result, transcript = _attempt(task, settings, gate, holder, scratch, space,
                                           deadline=started + task.timeout)
         result["seconds"] = round(time.monotonic() - started, 3)
@@ -89,16 +108,40 @@ def run_attempt(task: Task, settings: Settings, gate: GateClient, holder: str) -
         os.environ.pop(MARKER, None)
 
 
+@contextlib.contextmanager
+def _temp_in(folder: Path) -> Iterator[None]:
+    """Every temporary file of the attempt (the toolboxes' undo copies, the commands'
+    scratch folders and bytecode, git's) in ``folder``, inside the attempt's scratch
+    folder: removed with it, and swept with it when the worker is killed."""
+    folder.mkdir()
+    names = ("TMPDIR", "TMP", "TEMP")
+    saved = {name: os.environ.get(name) for name in names}
+    saved_dir = tempfile.tempdir
+    os.environ.update(dict.fromkeys(names, str(folder)))
+    tempfile.tempdir = str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved_dir
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _attempt(task: Task, settings: Settings, gate: GateClient, holder: str, scratch: Path,
              space: Workspace, *, deadline: float) -> tuple[dict[str, Any], str]:
-    copy = WorkingCopy.create(task, scratch / task.id, space)
+    copy = WorkingCopy.create(task, scratch / task.id, space, refresh=settings.refresh,
+                              run=settings.run)
     log = scratch / "transcript.jsonl"
     try:
         if task.setup:
             _setup(task, copy.path, deadline)
         snapshots = Snapshots(scratch / "snapshots.git", copy.path, copy.objects)
         before = snapshots.take()
-        act = _act(task, settings, gate, holder, copy.path, log, _hidden(task, space))
+        act, replayed = _act(task, settings, gate, holder, copy.path, log,
+                             _hidden(task, space, settings))
         after = snapshots.take()
         patch = snapshots.diff(before, after, settings.max_patch_bytes)
         if patch is None:
@@ -110,7 +153,8 @@ def _attempt(task: Task, settings: Settings, gate: GateClient, holder: str, scra
         copy.remove()
     result = {"commit": copy.commit, "patch": patch.decode("utf-8", "surrogateescape"),
               "files_changed": files, "steps": len(act.steps), "stop_reason": act.stop_reason,
-              "answer": act.answer, "usage": act.usage, "model": act.model}
+              "answer": act.answer, "usage": act.usage, "model": act.model,
+              "tokens_replayed": replayed}
     if task.verify:
         result.update(_verify(task, settings, space, scratch, copy.commit, patch, deadline))
     return result, _read(log)
@@ -122,10 +166,12 @@ def _setup(task: Task, path: Path, deadline: float) -> None:
     done = run_process(["/bin/sh", "-c", task.setup], cwd=str(path), timeout=_left(deadline))
     if done.timed_out or done.exit_code != 0:
         why = "timed out" if done.timed_out else f"exit {done.exit_code}"
-        raise AttemptError(f"setup failed ({why}): {_tail(done.observation())}")
+        # an exit code is the same on every try; a timeout (a slow node) may not be
+        raise AttemptError(f"setup failed ({why}): {_tail(done.observation())}",
+                           final=not done.timed_out and not _killed(done.exit_code))
 
 
-def _hidden(task: Task, space: Workspace) -> tuple[str, ...]:
+def _hidden(task: Task, space: Workspace, settings: Settings) -> tuple[str, ...]:
     """What an attempt's commands may not read besides the usual credential stores: the
     node's scratch folders (this attempt's snapshots and transcript, which hold copies of
     the root's protected files, and other attempts' copies) and the task's own folder when
@@ -133,7 +179,7 @@ def _hidden(task: Task, space: Workspace) -> tuple[str, ...]:
     root). The root inside the scratch folder stays theirs (its own rule lets them read and
     write it)."""
     source = local_folder(task.repo)
-    return (*DEFAULT_HIDDEN, str(space.work), *((source,) if source else ()))
+    return (*settings.toolbox.fence.hidden, str(space.work), *((source,) if source else ()))
 
 
 def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Path,
@@ -142,13 +188,11 @@ def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Pa
         engine = GatedEngine(_engine(task, settings), gate, holder, settings.retry)
         loki = Loki(engine, protocol=settings.protocol)  # type: ignore[arg-type]
         # closed before the patch is taken: no background job may change the copy after
-        protect = DEFAULT_PROTECTED if settings.protect is None else settings.protect
-        with filesystem_toolbox(root, sandbox=settings.sandbox,  # type: ignore[arg-type]
-                                network=settings.network, protect=protect,
-                                hidden=hidden) as box:
+        with filesystem_toolbox(root, settings=settings.toolbox, hidden=hidden) as box:
             try:
-                return loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
-                                transcript=log)
+                act = loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
+                               transcript=log)
+                return act, not engine.spends_tokens
             finally:  # workers end with os._exit: no finalizer would remove the undo copies
                 box.discard_undo()
     except (EngineConfigError, EngineAuthError) as exc:
@@ -184,16 +228,32 @@ def _verify(task: Task, settings: Settings, space: Workspace, scratch: Path, com
                         "verify_output": _tail(f"the patch does not apply: {exc}")}
         # the task author's command, graded apart from the agent: nothing is protected
         # (but it runs code the agent wrote: the node's other scratch folders stay hidden)
-        with filesystem_toolbox(fresh.path, sandbox=settings.sandbox,  # type: ignore[arg-type]
-                                network=settings.network, protect=(),
-                                hidden=_hidden(task, space)) as box:
-            said = box.call("run", {"command": task.verify,
-                                    "timeout": min(3600.0, _left(deadline))})
+        with filesystem_toolbox(fresh.path, settings=settings.toolbox, protect=(), rules=(),
+                                rules_default="allow", mcp_servers=(),
+                                hidden=_hidden(task, space, settings)) as box:
+            try:
+                said = box.call("run", {"command": task.verify,
+                                        "timeout": min(3600.0, _left(deadline))})
+            finally:
+                box.discard_undo()
     finally:
         fresh.remove()
     found = _EXIT.match(said)
     code = int(found.group(1)) if found else None
+    if code is None or _killed(code):  # not the patch's verdict: the node's (OOM, a kill)
+        why = (f"exit {code}" if code is not None else "timed out"
+               if said.startswith("exit=timeout") else "it could not run")
+        raise AttemptError(f"verify was killed ({why}); not graded: {_tail(said)}")
     return {"verified": code == 0, "verify_exit": code, "verify_output": _tail(said)}
+
+
+# Signals that come from outside a command (the OOM killer, a kill, a timeout), as a
+# negative exit code or as a shell reports them (128 + the signal)
+_KILLS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+
+
+def _killed(code: int | None) -> bool:
+    return code is not None and (-code in _KILLS or code - 128 in _KILLS)
 
 
 def _left(deadline: float) -> float:

@@ -27,7 +27,14 @@ from ._scratch import Workspace, prune
 from ._task import Task
 from ._urls import Remote, is_url, remote, shown_repo
 
-__all__ = ["CopyError", "WorkingCopy", "is_git_repo"]
+__all__ = ["REFRESH", "CopyError", "WorkingCopy", "is_git_repo"]
+
+# When a mirror is fetched before a working copy is made from it (it always is when it
+# lacks the commit): ``auto`` once per fleet run when the task names a branch, a tag or
+# no commit (HEAD), never for a full hash it has; ``always`` for every attempt; ``never``.
+REFRESH = ("auto", "always", "never")
+_FULL_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_FETCHED = "loki-fetched"  # in a mirror: the run that fetched it last
 
 
 class CopyError(RuntimeError):
@@ -59,12 +66,17 @@ class WorkingCopy:
         return self.mirror / "objects" if self.mirror is not None else None
 
     @classmethod
-    def create(cls, task: Task, path: Path, space: Workspace, commit: str | None = None) -> WorkingCopy:
-        """A working copy of ``task.repo`` at ``commit`` (default: the task's) in ``path``."""
+    def create(cls, task: Task, path: Path, space: Workspace, commit: str | None = None, *,
+               refresh: str = "auto", run: str = "") -> WorkingCopy:
+        """A working copy of ``task.repo`` at ``commit`` (default: the task's) in ``path``;
+        ``refresh`` says when the mirror is fetched first (see :data:`REFRESH`), ``run``
+        names the fleet run (``auto`` fetches once per run)."""
         commit = commit or task.commit
         if is_git_repo(task.repo):
             origin = remote(task.repo)
             mirror = _mirror(task.repo, origin, space)
+            if _stale(mirror, commit, refresh, run):
+                _fetch(mirror, origin, run)
             sha = _resolve(mirror, commit, task.repo, origin)
             copy = cls(path, sha, mirror)
             with mirror_lock(mirror):  # git reads every worktree's record: one writer at a time
@@ -153,6 +165,33 @@ def _forget_credentials(mirror: Path, url: str) -> None:
     with mirror_lock(mirror):
         if stored() != url:
             git(["--git-dir", str(mirror), "config", "remote.origin.url", url])
+
+
+def _stale(mirror: Path, commit: str | None, refresh: str, run: str) -> bool:
+    if refresh == "always":
+        return True
+    if refresh == "never" or (commit and _FULL_HASH.fullmatch(commit)):
+        return False
+    try:
+        return not run or (mirror / _FETCHED).read_text() != run
+    except OSError:
+        return True
+
+
+def _fetch(mirror: Path, origin: Remote, run: str) -> None:
+    """Bring the mirror up to date with its origin (once per run: workers that wait on the
+    lock find it done). A fetch that fails leaves the mirror as it was: the task then runs
+    on what the node has, or fails saying its commit is missing."""
+    with mirror_lock(mirror):
+        try:
+            if run and (mirror / _FETCHED).read_text() == run:
+                return
+        except OSError:
+            pass
+        with contextlib.suppress(GitError):
+            git(["--git-dir", str(mirror), "fetch", "--quiet", "--prune", "origin"],
+                env=origin.env)
+            (mirror / _FETCHED).write_text(run)
 
 
 def _resolve(mirror: Path, commit: str | None, repo: str, origin: Remote) -> str:

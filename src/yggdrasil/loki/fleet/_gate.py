@@ -1,86 +1,201 @@
-"""One rate gate for the whole fleet: requests in flight, 429 pauses, tokens spent.
+"""One rate gate for the whole fleet: requests in flight, adaptive to 429s, tokens spent.
 
 Each worker's engine retries only its own failures, so one worker's 429 would not slow the
 others, and the endpoint keeps being hammered. Every request of every worker therefore
-passes one :class:`Gate`: it admits at most ``limit`` requests at a time, and a 429 seen
-by anyone pauses everyone for the wait the server asked for. The gate is plain threaded
-Python, hosted where all workers reach it: a ``multiprocessing`` manager process on the
-local backend, a threaded Ray actor on a cluster.
+passes one gate. :class:`GateCore` is the decision, with no waiting in it:
 
-Leases are per holder (one attempt of one task): when an attempt dies, the driver calls
-:meth:`Gate.forget`, which frees what it held and refuses what it still asks for, so a
-killed worker cannot leak a slot.
+- at most ``window`` requests are in flight; the window starts at ``limit``
+  (``max_in_flight``) and adapts to the endpoint (AIMD): after a round of requests (as
+  many as the window) in which most were answered 429, it halves; after a round with no
+  429 it grows by one, up to ``limit``. A share of 429s the endpoint answers at random
+  (other tenants' load) costs only the requests it hits; an endpoint at its capacity
+  (everything refused) brings the fleet down to what it takes;
+- a 429'd request waits its Retry-After (else the policy's backoff) alone, its slot given
+  to the next request: nobody else is paused;
+- a freed slot is handed to one waiter, the longest waiting (first come, first served):
+  no thundering herd, however many wait.
+
+:class:`Gate` waits on it with threads (a ``multiprocessing`` manager process on the
+local backend); the Ray backend waits on it with asyncio in an async actor, which holds
+thousands of waiting requests without a thread each.
+
+Leases are per holder (one attempt of one task). The driver calls :meth:`GateCore.forget`
+when an attempt is over (its worker process known to be gone), which frees what it held
+and refuses what it still asks for. Attempts also check in (:meth:`GateCore.begin`) when
+they start on a worker: the driver learns there when and where each one runs.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..engine import Completion, Engine, Message, RetryPolicy
 from ..errors import EngineError, EngineRateLimited, EngineUnavailable
 
-__all__ = ["Gate", "GateClient", "GatedEngine"]
+__all__ = ["Gate", "GateClient", "GateCore", "GatedEngine"]
+
+_KEEP_STARTED = 100_000  # check-ins kept for the driver before the oldest are dropped
 
 
-class Gate:
-    """Admits at most ``limit`` requests at once, and none while a 429 pause lasts."""
+class GateCore:
+    """The gate's state and decisions (no waiting): see the module doc."""
 
     def __init__(self, limit: int) -> None:
         if limit < 1:
             raise ValueError(f"the gate needs a limit of at least 1 request, got {limit}")
         self.limit = limit
-        self._cond = threading.Condition()
+        self.window = float(limit)
         self._held: dict[str, int] = {}
         self._forgotten: set[str] = set()
+        self._waiting: deque[tuple[str, Any]] = deque()  # (holder, the waiter's token)
         self._in_flight = 0
-        self._paused_until = 0.0
+        self._round = [0, 0]  # answers and 429s in the current round
+        self._started: dict[str, tuple[float, str]] = {}
         self._counts = {"requests": 0, "rate_limited": 0, "max_in_flight": 0,
-                        "input_tokens": 0, "output_tokens": 0}
+                        "input_tokens": 0, "output_tokens": 0, "window_cuts": 0}
+
+    def enter(self, holder: str, token: Any) -> bool | None:
+        """True: admitted now; False: refused (forgotten); None: ``token`` waits in line
+        (its wake-up comes back from :meth:`release` or :meth:`forget`)."""
+        if holder in self._forgotten:
+            return False
+        if not self._waiting and self._in_flight < int(self.window):
+            self._admit(holder)
+            return True
+        self._waiting.append((holder, token))
+        return None
+
+    def leave(self, token: Any) -> None:
+        """A waiter gave up (its caller was interrupted): out of the line."""
+        self._waiting = deque(w for w in self._waiting if w[1] is not token)
+
+    def release(self, holder: str, usage: Mapping[str, int] | None = None,
+                limited: bool = False) -> list[tuple[Any, bool]]:
+        """Give the slot back (``limited``: it was answered 429); the waiters to wake, each
+        with whether it was admitted."""
+        if self._held.get(holder, 0) > 0:
+            self._held[holder] -= 1
+            self._in_flight -= 1
+        for key in ("input_tokens", "output_tokens"):
+            self._counts[key] += int((usage or {}).get(key, 0) or 0)
+        self._counts["rate_limited"] += limited
+        self._adapt(limited)
+        return self._hand_out()
+
+    def forget(self, holder: str) -> list[tuple[Any, bool]]:
+        """The attempt ``holder`` is over: free its slots, refuse its requests (waiting
+        ones too); the waiters to wake."""
+        self._forgotten.add(holder)
+        self._started.pop(holder, None)
+        self._in_flight -= self._held.pop(holder, 0)
+        refused = [(token, False) for h, token in self._waiting if h == holder]
+        self._waiting = deque(w for w in self._waiting if w[0] != holder)
+        return refused + self._hand_out()
+
+    def begin(self, holder: str, node: str) -> None:
+        """An attempt checks in as it starts on a worker: when (unix time) and where."""
+        if len(self._started) >= _KEEP_STARTED:
+            self._started.pop(next(iter(self._started)))
+        self._started[holder] = (time.time(), node)
+
+    def started(self, holders: Sequence[str]) -> dict[str, tuple[float, str]]:
+        """When and where each of ``holders`` that checked in started."""
+        return {h: self._started[h] for h in holders if h in self._started}
+
+    def stats(self) -> dict[str, int]:
+        """Requests admitted, 429s seen, the most in flight at once, tokens spent, the
+        window now and how often it was cut."""
+        return {**self._counts, "in_flight": self._in_flight, "waiting": len(self._waiting),
+                "window": int(self.window)}
+
+    def _admit(self, holder: str) -> None:
+        self._in_flight += 1
+        self._held[holder] = self._held.get(holder, 0) + 1
+        self._counts["requests"] += 1
+        self._counts["max_in_flight"] = max(self._counts["max_in_flight"], self._in_flight)
+
+    def _adapt(self, limited: bool) -> None:
+        """AIMD over rounds of ``window`` answers: halve after a round mostly refused, grow
+        by one after a round with no refusal."""
+        self._round[0] += 1
+        self._round[1] += limited
+        answers, refused = self._round
+        if answers < int(self.window):
+            return
+        if refused * 2 > answers:
+            self.window = max(1.0, self.window / 2)
+            self._counts["window_cuts"] += 1
+        elif refused == 0:
+            self.window = min(float(self.limit), self.window + 1)
+        self._round = [0, 0]
+
+    def _hand_out(self) -> list[tuple[Any, bool]]:
+        woken = []
+        while self._waiting and self._in_flight < int(self.window):
+            holder, token = self._waiting.popleft()
+            self._admit(holder)
+            woken.append((token, True))
+        return woken
+
+
+class Gate:
+    """:class:`GateCore` for threads: ``acquire`` blocks until admitted (or refused)."""
+
+    def __init__(self, limit: int) -> None:
+        self.core = GateCore(limit)
+        self._lock = threading.Lock()
 
     def acquire(self, holder: str) -> bool:
         """Wait for a slot; False when ``holder`` was forgotten (its attempt is over)."""
-        with self._cond:
-            while True:
-                if holder in self._forgotten:
-                    return False
-                pause = self._paused_until - time.monotonic()
-                if pause <= 0 and self._in_flight < self.limit:
-                    break
-                self._cond.wait(pause if pause > 0 else None)
-            self._in_flight += 1
-            self._held[holder] = self._held.get(holder, 0) + 1
-            self._counts["requests"] += 1
-            self._counts["max_in_flight"] = max(self._counts["max_in_flight"], self._in_flight)
-            return True
+        waiter = _Waiter()
+        with self._lock:
+            now = self.core.enter(holder, waiter)
+        if now is not None:
+            return now
+        try:
+            waiter.event.wait()
+        except BaseException:
+            with self._lock:
+                self.core.leave(waiter)
+            raise
+        return waiter.admitted
 
     def release(self, holder: str, usage: Mapping[str, int] | None = None,
-                pause: float = 0.0) -> None:
-        """Give the slot back; ``pause`` > 0 (after a 429) stops everyone that long."""
-        with self._cond:
-            if self._held.get(holder, 0) > 0:
-                self._held[holder] -= 1
-                self._in_flight -= 1
-            for key in ("input_tokens", "output_tokens"):
-                self._counts[key] += int((usage or {}).get(key, 0) or 0)
-            if pause > 0:
-                self._counts["rate_limited"] += 1
-                self._paused_until = max(self._paused_until, time.monotonic() + pause)
-            self._cond.notify_all()
+                limited: bool = False) -> None:
+        with self._lock:
+            _wake(self.core.release(holder, usage, limited))
 
     def forget(self, holder: str) -> None:
-        """The attempt ``holder`` is over: free its slots and refuse its later requests."""
-        with self._cond:
-            self._forgotten.add(holder)
-            self._in_flight -= self._held.pop(holder, 0)
-            self._cond.notify_all()
+        with self._lock:
+            _wake(self.core.forget(holder))
+
+    def begin(self, holder: str, node: str) -> None:
+        with self._lock:
+            self.core.begin(holder, node)
+
+    def started(self, holders: Sequence[str]) -> dict[str, tuple[float, str]]:
+        with self._lock:
+            return self.core.started(holders)
 
     def stats(self) -> dict[str, int]:
-        """Requests admitted, 429s seen, the most in flight at once, tokens spent."""
-        with self._cond:
-            return {**self._counts, "in_flight": self._in_flight}
+        with self._lock:
+            return self.core.stats()
+
+
+class _Waiter:
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.admitted = False
+
+
+def _wake(woken: list[tuple[Any, bool]]) -> None:
+    for waiter, admitted in woken:
+        waiter.admitted = admitted
+        waiter.event.set()
 
 
 class GateClient(Protocol):
@@ -89,15 +204,19 @@ class GateClient(Protocol):
     def acquire(self, holder: str) -> bool: ...
 
     def release(self, holder: str, usage: Mapping[str, int] | None = None,
-                pause: float = 0.0) -> None: ...
+                limited: bool = False) -> None: ...
+
+    def begin(self, holder: str, node: str) -> None: ...
 
 
 class GatedEngine:
     """An engine whose every request passes the fleet's gate.
 
     The wrapped engine is built not to retry (``RetryPolicy(attempts=1)``): retries happen
-    here, under ``policy``, so that a 429 pauses the whole fleet (for the server's
-    Retry-After, else the policy's backoff) instead of only this worker.
+    here, under ``policy``. A 429 gives the slot back at once (the gate learns of it and
+    adapts its window) and this request alone waits the server's Retry-After (else the
+    policy's backoff). A replaying engine (``spends_tokens`` False: the scripted one) has
+    its recorded usage left out of the fleet's tokens spent.
     """
 
     def __init__(self, inner: Engine, gate: GateClient, holder: str,
@@ -110,6 +229,7 @@ class GatedEngine:
         self.model = str(getattr(inner, "model", ""))
         self.native_tools = bool(getattr(inner, "native_tools", False))
         self.schema_flavor = str(getattr(inner, "schema_flavor", "neutral"))  # what its API wants
+        self.spends_tokens = bool(getattr(inner, "spends_tokens", True))
 
     def complete(self, messages: Sequence[Message], *, system: str,
                  tools: Sequence[Mapping[str, Any]] | None = None) -> Completion:
@@ -120,18 +240,16 @@ class GatedEngine:
             try:
                 completion = self.inner.complete(messages, system=system, tools=tools)
             except EngineError as exc:
+                limited = isinstance(exc, EngineRateLimited)
+                self.gate.release(self.holder, limited=limited)
                 wait = self.policy.wait_for(exc, attempt)
                 if wait is None:
-                    self.gate.release(self.holder)
                     raise
-                limited = isinstance(exc, EngineRateLimited)
-                self.gate.release(self.holder, pause=wait if limited else 0.0)
-                if not limited:
-                    self.policy.sleep(wait)
+                self.policy.sleep(wait)
                 attempt += 1
                 continue
             except BaseException:
                 self.gate.release(self.holder)
                 raise
-            self.gate.release(self.holder, usage=completion.usage)
+            self.gate.release(self.holder, usage=completion.usage if self.spends_tokens else None)
             return completion

@@ -1,21 +1,28 @@
-"""The local backend: one process per attempt on this machine, no Ray needed.
+"""The local backend: a warm worker process per slot on this machine, no Ray needed.
 
-Attempts are forked from a ``multiprocessing`` fork server that has the agent imported
-already, so a task costs a fork, not an interpreter start. Each sends its one result back
-through a pipe; a pipe that closes without one means the process died (killed, crashed),
-and the driver says so. The rate gate lives in a manager process every attempt reaches.
-An attempt process (and the gate's manager) whose driver dies kills what it started and
-exits (each watches the driver's sentinel); the fork server then exits too, so killing
-the driver leaves nothing running.
+Each slot's worker is started once (``spawn``: a fresh interpreter with the driver's
+``sys.path``, which imports the agent and the engine's SDK once) and then runs attempt
+after attempt, as Ray reuses its workers: an attempt costs a message, not a process. It
+sends each result back through its pipe; a pipe that closes without one means the worker
+died (killed, crashed), and the driver says so and starts another for the slot. A worker
+is retired after :data:`USES` attempts (whatever a long run leaks goes with it).
+
+The rate gate lives in a manager process every worker reaches over an abstract UNIX
+socket (no file: nothing to leave behind, and nothing that depends on a temp folder that
+an earlier fleet's caller may have removed). Every process of a fleet is its own: a
+second fleet in the same process starts its own. Workers and the manager watch the
+driver: when it dies they stop what they started and exit, so killing the driver leaves
+nothing running.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.machinery
 import multiprocessing
-import multiprocessing.forkserver
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -32,6 +39,8 @@ from ._task import Task
 
 __all__ = ["LocalBackend"]
 
+USES = 200  # attempts a worker runs before it is replaced by a fresh one
+
 
 class _GateManager(BaseManager):
     pass
@@ -39,91 +48,111 @@ class _GateManager(BaseManager):
 
 _GateManager.register("Gate", Gate)
 
+# The SDK an engine imports when it is made (half a second for openai): imported once
+# per worker, when it starts.
+_ENGINE_SDKS = {"openai": "openai", "ollama": "openai", "anthropic": "anthropic"}
+
+
+@dataclass(eq=False)
+class _Worker:
+    process: Any  # a multiprocessing Process of the spawn context
+    conn: Connection
+    uses: int = 0
+
 
 @dataclass(eq=False)
 class _Attempt:
-    process: Any  # a multiprocessing Process of the forkserver context
-    conn: Connection
+    worker: _Worker
+    holder: str
 
 
 class LocalBackend:
-    """Runs attempts as processes of this machine; ``gate`` is shared by all of them."""
+    """Runs attempts on warm worker processes of this machine; ``gate`` is shared by all."""
+
+    starts_at_once = True  # a worker per slot: nothing waits in a queue
 
     def __init__(self, settings: Settings, limit: int) -> None:
         self.settings = settings
-        self.ctx = multiprocessing.get_context("forkserver")
-        _start_fork_server(self.ctx, settings.engine)
-        self.manager = _GateManager(ctx=self.ctx)
+        self.ctx = multiprocessing.get_context("spawn")
+        self.idle: list[_Worker] = []
+        address = f"\0loki-fleet-gate-{os.getpid()}-{secrets.token_hex(8)}"
+        self.manager = _GateManager(address=address, ctx=self.ctx)
         with _main_not_rerun():
             self.manager.start(initializer=_watch_driver)
         self.gate: Any = self.manager.Gate(limit)  # type: ignore[attr-defined]
 
     def start(self, task: Task, holder: str) -> _Attempt:
-        receive, send = self.ctx.Pipe(duplex=False)
-        process = self.ctx.Process(target=_child, args=(send, task, self.settings, self.gate,
-                                                        holder),
-                                   name=f"loki-fleet {holder}", daemon=True)
-        with _main_not_rerun():
-            process.start()
-        send.close()
-        return _Attempt(process, receive)
+        worker = self.idle.pop() if self.idle else self._spawn()
+        worker.uses += 1
+        with contextlib.suppress(OSError):  # died while idle: the attempt reads as its death
+            worker.conn.send((task, holder))
+        return _Attempt(worker, holder)
 
     def wait(self, attempts: list[_Attempt], timeout: float) -> list[_Attempt]:
-        """The attempts that ended (result sent, or process gone) within ``timeout``."""
-        ready = set(wait([a.conn for a in attempts], timeout))
-        return [a for a in attempts if a.conn in ready]
+        """The attempts that ended (result sent, or worker gone) within ``timeout``."""
+        ready = set(wait([a.worker.conn for a in attempts], timeout))
+        return [a for a in attempts if a.worker.conn in ready]
 
     def outcome(self, attempt: _Attempt) -> dict[str, Any]:
+        worker = attempt.worker
         try:
-            outcome: dict[str, Any] = attempt.conn.recv()
+            outcome: dict[str, Any] = worker.conn.recv()
         except (EOFError, OSError):
-            attempt.process.join(5)
-            outcome = {"ok": False, "error": died(attempt.process.exitcode)}
-        except Exception as exc:  # a result cut short by the process dying mid-send
-            attempt.process.join(5)
-            outcome = {"ok": False, "error": f"{died(attempt.process.exitcode)} ({exc})"}
-        attempt.conn.close()
-        attempt.process.join(30)
-        if not outcome["ok"] and "final" not in outcome:  # it died: sweep up after it now
-            Workspace(self.settings.cache_dir).sweep()
+            outcome = {"ok": False, "error": self._bury(worker)}
+        except Exception as exc:  # a result cut short by the worker dying mid-send
+            outcome = {"ok": False, "error": f"{self._bury(worker)} ({exc})"}
+        else:
+            self._reuse(worker)
         return outcome
 
-    def kill(self, attempt: _Attempt) -> None:
-        attempt.process.kill()
-        attempt.process.join()
-        attempt.conn.close()
-        Workspace(self.settings.cache_dir).sweep()  # its commands, its working copy
+    def kill(self, attempt: _Attempt) -> bool:
+        """Stop the attempt: its worker is killed (and replaced by the next start); over
+        at once (the worker is reaped here, its requests ended with it)."""
+        attempt.worker.process.kill()
+        self._bury(attempt.worker)
+        return True
 
     def close(self) -> None:
+        for worker in self.idle:
+            with contextlib.suppress(OSError):
+                worker.conn.send(None)
+        for worker in self.idle:
+            worker.process.join(5)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.conn.close()
+        self.idle = []
         self.manager.shutdown()
         Workspace(self.settings.cache_dir).sweep()
 
-
-# The SDK an engine imports when it is made (half a second for openai): imported once in
-# the fork server instead of once per attempt.
-_ENGINE_SDKS = {"openai": "openai", "ollama": "openai", "anthropic": "anthropic"}
-
-
-def _start_fork_server(ctx: Any, engine: object) -> None:
-    """Start the fork server with the agent (and the engine's SDK) imported, so that an
-    attempt costs a fork, not imports.
-
-    Python 3.11's fork server is handed the driver's ``sys.path`` but drops it, so it would
-    import whatever copy of the package the default path finds; it gets the driver's path
-    through ``PYTHONPATH`` while it starts instead. (Already running: nothing to do.)
-    """
-    sdk = _ENGINE_SDKS.get(engine) if isinstance(engine, str) else None
-    ctx.set_forkserver_preload(["yggdrasil.loki.fleet._attempt", *([sdk] if sdk else [])])
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    try:
+    def _spawn(self) -> _Worker:
+        receive, send = self.ctx.Pipe(duplex=True)
+        process = self.ctx.Process(target=_serve, args=(send, self.settings, self.gate),
+                                   name="loki-fleet worker", daemon=True)
         with _main_not_rerun():
-            multiprocessing.forkserver.ensure_running()
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
+            process.start()
+        send.close()
+        return _Worker(process, receive)
+
+    def _reuse(self, worker: _Worker) -> None:
+        if worker.uses < USES:
+            self.idle.append(worker)
+            return
+        with contextlib.suppress(OSError):
+            worker.conn.send(None)
+        worker.process.join(5)
+        self._bury(worker)
+
+    def _bury(self, worker: _Worker) -> str:
+        """A worker that is gone (or must go): reaped, and what it left swept; why it died."""
+        worker.process.join(5)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join()
+        worker.conn.close()
+        Workspace(self.settings.cache_dir).sweep()  # its commands, its working copy
+        return died(worker.process.exitcode)
 
 
 @contextlib.contextmanager
@@ -158,21 +187,29 @@ def died(exitcode: int | None) -> str:
     return f"the worker process died (exit code {exitcode}) before sending a result"
 
 
-def _child(conn: Connection, task: Task, settings: Settings, gate: Any, holder: str) -> None:
+def _serve(conn: Connection, settings: Settings, gate: Any) -> None:
+    """A worker: run the attempts the driver sends, one at a time, until told to stop."""
     # Ctrl-C reaches the whole process group: the driver handles it (and kills us), so an
     # attempt does not die of it on its own with a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _watch_driver()
-    conn.send(run_attempt(task, settings, gate, holder))
-    conn.close()
+    sdk = _ENGINE_SDKS.get(settings.engine) if isinstance(settings.engine, str) else None
+    if sdk:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(sdk)
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        task, holder = message
+        conn.send(run_attempt(task, settings, gate, holder))
 
 
 def _watch_driver() -> None:
-    """Exit when the driver is gone (killed, say), stopping this attempt's commands first.
-
-    Every process the fork server starts keeps it alive, so a gate manager or an attempt
-    outliving its driver would leave the fork server behind too: none may.
-    """
+    """Exit when the driver is gone (killed, say), stopping this attempt's commands first."""
     threading.Thread(target=_die_with_driver, daemon=True).start()
 
 

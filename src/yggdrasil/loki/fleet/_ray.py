@@ -1,22 +1,31 @@
-"""The Ray backend: one Ray task per attempt, the rate gate as a threaded Ray actor.
+"""The Ray backend: one Ray task per attempt, the rate gate as an async Ray actor.
 
 Imported only when a fleet runs with ``backend="ray"``: nothing else in the package
 imports ray. Ray's own retries are off (``max_retries=0``): the driver retries, the same
 way as on the local backend, and tells a crash (``WorkerCrashedError``: the worker process
 died; ``NodeDiedError``: its node was lost) from a task that failed. The gate actor is
-pinned to the driver's node, so losing another node never loses the gate. A timed-out
-attempt is cancelled with ``force=True``, which kills its worker process; the node's next
-attempt sweeps up its commands and working copy, and so does the sweep run on every node
-when the fleet ends.
+pinned to the driver's node, so losing another node never loses the gate; it is an asyncio
+actor, so thousands of waiting requests cost no thread each. A timed-out attempt is
+cancelled with ``force=True``, which kills its worker process; its gate slots are freed
+once Ray says the task is over (not while its request may still be in flight). The node's
+next attempt sweeps up its commands and working copy, and so does the sweep run on every
+node when the fleet ends.
+
+A cluster the fleet starts itself (no address, Ray not yet initialised) is given the CPUs
+``workers`` attempts need (``workers * cpus_per_task``, at least the machine's): Ray
+would otherwise start one CPU per core, and run no more attempts at once than that. On a
+cluster it joins, a fleet asking for more than the cluster has says so in ``notes``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import math
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ray
@@ -30,7 +39,7 @@ from ray.exceptions import (
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ._attempt import Settings, run_attempt
-from ._gate import Gate
+from ._gate import GateCore
 from ._scratch import Workspace
 from ._task import Task
 
@@ -57,8 +66,48 @@ def check_reachable(address: str | None) -> None:
                            "ray://host:10001 for Ray Client)") from exc
 
 
+class _AsyncGate:
+    """The gate actor: :class:`GateCore`, each waiting request an asyncio future."""
+
+    def __init__(self, limit: int) -> None:
+        self.core = GateCore(limit)
+
+    async def acquire(self, holder: str) -> bool:
+        future = asyncio.get_running_loop().create_future()
+        now = self.core.enter(holder, future)
+        if now is not None:
+            return now
+        try:
+            return bool(await future)
+        except asyncio.CancelledError:
+            self.core.leave(future)
+            raise
+
+    async def release(self, holder: str, usage: Mapping[str, int] | None = None,
+                      limited: bool = False) -> None:
+        _resolve(self.core.release(holder, usage, limited))
+
+    async def forget(self, holder: str) -> None:
+        _resolve(self.core.forget(holder))
+
+    async def begin(self, holder: str, node: str) -> None:
+        self.core.begin(holder, node)
+
+    async def started(self, holders: Sequence[str]) -> dict[str, tuple[float, str]]:
+        return self.core.started(holders)
+
+    async def stats(self) -> dict[str, int]:
+        return self.core.stats()
+
+
+def _resolve(woken: list[tuple[Any, bool]]) -> None:
+    for future, admitted in woken:
+        if not future.done():
+            future.set_result(admitted)
+
+
 class _ActorGate:
-    """A worker's view of the gate actor (the GateClient protocol)."""
+    """A worker's (and the driver's) view of the gate actor (the GateClient protocol)."""
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor
@@ -67,18 +116,26 @@ class _ActorGate:
         return bool(ray.get(self.actor.acquire.remote(holder)))
 
     def release(self, holder: str, usage: Mapping[str, int] | None = None,
-                pause: float = 0.0) -> None:
-        ray.get(self.actor.release.remote(holder, dict(usage or {}), pause))
+                limited: bool = False) -> None:
+        ray.get(self.actor.release.remote(holder, dict(usage or {}), limited))
 
     def forget(self, holder: str) -> None:
         ray.get(self.actor.forget.remote(holder))
+
+    def begin(self, holder: str, node: str) -> None:
+        ray.get(self.actor.begin.remote(holder, node))
+
+    def started(self, holders: Sequence[str]) -> dict[str, tuple[float, str]]:
+        return dict(ray.get(self.actor.started.remote(list(holders))))
 
     def stats(self) -> dict[str, int]:
         return dict(ray.get(self.actor.stats.remote()))
 
 
 def _attempt_on_worker(task: Task, settings: Settings, actor: Any, holder: str) -> dict[str, Any]:
-    return run_attempt(task, settings, _ActorGate(actor), holder)
+    context = ray.get_runtime_context()
+    node = f"{ray.util.get_node_ip_address()} ({context.get_node_id()[:8]})"
+    return run_attempt(task, settings, _ActorGate(actor), holder, node=node)
 
 
 def _sweep_node(cache_dir: str) -> int:
@@ -96,25 +153,47 @@ def code_runtime_env() -> dict[str, Any]:
 class RayBackend:
     """Runs attempts as Ray tasks on the cluster ``ray.init`` connects to."""
 
+    starts_at_once = False  # a task waits in Ray's queue until a node has its resources
+
     def __init__(self, settings: Settings, limit: int, *, workers: int, address: str | None,
-                 cpus_per_task: float) -> None:
+                 cpus_per_task: float, resources: Mapping[str, float] | None = None) -> None:
         self.settings = settings
         self.started_ray = False
+        self.notes: list[str] = []
         if not ray.is_initialized():
             check_reachable(address)
+            cpus = None if address else max(os.cpu_count() or 1,
+                                            math.ceil(workers * cpus_per_task))
             ray.init(address=address, runtime_env=code_runtime_env(), include_dashboard=False,
-                     logging_level=logging.WARNING, log_to_driver=False)
+                     logging_level=logging.WARNING, log_to_driver=False, num_cpus=cpus,
+                     resources=None if address else dict(resources or {}) or None)
             self.started_ray = True
-        gate_actor: Any = ray.remote(Gate)
+        self._check_capacity(workers, cpus_per_task, dict(resources or {}))
         # The gate lives on the driver's node: on another node, losing that node would
         # take the gate (and with it the whole run) down; the driver's node is lost anyway.
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        self.actor: Any = gate_actor.options(num_cpus=0, max_concurrency=2 * workers + 16,
-                                             scheduling_strategy=here).remote(limit)
+        self.actor: Any = ray.remote(_AsyncGate).options(
+            num_cpus=0, max_concurrency=max(1000, 4 * workers), scheduling_strategy=here,
+        ).remote(limit)
         self.gate = _ActorGate(self.actor)
         self.remote = ray.remote(_attempt_on_worker).options(
-            num_cpus=cpus_per_task, max_retries=0)
+            num_cpus=cpus_per_task, resources=dict(resources or {}) or None, max_retries=0)
         self.settings_ref = ray.put(settings)  # stored once, not sent with every task
+
+    def _check_capacity(self, workers: int, cpus_per_task: float,
+                        resources: dict[str, float]) -> None:
+        """A note when the cluster cannot run ``workers`` attempts at once, and why."""
+        total = ray.cluster_resources()
+        fits = [int(total.get("CPU", 0) // cpus_per_task)]
+        fits += [int(total.get(name, 0) // amount) for name, amount in resources.items()
+                 if amount > 0]
+        if min(fits) < workers:
+            have = ", ".join(f"{total.get(k, 0):g} {k}" for k in ("CPU", *resources))
+            self.notes.append(
+                f"the Ray cluster has {have}: at most {min(fits)} of the {workers} workers "
+                f"run at once ({cpus_per_task:g} CPU per task"
+                + "".join(f", {v:g} {k}" for k, v in resources.items())
+                + "); add nodes, or lower --cpus-per-task")
 
     def start(self, task: Task, holder: str) -> Any:
         return self.remote.remote(task, self.settings_ref, self.actor, holder)
@@ -139,8 +218,10 @@ class RayBackend:
             first = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
             return {"ok": False, "error": f"ray: {type(exc).__name__}: {first[0][:500]}"}
 
-    def kill(self, ref: Any) -> None:
+    def kill(self, ref: Any) -> bool:
+        """Cancel (killing its worker); over when Ray says so: not now."""
         ray.cancel(ref, force=True)
+        return False
 
     def close(self) -> None:
         try:

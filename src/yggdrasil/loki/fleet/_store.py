@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from ._task import TaskResult
 
-__all__ = ["ResultStore"]
+__all__ = ["ResultStore", "read_results", "write_atomic"]
 
 log = logging.getLogger("yggdrasil.loki.fleet")
 RESULTS = "results.jsonl"
@@ -52,7 +52,7 @@ class ResultStore:
         if transcript:
             folder = self.out / result.id
             folder.mkdir(exist_ok=True)
-            _write_atomic(folder / "transcript.jsonl", transcript.encode("utf-8", "replace"))
+            write_atomic(folder / "transcript.jsonl", transcript.encode("utf-8", "replace"))
             result.transcript = f"{result.id}/transcript.jsonl"
         line = (json.dumps(result.to_dict(), ensure_ascii=True) + "\n").encode("ascii")
         written = os.write(self._fd, line)
@@ -65,7 +65,7 @@ class ResultStore:
         """``preds.json``: every result as a SWE-bench prediction (failed ones: empty patch)."""
         preds = [{"instance_id": r.id, "model_name_or_path": r.model or model,
                   "model_patch": r.patch} for r in self.results.values()]
-        _write_atomic(self.out / PREDS, json.dumps(preds, indent=1).encode("ascii"))
+        write_atomic(self.out / PREDS, json.dumps(preds, indent=1).encode("ascii"))
 
     def close(self) -> None:
         os.close(self._fd)
@@ -107,10 +107,14 @@ def _cut_torn_line(path: Path) -> None:
             os.fsync(handle.fileno())
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
+    """``path`` holds ``data`` whole, or what it held before (no temp file left behind)."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
+    try:
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)

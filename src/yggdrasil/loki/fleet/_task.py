@@ -13,7 +13,7 @@ from typing import Any
 from ..files import json_text
 from ._urls import SCHEME, URL_SCHEMES, is_url, shown_repo
 
-__all__ = ["Task", "TaskResult", "check_unique"]
+__all__ = ["Task", "TaskResult", "check_unique", "one_line"]
 
 # An id names the task's folder under ``out``: one safe path component.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
@@ -155,17 +155,23 @@ class TaskResult:
     """How one task ended: one line of ``out/results.jsonl``.
 
     ``status`` is ``"done"`` (the agent ran to its end; ``stop_reason`` says how:
-    ``done`` or ``max_steps``) or ``"failed"`` (``reason`` says why, per attempt: it
-    raised, hung past its timeout, its worker died). ``patch`` is ``git diff --binary``
+    ``done`` or ``max_steps``) or ``"failed"`` (``reason`` says why, per attempt, on one
+    line: it raised, hung past its timeout, its worker died, verify was killed).
+    ``attempts`` has one record per attempt made: ``node`` (the host, or Ray node, that ran
+    it), ``started_at`` and ``ended_at`` (unix seconds; ``started_at`` None when it never
+    started), ``queued_seconds`` (from its submission to its start) and, for one that
+    failed, ``reason`` (one line). ``tokens_replayed``: the engine replayed a recording
+    (scripted), so ``usage`` is the recording's, not tokens spent. ``patch`` is ``git diff --binary``
     of the agent's changes (new files included) against the commit as set up;
     ``verified`` is None without a ``verify`` command, else whether it exited 0 in a fresh
-    copy with only the patch applied. ``transcript`` is relative to ``out``.
+    copy with only the patch applied. ``transcript`` is relative to ``out``. ``repo`` is
+    the task's repository (a URL's credentials shown as ``***``), for the report.
     """
 
     id: str
     status: str
     reason: str = ""
-    attempts: int = 1
+    attempts: list[dict[str, Any]] = field(default_factory=list)
     commit: str = ""
     patch: str = ""
     files_changed: list[str] = field(default_factory=list)
@@ -179,6 +185,8 @@ class TaskResult:
     transcript: str = ""
     seconds: float = 0.0
     model: str = ""
+    tokens_replayed: bool = False
+    repo: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -189,4 +197,13 @@ class TaskResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskResult:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        if isinstance(values.get("attempts"), int):  # written before attempts were records
+            values["attempts"] = [{} for _ in range(values["attempts"])]
+        return cls(**values)
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """``text`` on one line (runs of whitespace made one space), cut to ``limit`` characters."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

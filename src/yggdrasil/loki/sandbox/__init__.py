@@ -3,7 +3,9 @@
 Owns Landlock through ctypes and the launcher that applies it in the child
 (``_landlock``, run as a script by path), the namespaces the launcher puts a command in
 and the mount plan it applies there (``_namespace``), the seccomp filter against
-setuid/setgid bits (``_seccomp``), the subreaper that kills whatever an unisolated command
+setuid/setgid bits (``_seccomp``), the supervisor that decides every exec of a command
+through seccomp user notification (``_supervisor``, with the launcher's half in
+``_usernotif``), the subreaper that kills whatever an unisolated command
 leaves behind (``_reaper``), the import guard that keeps modules planted in the root out
 of the agent process (``_imports``), the probes of what this machine offers (``_isolation``), the
 environment scrub (``_env``) and running a process with head+tail capture and a
@@ -32,6 +34,7 @@ from ._landlock import SandboxStatus, landlock_status, launcher_argv
 from ._namespace import MOUNT_KINDS
 from ._proc import HELD_OPEN, Capture, Completed, Process, Sink, cut_note, run_process
 from ._readonly import binary_paths, interpreter_paths, read_only_argv
+from ._supervisor import Decide, Exec, Session, Supervisor
 from ._worker import FencedWorker, WorkerFailed, WorkerLimits
 
 __all__ = [
@@ -39,11 +42,15 @@ __all__ = [
     "MOUNT_KINDS",
     "Capture",
     "Completed",
+    "Decide",
+    "Exec",
     "FencedWorker",
     "IsolationStatus",
     "Process",
     "SandboxStatus",
+    "Session",
     "Sink",
+    "Supervisor",
     "WorkerFailed",
     "WorkerLimits",
     "binary_paths",

@@ -219,8 +219,8 @@ def restrict_self(writable: list[str], *, network: bool, abi: int,
     fs = handled_fs(abi)
     net = NET_BIND_TCP | NET_CONNECT_TCP if (not network and abi >= 4) else 0
     scoped = 0
-    if abi >= 6:  # no signals to processes outside the fence (the agent, the user's shell)
-        scoped = SCOPE_SIGNAL | (0 if network else SCOPE_ABSTRACT_UNIX)
+    if abi >= 6:  # no signals to processes outside the fence (the agent, the user's shell),
+        scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX  # nor abstract UNIX sockets made outside
     attr = _RulesetAttr(fs, net, scoped)
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     ruleset = _syscall("create_ruleset", ctypes.byref(attr), ctypes.c_size_t(size),
@@ -297,7 +297,8 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
                   argv: list[str], hidden: list[str] | tuple[str, ...] = (),
                   namespaces: bool = False, mounts: Sequence[tuple[str, str]] = (),
                   no_setid: bool = False, proxy: str | None = None,
-                  proxy_notes: str | None = None) -> list[str]:
+                  proxy_notes: str | None = None,
+                  guard: tuple[str, str, str] | None = None) -> list[str]:
     """The argv that runs ``argv`` under the fence (see the module docstring).
 
     ``namespaces``: run it in namespaces of its own (``_namespace``), applying ``mounts``
@@ -305,12 +306,16 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
     ``proxy`` (with namespaces): the control socket of the proxy that is then the
     command's only way out (a network namespace of its own, loopback TCP allowed);
     ``proxy_notes``: a file the proxy's refusals are appended to, one line each (else
-    they go to the command's stderr, where they may split a line the command writes).
+    they go to the command's stderr, where they may split a line the command writes);
+    ``guard``: (socket path, token, comma-separated syscalls) of the toolbox's supervisor,
+    which then decides those calls of the command (``_supervisor``: exec, connect).
     """
     rules = ["--abi", str(abi), *([] if network else ["--no-network"])]
     if proxy:
         rules += ["--proxy", proxy]
         rules += ["--proxy-notes", proxy_notes] if proxy_notes else []
+    if guard:
+        rules += ["--guard", guard[0], "--guard-token", guard[1], "--guard-calls", guard[2]]
     rules += [*(["--ns"] if namespaces else []), *(["--no-setid"] if no_setid else [])]
     for flag, paths in (("--write", writable), ("--hide", hidden)):
         for path in paths:
@@ -321,15 +326,19 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
 
 
 _USAGE = ("usage: _landlock.py --abi N [--no-network] [--ns] [--no-setid] [--write PATH]... "
-          "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET [--proxy-notes FILE]] -- argv...  |  --status  "
+          "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET [--proxy-notes FILE]] "
+          "[--guard SOCKET --guard-token T --guard-calls execve,execveat,connect] "
+          "-- argv...  |  --status  "
           "|  --probe")
 _SWITCHES = ("--no-network", "--ns", "--no-setid")
+_GUARDED = ("execve", "execveat", "connect")
 
 
 def _parse(args: list[str]) -> tuple[dict[str, list[str]], set[str], list[str]]:
     """(--abi/--write/--hide/--mount values, switches given, argv)."""
     values: dict[str, list[str]] = {"--abi": [], "--write": [], "--hide": [], "--mount": [],
-                                     "--proxy": [], "--proxy-notes": []}
+                                     "--proxy": [], "--proxy-notes": [], "--guard": [],
+                                     "--guard-token": [], "--guard-calls": []}
     switches: set[str] = set()
     i = 0
     while i < len(args) and args[i] != "--":
@@ -347,7 +356,25 @@ def _parse(args: list[str]) -> tuple[dict[str, list[str]], set[str], list[str]]:
         raise ValueError("need --abi N and a command after --")
     if values["--proxy"] and "--ns" not in switches:
         raise ValueError("--proxy needs --ns: only a network namespace makes it the only way out")
+    if not len(values["--guard"]) == len(values["--guard-token"]) == len(values["--guard-calls"]):
+        raise ValueError("--guard needs --guard-token and --guard-calls")
+    if any(c not in _GUARDED for v in values["--guard-calls"] for c in v.split(",")):
+        raise ValueError(f"--guard-calls takes some of {', '.join(_GUARDED)}")
     return values, switches, argv
+
+
+def _connect_guard(path: str) -> object:
+    """Connected to the toolbox's supervisor (before any mount hides its folder)."""
+    import _socket  # the C module: `socket` would pull in enum and selectors
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(30)
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _launch(args: list[str]) -> int:
@@ -359,8 +386,18 @@ def _launch(args: list[str]) -> int:
         return 2
     abi, network = int(values["--abi"][0]), "--no-network" not in switches
     isolated, no_setid = "--ns" in switches, "--no-setid" in switches
-    if no_setid:
-        _sibling("_seccomp")  # loaded now: a mount may hide this folder (a checkout in /tmp)
+    guard = values["--guard"][-1] if values["--guard"] else None
+    if no_setid or guard:  # loaded now: a mount may hide this folder (a checkout in /tmp)
+        _sibling("_seccomp")
+        _sibling("_usernotif")
+    control = None
+    if guard:
+        try:
+            control = _connect_guard(guard)
+        except OSError as exc:
+            print(f"loki sandbox: refusing to run unchecked: cannot reach the toolbox's "
+                  f"command rules at {guard}: {exc.strerror or exc}", file=sys.stderr)
+            return 126
 
     def start() -> int:
         try:  # --abi 0 without --ns: no fence, only the reaper
@@ -371,6 +408,12 @@ def _launch(args: list[str]) -> int:
                 _sibling("_seccomp").forbid_setid_bits()
             if abi or isolated:  # after the rules: opening their paths may need root's rights
                 drop_capabilities()
+            if control is not None:  # last: every exec from here on is the supervisor's
+                _sibling("_usernotif").hand_over(
+                    control, values["--guard-token"][-1].encode(),
+                    tuple(values["--guard-calls"][-1].split(",")),
+                    _sibling("_seccomp").load_library())
+                control.close()  # type: ignore[attr-defined]
         except OSError as exc:
             print(f"loki sandbox: refusing to run unfenced: {exc}", file=sys.stderr)
             return 126
@@ -415,6 +458,10 @@ def main(args: list[str]) -> int:
     if args[:1] == ["--status"]:
         print(landlock_status())
         return 0
+    if args[:1] == ["--probe-notify"]:  # can this process's commands get a listener?
+        why = _sibling("_usernotif").try_listening(_sibling("_seccomp").load_library())
+        print(why, file=sys.stderr)
+        return 1 if why else 0
     return _launch(args)
 
 

@@ -20,6 +20,7 @@ KEYWORD_FIELDS = {
     "read_only": "read_only", "allow_web": "web.enabled", "confirm": "policy.confirm",
     "allow_private_hosts": "fence.allow_private_hosts", "sandbox": "fence.sandbox",
     "network": "fence.network", "writable": "fence.writable", "env": "fence.env",
+    "unix_sockets": "fence.unix_sockets",
     "hidden": "fence.hidden", "git_writable": "fence.git_writable", "hosts": "fence.hosts",
     "on_syntax_error": "editing.on_syntax_error", "code_cache": "code.cache",
     "max_jobs": "jobs.max_jobs", "job_lifetime": "jobs.lifetime", "job_buffer": "jobs.buffer",
@@ -36,6 +37,7 @@ class ToolboxKeywords(TypedDict, total=False):
     sandbox: SandboxMode
     network: bool | Sequence[str]
     writable: Sequence[str | Path]
+    unix_sockets: Sequence[str | Path]
     env: Mapping[str, str] | None
     hidden: Sequence[str | Path] | None
     git_writable: bool
@@ -73,7 +75,7 @@ def _field_value(keyword: str, value: Any) -> Any:
         return DEFAULT_PROTECTED if value is None else protect_globs(value)
     if keyword == "hidden":
         return DEFAULT_HIDDEN if value is None else tuple(map(str, value))
-    if keyword == "writable":
+    if keyword in ("writable", "unix_sockets"):
         return tuple(map(str, value))
     if keyword == "mcp_servers":  # a list of servers, each named: a table by name
         servers = [s if isinstance(s, McpServer) else McpServer(**s) for s in value]

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from ._model import Group, Settings, SettingsError, explain, field_names, put
 from ._tighten import tightens, untrusted_rules
 
-APPEND = frozenset({"policy.protect", "fence.hidden", "fence.writable"})  # a layer adds to these
+APPEND = frozenset({"policy.protect", "fence.hidden", "fence.writable", "fence.unix_sockets"})  # a layer adds to these
 PREPEND = frozenset({"policy.rules"})  # a higher layer's rules are matched first
 MERGE = frozenset({"fence.env", "fence.hosts", "mcp_servers"})  # tables merge by key
 PROJECT_FILE = "loki.toml"

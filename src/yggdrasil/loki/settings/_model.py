@@ -62,6 +62,9 @@ class Fence(Group):
         "host names mapped to addresses instead of DNS, for the proxy (tests, local servers)"))
     writable: tuple[str, ...] = Field((), description=(
         "folders commands may write besides the root and their scratch TMPDIR"))
+    unix_sockets: tuple[str, ...] = Field((), description=(
+        "UNIX sockets (or folders of them) commands may connect to beyond the root, their "
+        "TMPDIR and the writable folders"))
     hidden: tuple[str, ...] = Field(DEFAULT_HIDDEN, description=(
         "paths commands cannot read (default: the well-known credential stores)"))
     git_writable: bool = Field(False, description=(

@@ -84,7 +84,10 @@ def mount_plan(writable: Sequence[str], needed: Iterable[str], git_dirs: Iterabl
     tmpfs = private_tmpfs()
     binds = [("bind", p) for p in _distinct(writable)]
     for path in _distinct(needed):
-        if _under_any(path, tmpfs) and not _under_any(path, [p for _, p in binds]):
+        # a private tmpfs itself (PYTHONPATH=/tmp) is never bound back: that would show
+        # the whole host folder (its sockets) it exists to hide
+        if _under_any(path, tmpfs) and path not in tmpfs \
+                and not _under_any(path, [p for _, p in binds]):
             binds.append(("bind-ro", path))
     for git in git_dirs:
         if not os.path.isdir(git) or os.path.islink(git):

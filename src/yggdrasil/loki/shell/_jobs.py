@@ -77,9 +77,11 @@ class Jobs:
     # -- the tools ---------------------------------------------------------------------
 
     def start(self, label: str, prepare: Prepare,
-              screen: Callable[[str], None] | None = None) -> str:
+              screen: Callable[[str], None] | None = None,
+              on_start: Callable[[Job], None] | None = None) -> str:
         """Start a job; ``started job <id>: <label>`` and its first second of output.
-        ``screen(text)`` raises for input the job must not be sent (see ``send``)."""
+        ``screen(text)`` raises for input the job must not be sent (see ``send``);
+        ``on_start(job)`` is called once it runs."""
         self._check_room()
         self.settle()  # what changed before the job is not the job's
         scratch = Path(tempfile.mkdtemp(prefix="loki-tmp-"))
@@ -94,6 +96,8 @@ class Jobs:
             shutil.rmtree(scratch, ignore_errors=True)
             ProxyNotes(scratch).finish()  # the proxy's notes file, if the launcher got one
             raise
+        if on_start is not None:
+            on_start(job)
         self._next += 1
         self._jobs[job.id] = job
         self._charged.append(job)

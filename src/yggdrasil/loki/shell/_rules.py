@@ -23,9 +23,16 @@ parsed (bash syntax bashlex lacks: ``case``, ``[[ ]]``, ``$(( ))``, a here-docum
 a quoted delimiter), a program only known when it runs (``$EDITOR file``, ``$(which git)``)
 and a here-document that runs ``$(...)`` count as matching ``ask``.
 
-What rules cannot see: what a program does once it runs (a script, ``make``, ``python
--c 'os.system(...)'``, git aliases). They state the user's intent to the model; the
-sandbox is what confines it.
+Where rules are checked: on the line, before anything starts (this parser: an early,
+friendly refusal with no process and a clear message), and again where it counts, when
+each program starts (``_guard``: seccomp user notification stops every ``execve`` of the
+command and of everything it starts at any depth: scripts, ``make``, ``xargs``, ``python
+-c 'subprocess.run(...)'``, background jobs and what ``job_input`` feeds them).
+At exec time the program is named by the file its path reaches and its real argv, after
+every expansion (``_execnames``); ``default`` is for the commands of the line, and a
+program no rule matches starts. Where seccomp user notification is missing, only the
+line is checked, and the status says so. What a program does without starting another
+one (git aliases aside, which are asked about) is the sandbox's to confine.
 """
 
 from __future__ import annotations
@@ -33,12 +40,14 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import Refused, ToolError
 from ..files import ConfirmAction, answer_of
+from ..sandbox import Exec
 from ._cmdline import Unreadable, Word, simple_commands
+from ._execnames import Twins, exec_commands, git_smuggles, shown
 
 RuleAction = Literal["allow", "ask", "deny"]
 RULE_ACTIONS: tuple[RuleAction, ...] = ("allow", "ask", "deny")
@@ -95,6 +104,7 @@ class CommandRules:
 
     rules: tuple[Rule, ...] = ()
     default: RuleAction = "allow"
+    _twins: Twins | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.default not in RULE_ACTIONS:
@@ -116,6 +126,39 @@ class CommandRules:
             if _SEVERITY[got.action] > _SEVERITY[worst.action]:
                 worst = got
         return worst
+
+    def exec_verdict(self, ex: Exec) -> Verdict:
+        """The answer for a program about to start (any depth): the first rule matching any
+        command it counts as (``_execnames``); no rule: allowed (``default`` is for the
+        commands of the line). A git command that may run another subcommand than it names
+        (an alias, configuration on its command line) is asked about when rules name git
+        subcommands."""
+        tools = {r.words[0] for r in self.rules}
+        if self._twins is None:
+            self._twins = Twins(tools)
+        commands = exec_commands(ex, tools, self._twins)
+        got = next((Verdict(r.action, r, shown(ex, words)) for r in self.rules
+                    for words in commands if _matches(r, words)), None)
+        if got is None:
+            got = Verdict("allow", None, shown(ex, commands[0]))
+        if got.action == "allow" and any(
+                r.words[0] == "git" and len(r.words) > 1 and r.action != "allow"
+                for r in self.rules):
+            why = next((w for words in commands if words[0].text == "git"
+                        for w in [git_smuggles(words)] if w), "")
+            if why:
+                return Verdict("ask", None, got.command, why)
+        return got
+
+    def asked(self, line: str) -> set[str]:
+        """The commands of ``line`` an ``ask`` rule matches, as ``exec_verdict`` shows them
+        (a confirmed line is not asked about again when they start)."""
+        try:
+            commands = list(simple_commands(line))
+        except Unreadable:
+            return set()
+        return {" ".join([os.path.basename(words[0].text), *(w.text for w in words[1:])])
+                for words, wraps in commands if self._one(words, wraps).action == "ask"}
 
     def describe(self) -> str:
         """One line for the toolbox status."""

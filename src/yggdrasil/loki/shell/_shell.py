@@ -27,6 +27,7 @@ from ..files import Diff, Journal, Root
 from ..netproxy import NetProxy
 from ..sandbox import (
     Completed,
+    Session,
     isolation_status,
     landlock_status,
     launcher_argv,
@@ -36,6 +37,7 @@ from ..sandbox import (
 from ._changes import changed_section, put_back_note
 from ._cmdline import reads_commands
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
+from ._guard import Note, Refusals, Supervision
 from ._job import JobLimits
 from ._jobs import Jobs
 from ._notes import ProxyNotes, proxy_section
@@ -68,13 +70,15 @@ Timeout = Annotated[float, Interval(gt=0, le=3600)]
 PYCACHE_VAR = "PYTHONPYCACHEPREFIX"  # bytecode of commands goes to a cache outside the root
 
 
-def writable_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """Extra folders commands may write, resolved; each must exist (Landlock needs an inode)."""
+def writable_paths(paths: Sequence[str | os.PathLike[str]], what: str = "writable path",
+                   ) -> list[Path]:
+    """Extra folders commands may write (or ``what`` else), resolved; each must exist
+    (Landlock and the socket check need an inode)."""
     resolved = []
     for p in paths:
         real = Path(os.path.realpath(os.path.expanduser(os.fspath(p))))
         if not real.exists():
-            raise PathError(f"writable path {os.fspath(p)!r} does not exist; create it first")
+            raise PathError(f"{what} {os.fspath(p)!r} does not exist; create it first")
         resolved.append(real)
     return resolved
 
@@ -96,6 +100,7 @@ class Shell:
     rules: CommandRules = field(default_factory=CommandRules)  # allow / ask / deny by words
     confirm: Callable[[str], Any] | None = None  # asked for commands an ``ask`` rule matches
     proxy: NetProxy | None = None  # network only to its hosts (with namespaces; else none)
+    unix_sockets: list[Path] = field(default_factory=list)  # reachable beyond the places
     tracker: ChangeTracker = field(init=False, repr=False)
     jobs: Jobs = field(init=False, repr=False)
 
@@ -108,6 +113,7 @@ class Shell:
         self._masked_before = MaskedPaths()  # a masked file moved out of sight is followed
         self._masked: list[str] = []  # what the last command got masked (absolute)
         self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits)
+        self.supervision = Supervision(self.rules, self.confirm)
 
     # -- the tools -----------------------------------------------------------------------
 
@@ -120,10 +126,24 @@ class Shell:
             # A shell reading its commands from stdin: what job_input sends it is a command
             # line, judged by the same rules (else `run bash` + job_input passes them).
             screen = self.check_command if self.rules and reads_commands(command) else None
-            return self.jobs.start(command, lambda scratch: self._prepare(
-                argv, self._env(scratch, job=True), scratch), screen=screen)
+            return self._start_job(command, argv, None, screen)
         with self._scratch() as scratch:
             return self._execute(argv, self._env(scratch), scratch, timeout)
+
+    def _start_job(self, label: str, argv: list[str], code: str | None,
+                   screen: Callable[[str], None] | None = None) -> str:
+        """A background job of ``argv`` (``code``: run_python's snippet); refusals of the
+        rules at exec time go to its stderr."""
+        notes = Refusals()
+
+        def prepare(scratch: Path) -> tuple[list[str], dict[str, str], bool]:
+            args, env = (self._python(code, scratch, job=True) if code is not None
+                         else (argv, self._env(scratch, job=True)))
+            fence = self._check(args, env)
+            session = self._session(args, notes.add, scratch, fence)
+            return self._wrap(args, env, scratch, fence, session)
+
+        return self.jobs.start(label, prepare, screen=screen, on_start=notes.attach)
 
     def run_python(self, code: str, timeout: Timeout = 60, background: bool = False) -> str:
         # Rules see it as `python <file>`: ("deny", "python") refuses it, and so does
@@ -132,8 +152,7 @@ class Shell:
         self.rules.check("python", self.confirm, action=f"run python code:\n{shown}")
         if background:
             first = next((ln for ln in code.splitlines() if ln.strip()), "")
-            return self.jobs.start(f"python: {first}", lambda scratch: self._prepare(
-                *self._python(code, scratch, job=True), scratch))
+            return self._start_job(f"python: {first}", [], code)
         with self._scratch() as scratch:
             return self._execute(*self._python(code, scratch), scratch, timeout)
 
@@ -152,6 +171,8 @@ class Shell:
         """Raise unless the rules let ``command`` run (asking ``confirm`` for ``ask``);
         background jobs call it too."""
         self.rules.check(command, self.confirm)
+        if self.rules and self.confirm is not None:  # passed: its asked commands were confirmed
+            self.supervision.confirmed = self.rules.asked(command)
 
     # -- the fence and the environment ---------------------------------------------------
 
@@ -171,6 +192,9 @@ class Shell:
                 missing.append(f"namespaces unavailable: {iso.namespace_reason}")
             if not iso.setid_filter:
                 missing.append(f"setuid/setgid filter unavailable: {iso.setid_reason}")
+            if self.rules and not iso.exec_guard:
+                missing.append("command rules are set but programs cannot be checked when "
+                               f"they start ({iso.exec_guard_reason})")
             if missing:
                 return Fence(refusal=f'sandbox="require" but {"; ".join(missing)}; commands '
                              "are refused (the file tools still work)")
@@ -197,9 +221,44 @@ class Shell:
         _, withheld = scrubbed(os.environ, self.env)
         env = (f"{len(withheld)} secret-looking environment "
                f"variable{'' if len(withheld) == 1 else 's'} withheld")
-        rules = f"\n{self.rules.describe()}" if self.rules else ""
+        rules = f"\n{self.rules.describe()} {self._rules_status()}" if self.rules else ""
         return (f"{self._landlock_status(fence)}; {self._isolation_status(fence)}; "
                 f"{env}{self._protect_status(fence)}.{rules}")
+
+    def _rules_status(self) -> str:
+        if self.exec_guarded():
+            return ("They are checked on the command line and again when each program starts, "
+                    "at any depth (scripts, make, xargs, python's subprocess, background jobs): "
+                    "a refused program's exec fails with 'Operation not permitted'.")
+        return ("They are checked on the command line only (checking programs when they start "
+                f"is not possible here: {Supervision.missing()}): programs that scripts, make, "
+                "xargs or python start are NOT checked.")
+
+    def exec_guarded(self) -> bool:
+        """Rules are set and checked at every exec (seccomp user notification)."""
+        return self.supervision.checks_execs()
+
+    def _session(self, argv: list[str], note: Note, scratch: Path,
+                 fence: Fence) -> Session | None:
+        """The supervision of a command started as ``argv``: its execs when rules are
+        set, its UNIX connects when fenced (None: neither, or no user notification here)."""
+        sockets = self.socket_places(scratch, fence) if self.sockets_guarded(fence) else None
+        return self.supervision.session(argv, note, sockets)
+
+    def sockets_guarded(self, fence: Fence) -> bool:
+        """UNIX sockets outside the command's places are out of its reach."""
+        return fence.any and Supervision.available()
+
+    def socket_places(self, scratch: Path, fence: Fence) -> list[str]:
+        """Where a command's UNIX sockets may be: the root, its scratch, writable folders,
+        its private /tmp (with namespaces) and the user's ``unix_sockets``."""
+        places = [str(self.root.path), str(scratch), *map(str, self.writable),
+                  *map(str, self.unix_sockets)]
+        if self.sandbox != "off":
+            places.append(str(self.pycache))
+        if fence.namespaces:
+            places += private_tmpfs()
+        return places
 
     def _landlock_status(self, fence: Fence) -> str:
         if not fence.abi:
@@ -262,7 +321,16 @@ class Shell:
                    ".git is writable")
         setid = ("setuid/setgid bits cannot be set" if fence.no_setid else
                  f"setuid/setgid bits are NOT blocked ({isolation_status().setid_reason})")
-        return f"{net}; {iso}; {setid}"
+        return f"{net}; {iso}; {self._sockets_status(fence)}; {setid}"
+
+    def _sockets_status(self, fence: Fence) -> str:
+        if not self.sockets_guarded(fence):
+            return (f"UNIX sockets elsewhere on disk are NOT out of reach (checking connect "
+                    f"needs seccomp user notification: {Supervision.missing()})")
+        extra = f", {', '.join(map(str, self.unix_sockets))}" if self.unix_sockets else ""
+        return ("they connect only to UNIX sockets in the root, their TMPDIR, writable "
+                f"folders{extra} (checked at each connect: a tmux server, ssh-agent or "
+                "docker socket elsewhere is out of reach)")
 
     def _protect_status(self, fence: Fence) -> str:
         if not self.root.protect:
@@ -325,6 +393,7 @@ class Shell:
         """Let go of the change watch (an inotify descriptor) and the bytecode cache; a
         later command makes them again."""
         self.tracker.close()
+        self.supervision.close()
         if self._pycache is not None:
             shutil.rmtree(self._pycache, ignore_errors=True)
             self._pycache = None
@@ -348,7 +417,7 @@ class Shell:
     # -- one command -------------------------------------------------------------------
 
     def _launcher(self, argv: list[str], env: dict[str, str], scratch: Path,
-                  fence: Fence) -> list[str]:
+                  fence: Fence, session: Session | None) -> list[str]:
         """``argv`` wrapped in the launcher with this command's fence and mount plan."""
         writable = [str(self.root.path), str(scratch), *map(str, self.writable)]
         if self.sandbox != "off":
@@ -367,7 +436,9 @@ class Shell:
                              network=self.network or proxy is not None, abi=fence.abi, argv=argv,
                              hidden=self.hidden_paths() if fence.abi else [],
                              namespaces=fence.namespaces, mounts=mounts,
-                             no_setid=fence.no_setid, proxy=proxy, proxy_notes=notes)
+                             no_setid=fence.no_setid, proxy=proxy, proxy_notes=notes,
+                             guard=(session.path, session.token, session.calls)
+                             if session else None)
 
     def _denied_note(self, done: Completed, fence: Fence, masked: Sequence[str]) -> str:
         """Why a failed command met 'Permission denied': a protected file, or the fence."""
@@ -387,19 +458,14 @@ class Shell:
         _check_program(argv[0], env)
         return fence
 
-    def _wrap(self, argv: list[str], env: dict[str, str], scratch: Path,
-              fence: Fence) -> tuple[list[str], dict[str, str], bool]:
+    def _wrap(self, argv: list[str], env: dict[str, str], scratch: Path, fence: Fence,
+              session: Session | None) -> tuple[list[str], dict[str, str], bool]:
         """(argv in the launcher, env, reaped); after ``tracker.begin``, which finds the
         ``.git`` folders the mount plan protects."""
         reaped = fence.any or sys.platform == "linux"  # the reaper needs a Linux subreaper
         if reaped:
-            argv = self._launcher(argv, env, scratch, fence)
+            argv = self._launcher(argv, env, scratch, fence, session)
         return argv, env, reaped
-
-    def _prepare(self, argv: list[str], env: dict[str, str], scratch: Path,
-                 ) -> tuple[list[str], dict[str, str], bool]:
-        """A background job's (argv, env, reaped): the same checks and launcher as run."""
-        return self._wrap(argv, env, scratch, self._check(argv, env))
 
     def _execute(self, argv: list[str], env: dict[str, str], scratch: Path,
                  timeout: float) -> str:
@@ -410,7 +476,9 @@ class Shell:
         self.tracker.begin(skip)
         if self.journal is not None:
             self.journal.keep_originals(self.tracker.code_files())
-        argv, env, reaped = self._wrap(argv, env, scratch, fence)
+        refused = Refusals()
+        session = self._session(argv, refused.add, scratch, fence)
+        argv, env, reaped = self._wrap(argv, env, scratch, fence, session)
         masked = [self.root.rel(Path(p)) for p in self._masked] if reaped else []
         put_back: list[str] = []
         notes = ProxyNotes(scratch)
@@ -419,13 +487,15 @@ class Shell:
                                reaped=reaped)
         finally:  # interrupted too (Ctrl-C): what the command did so far is the run's
             notes.finish()
+            if session is not None:
+                session.close()
             changes = self.tracker.end(skip)
             if self.journal is not None:
                 put_back = self.journal.after_command(changes)
             self.jobs.resume()
         text = done.observation()
-        for extra in (proxy_section(notes.take()), _changed_section(changes), self._denied_note(done, fence, masked),
-                      put_back_note(put_back)):
+        for extra in (refused.text(), proxy_section(notes.take()), _changed_section(changes),
+                      self._denied_note(done, fence, masked), put_back_note(put_back)):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
         return text

@@ -1,0 +1,35 @@
+"""A Ray cluster the fleet starts itself honours ``workers``: it is given the CPUs that
+many attempts need, not one per core (on a 2-core machine Ray ran 2 at once whatever
+``workers`` said). No other test's cluster may be running in this process: the fleet
+starts its own and shuts it down when it ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fleet_kit import done, make_repo, run, write_script
+from yggdrasil.loki.fleet import Fleet, Task
+
+ray = pytest.importorskip("ray")
+
+
+def test_a_fleet_started_cluster_runs_as_many_attempts_as_workers(tmp_path: Path) -> None:
+    assert not ray.is_initialized()
+    repo = tmp_path / "repo"
+    make_repo(repo, {"a.txt": "a\n"})
+    scripts = tmp_path / "s"
+    for i in range(4):
+        write_script(scripts, f"t{i}", run("sleep 4"), done())
+    tasks = [Task(id=f"t{i}", repo=str(repo), prompt="x") for i in range(4)]
+    ran = Fleet("scripted", model=str(scripts / "{id}.jsonl"), backend="ray", workers=4,
+                out=tmp_path / "out", cache_dir=tmp_path / "cache")
+    results = list(ran.run(tasks))
+    assert not ray.is_initialized()  # the fleet's cluster is gone with it
+    assert [r.status for r in results] == ["done"] * 4, [r.reason for r in results]
+    spans = [(r.attempts[0]["started_at"], r.attempts[0]["ended_at"]) for r in results]
+    latest_start = max(start for start, _ in spans)
+    earliest_end = min(end for _, end in spans)
+    assert latest_start < earliest_end  # all four ran at once
+    assert ran.status.notes == []
