@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .code import syntax_error
+from .code import cache_hidden, syntax_error
 from .files import DEFAULT_PROTECTED, Files, Journal, OnSyntaxError, Root, SyntaxGate, protect_globs
 from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
@@ -108,7 +108,9 @@ def filesystem_toolbox(
     .json, .toml, .yaml by their parsers, the code-navigation languages by their grammar)
     is written with a WARNING (``"warn"``) or refused, the file untouched (``"reject"``). apply_patch and undo_edit come with the write tools.
     ``code_cache=True`` keeps the code index (outline, find_symbol, repo_map) on disk under
-    the user's cache folder, never inside the root; None reads ``LOKI_CODE_CACHE=1``.
+    the user's cache folder, never inside the root; None reads ``LOKI_CODE_CACHE=1``. That
+    folder is hidden from commands whatever ``hidden`` says, and files protected by default
+    (``secrets.*``, ``.env``...) are never written to it, even with ``protect=()``.
 
     ``run``/``run_python`` with ``background=true`` start background jobs, followed with
     job_output, job_input, job_stop and jobs: at most ``max_jobs`` running at once (0:
@@ -154,7 +156,8 @@ def filesystem_toolbox(
             dict(hosts or {})))
         shell = Shell(where, journal, sandbox=sandbox, network=network is True, proxy=proxy,
                       writable=writable_paths(writable), env=env,
-                      hidden=DEFAULT_HIDDEN if hidden is None else tuple(hidden),
+                      hidden=(*(DEFAULT_HIDDEN if hidden is None else hidden),
+                              *cache_hidden(where.path)),  # the code cache is the user's
                       git_writable=git_writable,
                       limits=JobLimits(max_jobs, float(job_lifetime), job_buffer),
                       rules=CommandRules(parse_rules(rules), rules_default), confirm=confirm)

@@ -78,13 +78,13 @@ def held_for(root: Root, cache: bool) -> Held:
         if found is None:
             if cache and not _exit_hook:
                 _exit_hook.append(atexit.register(_save_all))
-            store = Store.for_root(root.path) if cache else None
+            store = Store.for_root(root.path, root.protect) if cache else None
             found = Held(Index(root, store.load() if store else None), store)
             _held_by_root[key] = found
             while len(_held_by_root) > _MAX_ROOTS:
                 _held_by_root.popitem(last=False)
         elif cache and found.store is None:
-            found.store = Store.for_root(root.path)
+            found.store = Store.for_root(root.path, root.protect)
         _held_by_root.move_to_end(key)
         return found
 

@@ -1,11 +1,18 @@
 """The code index on disk, so a new process (``loki call``, a new MCP server) starts warm.
 
-One JSON file per root under the user's cache folder (``$XDG_CACHE_HOME`` or
-``~/.cache``, then ``yggdrasil-loki/code/``), named by a hash of the root's path. Never
-inside the root: when the cache folder is inside it (a root of ``~``), nothing is stored.
-The file is a cache, not a source of truth: each entry is used only while the file's
-size, mtime, ctime and inode still match, and a file that does not load (another
-version, damaged, edited by hand) is ignored and rewritten.
+One JSON file per root and protected list under the user's cache folder
+(``$XDG_CACHE_HOME`` or ``~/.cache``, then ``yggdrasil-loki/code/``), named by a hash of
+the root's path and the protected globs: an index made under other protection is never
+served. Never inside the root: when the cache folder is inside it (a root of ``~``),
+nothing is stored. The file is a cache, not a source of truth: each entry is used only
+while the file's size, mtime, ctime and inode still match, and a file that does not load
+(another version, damaged, edited by hand) is ignored and rewritten.
+
+The cache is the user's, never the commands': the toolbox hides its folder from them (as
+it hides credential stores), and a file that any toolbox would protect by default
+(``DEFAULT_PROTECTED``: ``.env``, ``secrets.*``, keys...) or that this one protects is
+never written to it, so a constant's value from ``secrets.py`` indexed by a toolbox with
+``protect=()`` stays in that process's memory.
 """
 
 from __future__ import annotations
@@ -20,10 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..files import DEFAULT_PROTECTED, Protection
+from ..search import protection
 from ._extract import Outline, Symbol
 from ._index import Entry
 
-__all__ = ["Store", "cache_folder"]
+__all__ = ["Store", "cache_folder", "cache_hidden"]
 
 _FORMAT = 3  # raise when the entries or what is extracted changes (3: Go interface methods)
 
@@ -43,19 +52,38 @@ def _version() -> str:
     return f"{_FORMAT}/{grammars}"
 
 
+_DEFAULT = protection(DEFAULT_PROTECTED)
+
+
+def cache_hidden(root: Path) -> list[str]:
+    """The cache folder, to hide from the commands of a toolbox rooted at ``root`` (none
+    when it lies inside the root: then nothing is stored there)."""
+    folder = Path(os.path.realpath(cache_folder()))
+    return [] if folder == root or folder.is_relative_to(root) else [str(folder)]
+
+
 @dataclass(frozen=True)
 class Store:
     path: Path  # the JSON file of one root
     root: str
+    protect: Protection | None = None  # what the toolbox writing it protects
 
     @classmethod
-    def for_root(cls, root: Path) -> Store | None:
-        """The store of ``root``; None when the cache folder would be inside the root."""
+    def for_root(cls, root: Path, protect: Protection | None = None) -> Store | None:
+        """The store of ``root`` under ``protect``; None when the cache folder would be
+        inside the root."""
         folder = Path(os.path.realpath(cache_folder()))
         if folder == root or folder.is_relative_to(root):
             return None
-        name = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
-        return cls(folder / f"{name}.json", str(root))
+        globs = "\n".join(protect.globs) if protect else ""
+        name = hashlib.sha256(os.fsencode(root) + b"\0" + globs.encode()).hexdigest()[:24]
+        return cls(folder / f"{name}.json", str(root), protect)
+
+    def keeps(self, rel: str) -> bool:
+        """Whether ``rel`` may be written: no toolbox protects it by default, nor this one."""
+        if _DEFAULT.covering(rel, False) is not None:
+            return False
+        return self.protect is None or self.protect.covering(rel, False) is None
 
     def load(self) -> dict[str, Entry]:
         try:
@@ -69,7 +97,7 @@ class Store:
 
     def save(self, entries: dict[str, Entry]) -> None:
         data = {"version": _version(), "root": self.root,
-                "files": {rel: _raw(e) for rel, e in entries.items()}}
+                "files": {rel: _raw(e) for rel, e in entries.items() if self.keeps(rel)}}
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".index-", suffix=".tmp")
         try:
