@@ -177,6 +177,19 @@ class Code:
         if not grammars_available():
             raise ToolError(f"repo_map needs the tree-sitter grammars: {_INSTALL}")
         scan = self._scan(path)
+        held = held_for(self.root, self.cache)
+        key = (scan.start, budget)
+        kept = held.maps.get(key)
+        if kept is not None and kept[0] == scan.version:
+            return kept[1]  # answered from the kept listing, and nothing changed since
+        mapped = self._map(scan, budget)
+        if scan.version is not None:
+            if len(held.maps) > 16:
+                held.maps.clear()
+            held.maps[key] = (scan.version, mapped)
+        return mapped
+
+    def _map(self, scan: Scan, budget: int) -> str:
         files = [(rel, e) for rel, e in scan.files if e.outline is not None and e.outline.symbols]
         notes = [n for n in [*scan_notes(scan), skip_note(scan.skipped, False)] if n]
         if not files:

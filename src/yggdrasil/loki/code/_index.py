@@ -22,6 +22,7 @@ that, answers are still computed, just not remembered.
 from __future__ import annotations
 
 import codecs
+import logging
 import os
 import stat
 import threading
@@ -33,7 +34,7 @@ from typing import Protocol
 
 from ..errors import PathError
 from ..files import Root
-from ..search import Skips, list_files
+from ..search import Listing, Skips, list_files
 from ..shell import TreeWatch
 from ._extract import Outline
 from ._languages import Language, by_grammar, extension_of, language_for, language_of_script
@@ -53,6 +54,8 @@ WATCH_FROM = 2_000  # files under the root from which the index follows change e
 #                     instead of walking (smaller trees walk in a few milliseconds)
 _SYMBOL_BYTES = 250  # one remembered definition besides its strings' characters
 _HEAD = 256  # bytes read to find a #! line
+_SAY_AFTER = 5.0  # seconds: a longer build is reported (log, then a note in the answer)
+_log = logging.getLogger("yggdrasil.loki.code")
 
 Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 
@@ -95,6 +98,8 @@ class Scan:
     indexed: int = 0  # source files looked at (with a grammar, readable)
     more: int = 0  # wanted source files past the scan's limit (counted, not parsed)
     stopped: str = ""  # why the walk stopped early ('' : it did not)
+    built: str = ""  # what a long first build cost, said once
+    version: int | None = None  # the index's version, when answered from the kept listing
 
 
 class Wanted(Protocol):
@@ -132,7 +137,7 @@ class Index:
         self.tree: Tree | None = None  # that walk's listing, while events keep it true
         self.version = 0  # counts changes to entries (the summaries below go stale)
         self._summaries: dict[str, _Summary] = {}
-        self.progress: Callable[[str], None] | None = None  # hears what a long build does
+        self.built = ""  # the note of the last long build, until a scan says it
         self._pending: dict[str, Key] = {}  # files read for the parallel parse, by key
 
     # -- one file -------------------------------------------------------------------------
@@ -164,6 +169,12 @@ class Index:
         whole = listing.start == "." and not include_ignored and limit is None
         if whole and wanted is None:
             self._build()  # then the walk below finds every file parsed
+        scan = self._walk(listing, wanted, limit, whole)
+        scan.built, self.built = self.built, ""
+        return scan
+
+    def _walk(self, listing: Listing, wanted: Wanted | None, limit: int | None,
+              whole: bool) -> Scan:
         scan = Scan(listing.start)
         visited: list[str] = []
         with self.lock:
@@ -263,10 +274,16 @@ class Index:
             self.watch = start_watch(str(self.root.path))  # events from here on; the walk
             #                                                 after the parse lists again
         self.whole = True
-        self._say(f"parsing {len(todo):,} source files for the code index")
+        started = time.monotonic()
+        _log.info("code index: parsing %s source files under %s", f"{len(todo):,}",
+                  self.root.path)
         for rel, parsed in parse_all(self._sources(todo), len(todo), self._progress(len(todo))):
             with self.lock:
                 self._parsed(rel, parsed)
+        took = time.monotonic() - started
+        if took >= _SAY_AFTER:
+            self.built = (f"[built the code index once: parsed {len(todo):,} source files in "
+                          f"{took:.0f} s; later calls answer from it]")
 
     def _sources(self, todo: list[tuple[str, Language | None]]) -> Iterator[Job]:
         """Each file to parse, read (through Root) and checked as _load does."""
@@ -290,15 +307,12 @@ class Index:
 
         def heard(done: int) -> None:
             now = time.monotonic()
-            if now - said[0] >= 5.0:
+            if now - said[0] >= _SAY_AFTER:
                 said[0] = now
-                self._say(f"parsed {done:,} of {total:,} source files ({now - started:.0f} s)")
+                _log.info("code index: parsed %s of %s source files (%.0f s)", f"{done:,}",
+                          f"{total:,}", now - started)
 
         return heard
-
-    def _say(self, text: str) -> None:
-        if self.progress is not None:
-            self.progress(text)
 
     # -- answers from the kept listing -------------------------------------------------------
 
@@ -340,7 +354,7 @@ class Index:
             summary = self._summary(start)
             scan = Scan(start, skipped=dict(summary.skipped), other=Counter(summary.other),
                         too_large=summary.too_large, unreadable=summary.unreadable,
-                        indexed=summary.indexed)
+                        indexed=summary.indexed, version=self.version)
             if isinstance(wanted, NameQuery):
                 order = summary.order
                 rels = sorted((r for r in self.names.files_for(wanted) if r in order),

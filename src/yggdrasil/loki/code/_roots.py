@@ -34,6 +34,8 @@ class Held:
     saved_at: float = 0.0
     ranker: Ranker = field(default_factory=Ranker)
     rank_lock: threading.Lock = field(default_factory=threading.Lock)
+    maps: dict[tuple[str, int], tuple[int, str]] = field(default_factory=dict)  # repo maps
+    #      by (folder, budget): (index version, map), reused while nothing changed
 
     def saved(self) -> None:
         """Write the index to disk when it changed, at most every _SAVE_EVERY seconds."""
