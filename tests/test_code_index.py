@@ -75,8 +75,13 @@ def test_definitions_added_deleted_and_moved_are_found_where_they_are(
 
 def test_answers_from_the_kept_listing_equal_a_walk(root: Path, watched: Toolbox,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = index_of(root).tree
     (root / "pkg" / "bin.py").write_bytes(b"\0\x01binary")
     (root / "pkg" / "util.py").write_text(UTIL + "\n\nclass Helper:\n    pass\n")
+    watched.call("run", {"command": "mkdir -p .hid new/deep build/more && echo 'def h(): pass' > "
+                                    ".hid/h.py && echo 'def main(): pass' > new/deep/m.py && "
+                                    "echo x > new/readme.md && echo 'def b(): pass' > "
+                                    "build/more/b.py && mkdir .empty && rm notes.txt"})
     questions = [("find_symbol", {"name": "helper"}), ("find_symbol", {"name": "Greeter.greet"}),
                  ("find_symbol", {"name": "*e*", "kind": "function"}),
                  ("find_symbol", {"name": "main", "path": "pkg"}),
@@ -84,13 +89,14 @@ def test_answers_from_the_kept_listing_equal_a_walk(root: Path, watched: Toolbox
                  ("outline", {"path": "pkg"}), ("repo_map", {"budget": 400}),
                  ("find_symbol", {"name": "main", "include_ignored": True})]
     kept = [watched.call(tool, args) for tool, args in questions]
-    assert index_of(root).tree is not None
+    assert index_of(root).tree is tree  # creations and deletions were folded in, not walked
     monkeypatch.setattr(_index, "WATCH_FROM", 10**9)  # another index (protect=()) walks
     with filesystem_toolbox(root, sandbox="off", protect=()) as walking:
         walked = [walking.call(tool, args) for tool, args in questions]
         assert Code(Root.at(root)).index.tree is None
     assert kept == walked
-    assert "1 binary" in kept[0] and "1 ignored" in kept[0]
+    assert "1 binary" in kept[0] and "1 ignored" in kept[0] and "3 hidden" in kept[0]
+    assert "new/deep/m.py:1: function main()" in watched.call("find_symbol", {"name": "main"})
 
 
 @pytest.fixture

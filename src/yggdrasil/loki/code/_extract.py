@@ -15,6 +15,7 @@ and those past ``MAX_SYMBOLS`` are counted, not kept.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -206,7 +207,9 @@ def _nest(lang: Language, nodes: list[Any], src: bytes) -> tuple[list[Symbol], i
         kind = found.kind
         if kind == "function" and parent is not None and parent.kind in CONTAINERS:
             kind = "method"
-        scope = ".".join(p for p in (parent.qualified if parent else "", found.scope) if p)
+        # one string per scope, shared by its members (a class's methods)
+        scope = sys.intern(".".join(p for p in (parent.qualified if parent else "", found.scope)
+                                    if p))
         line = found.name_node.start_point[0] + 1
         symbol = Symbol(kind, found.name, scope, found.signature or "", line,
                         _end_line(node, line), _first_line(lang, node), len(stack))

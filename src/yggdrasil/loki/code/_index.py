@@ -34,7 +34,7 @@ from typing import Protocol
 
 from ..errors import PathError
 from ..files import Root
-from ..search import Listing, Skips, list_files
+from ..search import Listing, PathCheck, Skips, list_files
 from ..shell import TreeWatch
 from ._extract import Outline
 from ._languages import Language, by_grammar, extension_of, language_for, language_of_script
@@ -369,21 +369,49 @@ class Index:
     def _refresh(self) -> bool:
         """Fold in what changed since the last call; False when the listing had to go."""
         assert self.tree is not None
-        found = self.tree.changes()
-        if found is None:
-            if self.tree.stale:
+        tree = self.tree
+        changes = tree.changes()
+        if changes is None:
+            if tree.stale:
                 self.watch = None
             self.tree = None
             return False
-        for rel in found.modified:
-            entry = self.entries.get(rel)
-            if entry is None and (not self.tree.lists(rel) or _other(rel)):
+        found, vanished = changes
+        if not (found or vanished or found.created_dirs):
+            return True
+        check = PathCheck(self.root)
+        root = str(self.root.path)
+        for rel in [*found.deleted, *vanished]:
+            if tree.remove(rel):
+                self._forget(rel)
+            tree.unskip_gone(rel, root)
+        for rel in found.created_dirs:
+            skipped = check.skipped(rel, folder=True)
+            if skipped is not None and skipped[0]:
+                tree.skip(*skipped)
+        for rel in found.created:
+            skipped = check.skipped(rel)
+            if skipped is None:
+                tree.add(rel)
+            elif skipped[0]:
+                tree.skip(*skipped)
+        self.version += 1
+        for rel in [*found.created, *found.modified]:
+            if not tree.lists(rel) or _other(rel):
                 continue  # not listed (ignored, hidden), or a file without a grammar
             entry = self._load(rel, _language_by_name(rel))
             if self.entries.get(rel) is not entry:  # no room left: walks again
                 self.tree = None
                 return False
         return True
+
+    def _forget(self, rel: str) -> None:
+        old = self.entries.pop(rel, None)
+        if old is not None:
+            self.version += 1
+            self.held -= old.held()
+            self.names.remove(rel, old.outline)
+            self.changed += 1
 
     def _summary(self, start: str) -> _Summary:
         if self._summaries and next(iter(self._summaries.values())).version != self.version:

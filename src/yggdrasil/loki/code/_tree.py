@@ -5,9 +5,11 @@ listing (a :class:`Tree`) and a :class:`~..shell.TreeWatch` (inotify, the watche
 serves a command's ``changed``) started before the walk. A later question then costs no
 walk: the events queued since the last question name the files to read again (a write
 tool, a command, a job, an editor: the kernel reports them all), and the listing, the
-skipped counts and the notes come from memory. What the events cannot settle alone (a
-file created or deleted, a folder moved, an ignore file changed, the queue overflowed)
-sends the index back to a walk, which re-reads only files whose stat changed.
+skipped counts and the notes come from memory. A file created or deleted is put in or
+taken out of the listing as the walk would (``search.PathCheck`` reads the ignore files
+on its way down). What the events cannot settle alone (an ignore file changed, a folder
+the watch does not enter appeared or vanished, the queue overflowed) sends the index
+back to a walk, which re-reads only files whose stat changed.
 
 Paths are kept as walk-order keys (``/`` as NUL, see ``search``), so the files below a
 folder are one slice of a sorted list.
@@ -45,7 +47,7 @@ def start_watch(root: str) -> TreeWatch | None:
 @dataclass
 class Tree:
     keys: list[str]  # every file the walk listed, as sorted walk-order keys
-    skips: list[tuple[str, str]]  # (kind, key) of every entry the walk skipped
+    skips: dict[str, str]  # key -> kind of every entry the walk skipped
     watch: TreeWatch
     ignore_folders: set[str] = field(default_factory=set)  # folders holding an ignore file
     ignore_kinds: set[str] = field(default_factory=set)  # which ignore files there are
@@ -56,7 +58,8 @@ class Tree:
         keys = sorted(rel.replace("/", "\0") for rel in rels)
         found = [key.replace("\0", "/") for kind, key in skips.seen
                  if kind == "hidden" and key.rsplit("\0", 1)[-1] in _IGNORE_NAMES]
-        return cls(keys, list(skips.seen), watch, {os.path.dirname(r) or "." for r in found},
+        return cls(keys, {key: kind for kind, key in skips.seen}, watch,
+                   {os.path.dirname(r) or "." for r in found},
                    {r.rsplit("/", 1)[-1] for r in found})
 
     def covers_watched(self) -> bool:
@@ -74,19 +77,47 @@ class Tree:
         at = bisect.bisect_left(self.keys, key)
         return at < len(self.keys) and self.keys[at] == key
 
-    def changes(self) -> Diff | None:
-        """What changed since the last call (the watch's events folded in); None when the
-        events cannot be trusted or do not settle the listing (walk again)."""
+    def changes(self) -> tuple[Diff, set[str]] | None:
+        """What changed since the last call (the watch's events folded in) and the folders
+        that vanished; None when the events cannot be trusted or do not settle the
+        listing (walk again)."""
+        dirs, skipped = set(self.watch.dirs), dict(self.watch.skipped)
         try:
             found = self.watch.update(())
         except Exception:  # the watch's _Stale (overflow, root moved) or an OSError
             self.stale = True
             return None
-        structural = (found.created or found.deleted or found.created_dirs
-                      or found.lost_dirs)
-        if structural or any(p.rsplit("/", 1)[-1] in _IGNORE_NAMES for p in found.modified):
+        if found.lost_dirs or self.watch.skipped != skipped:
+            return None  # a folder the watch does not enter came or went
+        paths = (*found.created, *found.modified, *found.deleted)
+        if any(p.rsplit("/", 1)[-1] in _IGNORE_NAMES for p in paths):
             return None
-        return found
+        return found, dirs - self.watch.dirs
+
+    def add(self, rel: str) -> None:
+        key = rel.replace("/", "\0")
+        at = bisect.bisect_left(self.keys, key)
+        if at == len(self.keys) or self.keys[at] != key:
+            self.keys.insert(at, key)
+
+    def remove(self, rel: str) -> bool:
+        key = rel.replace("/", "\0")
+        at = bisect.bisect_left(self.keys, key)
+        if at < len(self.keys) and self.keys[at] == key:
+            del self.keys[at]
+            return True
+        return False
+
+    def skip(self, kind: str, rel: str) -> None:
+        self.skips.setdefault(rel.replace("/", "\0"), kind)
+
+    def unskip_gone(self, rel: str, root: str) -> None:
+        """Forget skipped entries at or above ``rel`` that no longer exist."""
+        parts = rel.split("/")
+        for n in range(1, len(parts) + 1):
+            key = "\0".join(parts[:n])
+            if key in self.skips and not os.path.lexists(os.path.join(root, *parts[:n])):
+                del self.skips[key]
 
     def answers(self, start: str) -> bool:
         """Whether a walk from ``start`` lists exactly this listing's files below it: it
@@ -97,10 +128,8 @@ class Tree:
         if len(self.ignore_kinds) > 1 and any(
                 f == "." or start.startswith(f + "/") for f in self.ignore_folders):
             return False
-        key = start.replace("/", "\0")
-        parts = key.split("\0")
-        above = {"\0".join(parts[:n]) for n in range(1, len(parts) + 1)}
-        return not any(k in above for _, k in self.skips)
+        parts = start.split("/")
+        return not any("\0".join(parts[:n]) in self.skips for n in range(1, len(parts) + 1))
 
     def under(self, start: str) -> list[str]:
         """The listed files below ``start``, in walk order, as root-relative paths."""
@@ -117,7 +146,7 @@ class Tree:
         """grep's skipped counts for a walk from ``start``."""
         out = {"ignored": 0, "hidden": 0, "binary": 0, "protected": 0}
         prefix = None if start == "." else start.replace("/", "\0") + "\0"
-        for kind, key in self.skips:
+        for key, kind in self.skips.items():
             if prefix is None or key.startswith(prefix):
                 out[kind] += 1
         return out
