@@ -29,7 +29,7 @@ from typing import Any
 
 from ..files import DEFAULT_PROTECTED, Protection
 from ..search import protection
-from ._extract import Outline, Symbol
+from ._extract import Outline, shared_symbol
 from ._index import Entry
 
 __all__ = ["Store", "cache_folder", "cache_hidden"]
@@ -126,8 +126,9 @@ def _entry(raw: list[Any]) -> Entry:
     if parsed is not None:
         lang, lines, errors, dropped, cut, symbols = parsed
         outline = Outline(str(lang), int(lines),
-                          tuple(Symbol(str(k), str(n), str(sc), str(sig), int(li), int(e),
-                                       int(f), int(d)) for k, n, sc, sig, li, e, f, d in symbols),
+                          tuple(shared_symbol(str(k), str(n), str(sc), str(sig), int(li), int(e),
+                                              int(f), int(d))
+                                for k, n, sc, sig, li, e, f, d in symbols),
                           tuple(int(x) for x in errors), int(dropped), int(cut))
     size, mtime, ctime, inode = (int(x) for x in key)
     names, counts = (None if names is None else str(names)), base64.b64decode(counts)
