@@ -32,6 +32,8 @@ def watched(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Toolbox]:
     (root / ".gitignore").write_text("build/\n")
     (root / "build").mkdir()
     (root / "build" / "gen.py").write_text("def main():\n    pass\n")
+    (root / "venv").mkdir()  # a package named venv (the standard library has one): the
+    (root / "venv" / "env.py").write_text("def make_env():\n    pass\n")  # watch skips it
     with filesystem_toolbox(root, sandbox="off") as box:
         assert box.call("repo_map", {}).startswith("[repo map of .: ")
         assert index_of(root).tree is not None  # answers now come from the kept listing
@@ -54,6 +56,12 @@ def test_edits_by_any_hand_are_seen_without_a_walk(root: Path, watched: Toolbox)
     assert watched.call("find_symbol", {"name": "by_command"}).startswith(
         "pkg/util.py:8: function by_command()")
     assert index.tree is not None  # modifications never needed a walk
+    (root / "venv" / "env.py").write_text("def make_other_env():\n    pass\n")
+    assert watched.call("find_symbol", {"name": "make_*"}).startswith(
+        "venv/env.py:1: function make_other_env()")
+    assert index.tree is not None  # a file where the watch is deaf is statted instead
+    (root / "venv" / "new.py").write_text("def fresh_env():\n    pass\n")
+    assert watched.call("find_symbol", {"name": "fresh_env"}).startswith("venv/new.py:1: ")
 
 
 def test_definitions_added_deleted_and_moved_are_found_where_they_are(

@@ -325,7 +325,7 @@ class Index:
             return
         skips = Skips([s for s in skips.seen if s[0] != "binary"])  # binary: from the entries
         tree = Tree.of(visited, skips, self.watch)
-        if not tree.covers_watched():
+        if not tree.see_blind():
             return
         self.tree = tree
         self._summaries.clear()
@@ -377,6 +377,15 @@ class Index:
             self.tree = None
             return False
         found, vanished = changes
+        blind = tree.blind_changes()
+        if blind is None:
+            self.tree = None
+            return False
+        for rel in blind:
+            entry = self.entries.get(rel)
+            st = self.root.stat(self.root.path / rel)
+            if entry is not None and (st is None or file_key(st) != entry.key):
+                found.modified.append(rel)
         if not (found or vanished or found.created_dirs):
             return True
         check = PathCheck(self.root)
@@ -458,7 +467,7 @@ class Index:
                 key = file_key(os.fstat(fd))
                 data = _read(fd) if key[0] <= MAX_FILE_BYTES else None
         except (PathError, OSError):
-            return self._remember(rel, Entry((0, 0, 0, 0), note="unreadable"), keep=False)
+            return self._remember(rel, Entry((0, 0, 0, 0), note="unreadable"))  # (read again)
         if data is None or len(data) > MAX_FILE_BYTES:  # (it may have grown since fstat)
             return self._remember(rel, Entry(key, note="too large"))
         src = as_utf8(data)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -29,6 +30,15 @@ from ..shell import TreeWatch
 __all__ = ["Tree", "start_watch"]
 
 _IGNORE_NAMES = frozenset({".rgignore", ".ignore", ".gitignore"})
+MAX_BLIND = 2_000  # listed files the watch cannot hear of, statted on each call instead
+
+
+def _mtime(path: str) -> int:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return -1
+    return st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else -1
 
 
 def start_watch(root: str) -> TreeWatch | None:
@@ -52,6 +62,8 @@ class Tree:
     ignore_folders: set[str] = field(default_factory=set)  # folders holding an ignore file
     ignore_kinds: set[str] = field(default_factory=set)  # which ignore files there are
     stale: bool = False  # the watch itself can no longer be trusted
+    blind: list[str] = field(default_factory=list)  # listed files the watch hears nothing of
+    blind_dirs: dict[str, int] = field(default_factory=dict)  # their folders -> mtime_ns
 
     @classmethod
     def of(cls, rels: Iterable[str], skips: Skips, watch: TreeWatch) -> Tree:
@@ -62,15 +74,34 @@ class Tree:
                    {os.path.dirname(r) or "." for r in found},
                    {r.rsplit("/", 1)[-1] for r in found})
 
-    def covers_watched(self) -> bool:
-        """Whether every listed file lies where the watch hears events (it does not look
-        inside .git, node_modules, virtualenvs...: the search walk may list those)."""
+    def see_blind(self) -> bool:
+        """Note the listed files in folders the watch does not enter (it skips .git,
+        node_modules, virtualenvs and any folder *named* venv, such as the standard
+        library's package): each call stats them and their folders instead. False when
+        there are too many to stat on every call."""
+        root = self.watch.root
         for folder in self.watch.skipped:
             key = folder.replace("/", "\0") + "\0"
             at = bisect.bisect_left(self.keys, key)
-            if at < len(self.keys) and self.keys[at].startswith(key):
+            while at < len(self.keys) and self.keys[at].startswith(key):
+                self.blind.append(self.keys[at].replace("\0", "/"))
+                at += 1
+            if len(self.blind) > MAX_BLIND:
                 return False
+        for rel in self.blind:
+            parts = rel.split("/")[:-1]
+            for n in range(1, len(parts) + 1):
+                here = "/".join(parts[:n])
+                if here not in self.blind_dirs and here not in self.watch.dirs:
+                    self.blind_dirs[here] = _mtime(os.path.join(root, here))
         return True
+
+    def blind_changes(self) -> list[str] | None:
+        """The blind files to stat again; None when one of their folders changed."""
+        root = self.watch.root
+        if any(_mtime(os.path.join(root, d)) != t for d, t in self.blind_dirs.items()):
+            return None
+        return self.blind
 
     def lists(self, rel: str) -> bool:
         key = rel.replace("/", "\0")
