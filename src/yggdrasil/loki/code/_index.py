@@ -22,6 +22,7 @@ that, answers are still computed, just not remembered.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import logging
 import os
 import stat
@@ -76,6 +77,7 @@ class Entry:
     outline: Outline | None = None  # parsed lazily
     note: str = ""  # why it is not indexed: 'binary', 'too large', 'unreadable'
     lacks: str = ""  # a word its bytes were last found not to hold (not parsed since)
+    digest: bytes = b""  # of the source it was parsed from (b'': not known, e.g. loaded)
 
     def held(self) -> int:
         """About how many bytes this entry keeps alive (objects and their strings)."""
@@ -138,7 +140,7 @@ class Index:
         self.version = 0  # counts changes to entries (the summaries below go stale)
         self._summaries: dict[str, _Summary] = {}
         self.built = ""  # the note of the last long build, until a scan says it
-        self._pending: dict[str, Key] = {}  # files read for the parallel parse, by key
+        self._pending: dict[str, tuple[Key, bytes]] = {}  # read for the parallel parse
 
     # -- one file -------------------------------------------------------------------------
 
@@ -291,15 +293,15 @@ class Index:
             with self.lock:
                 got = self._source(rel, lang)
             if not isinstance(got, Entry):
-                self._pending[rel] = got[0]
+                self._pending[rel] = (got[0], _digest(got[2]))
                 yield rel, got[1], got[2]
 
     def _parsed(self, rel: str, parsed: tuple[str, bytes, Outline]) -> None:
-        key = self._pending.pop(rel, None)
+        key, digest = self._pending.pop(rel, (None, b""))
         have = self.entries.get(rel)
         if key is None or (have is not None and have.key != key and have.outline is not None):
             return  # read again meanwhile by a call: that entry is newer
-        self._remember(rel, Entry(key, parsed[2].language, *parsed))
+        self._remember(rel, Entry(key, parsed[2].language, *parsed, digest=digest))
 
     def _progress(self, total: int) -> Callable[[int], None]:
         started = time.monotonic()
@@ -455,10 +457,17 @@ class Index:
         if isinstance(got, Entry):
             return got
         key, lang, src = got
+        old = self.entries.get(rel)
+        digest = _digest(src)
+        if old is not None and old.outline is not None and old.digest == digest \
+                and old.language == lang.name:
+            old.key = key  # touched, not changed (touch, a checkout): parsed once per content
+            self.changed += 1
+            return old
         if wanted is not None and not wanted.in_bytes(src):
             return self._remember(rel, Entry(key, lang.name, lacks=wanted.word))
         names, counts, outline = parse_one(lang, src)
-        return self._remember(rel, Entry(key, lang.name, names, counts, outline))
+        return self._remember(rel, Entry(key, lang.name, names, counts, outline, digest=digest))
 
     def _source(self, rel: str, lang: Language | None) -> Entry | tuple[Key, Language, bytes]:
         """The file's key, language and UTF-8 source; or the entry saying why it has none."""
@@ -526,6 +535,10 @@ def _read(fd: int) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
     return b"".join(chunks)
+
+
+def _digest(src: bytes) -> bytes:
+    return hashlib.blake2b(src, digest_size=16).digest()
 
 
 def as_utf8(data: bytes) -> bytes:
