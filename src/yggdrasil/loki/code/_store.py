@@ -1,9 +1,9 @@
 """The code index on disk, so a new process (``loki call``, a new MCP server) starts warm.
 
-One JSON file per root and protected list under the user's cache folder
-(``$XDG_CACHE_HOME`` or ``~/.cache``, then ``yggdrasil-loki/code/``), named by a hash of
-the root's path and the protected globs: an index made under other protection is never
-served. Never inside the root: when the cache folder is inside it (a root of ``~``),
+One JSON file per root under the user's cache folder (``$XDG_CACHE_HOME`` or
+``~/.cache``, then ``yggdrasil-loki/code/``), named by a hash of the root's path; it
+records the protected globs it was made under, and one made under other protection is
+never served (it is rebuilt and rewritten). Never inside the root: when the cache folder is inside it (a root of ``~``),
 nothing is stored. The file is a cache, not a source of truth: each entry is used only
 while the file's size, mtime, ctime and inode still match, and a file that does not load
 (another version, damaged, edited by hand) is ignored and rewritten.
@@ -75,9 +75,11 @@ class Store:
         folder = Path(os.path.realpath(cache_folder()))
         if folder == root or folder.is_relative_to(root):
             return None
-        globs = "\n".join(protect.globs) if protect else ""
-        name = hashlib.sha256(os.fsencode(root) + b"\0" + globs.encode()).hexdigest()[:24]
+        name = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
         return cls(folder / f"{name}.json", str(root), protect)
+
+    def _globs(self) -> list[str]:
+        return list(self.protect.globs) if self.protect else []
 
     def keeps(self, rel: str) -> bool:
         """Whether ``rel`` may be written: no toolbox protects it by default, nor this one."""
@@ -91,12 +93,14 @@ class Store:
                 data = json.load(fh)
             if data.get("version") != _version() or data.get("root") != self.root:
                 return {}
+            if data.get("protect", []) != self._globs():
+                return {}  # made under other protection: never served
             return {rel: _entry(raw) for rel, raw in data["files"].items()}
         except Exception:  # a damaged or foreign cache file is ignored, then rewritten
             return {}
 
     def save(self, entries: dict[str, Entry]) -> None:
-        data = {"version": _version(), "root": self.root,
+        data = {"version": _version(), "root": self.root, "protect": self._globs(),
                 "files": {rel: _raw(e) for rel, e in entries.items() if self.keeps(rel)}}
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".index-", suffix=".tmp")
