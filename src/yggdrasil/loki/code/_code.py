@@ -255,9 +255,12 @@ def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, S
     prototypes, code before tests, outer before nested, then walk order. When any match
     has the exact case, case-insensitive ones are left out."""
     hits: list[tuple[tuple[int, ...], str, Symbol]] = []
+    last = None if query.is_glob else query.parts[-1].lower()  # what a name must equal
     for order, (rel, entry) in enumerate(scan.files):
         symbols = entry.outline.symbols if entry.outline is not None else ()
         for symbol in symbols:
+            if last is not None and symbol.name.lower() != last:
+                continue  # cannot match: skip match()'s splitting (thousands of __init__s)
             quality = query.match(symbol)
             if quality is not None:
                 key = (quality, symbol.kind == "prototype", _is_test(rel), symbol.depth, order)
