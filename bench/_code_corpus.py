@@ -4,6 +4,8 @@
 ``ts_tree()``: a seeded TypeScript/TSX/JavaScript project: classes with methods,
 interfaces, exported functions and arrow constants, callbacks, imports between modules.
 ``long_python()``: one 10,000-line Python file of classes and methods.
+``large_tree()``: this Python's library folder with its site-packages (no caches, no
+mkdocs-material icons): ~58,000 files, the monorepo-scale tree of ``--large``.
 ``npm_tree()``: real packages installed from the npm registry (only with --npm).
 """
 
@@ -137,6 +139,21 @@ def long_python(lines: int = 10_000, seed: int = 5) -> Path:
     path.write_text("\n".join(out[:lines]) + "\n")
     _stamp(path, recipe)
     return path
+
+
+def large_tree() -> Path:
+    """A copy of the interpreter's library folder and site-packages (real copies, not
+    links: an edit must not reach the interpreter, and a hard link is re-read often)."""
+    root = CORPUS / "large"
+    source = Path(sysconfig.get_paths()["stdlib"])
+    recipe = {"version": VERSION, "source": str(source)}
+    if _ready(root, recipe):
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(source, root, symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "material"))
+    _stamp(root, recipe)
+    return root
 
 
 NPM_PACKAGES = ["rxjs@7.8.1", "typescript@5.4.5", "@angular/core@17.3.0", "lodash-es@4.17.21"]

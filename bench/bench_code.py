@@ -1,6 +1,7 @@
 """The code tools (find_symbol, repo_map, outline) vs ctags -R and Python's ast, side by side.
 
     PYTHONPATH=src python bench/bench_code.py [--reps 3] [--npm]
+    PYTHONPATH=src python bench/bench_code.py --large   # the monorepo-scale tree only
 
 Corpora (bench/_code_corpus.py, built once): a copy of the CPython standard library, a
 seeded TypeScript/TSX/JavaScript project of 3,000 modules, one 10,000-line Python file,
@@ -48,6 +49,8 @@ def child(case: str, target: str, arg: str) -> dict[str, Any]:
 
     if case == "memory":
         return memory(target)
+    if case == "large":
+        return large(target)
     if case == "ast":
         t0 = time.perf_counter()
         tree = ast.parse(Path(target).read_bytes())
@@ -83,6 +86,93 @@ def child(case: str, target: str, arg: str) -> dict[str, Any]:
                symbols=sum(len(e.outline.symbols) for e in parsed if e.outline),
                held=index.held)
     return out
+
+
+LARGE_NAMES = ["main", "urlsplit", "Popen", "HTTPConnection", "DataFrame", "read_csv",
+               "JSONDecoder", "ArgumentParser", "TestCase", "Session", "Thread", "defaultdict",
+               "dumps", "setUp", "__init__", "Path", "Client", "parse_args", "BaseModel",
+               "get_config"]
+
+
+def _timed(box: Any, tool: str, args: dict[str, Any]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    out = box.call(tool, args)
+    return time.perf_counter() - t0, out
+
+
+def large(target: str) -> dict[str, Any]:
+    """The monorepo case in one toolbox process: a cold find_symbol, the whole index (the
+    first repo_map), warm calls, then an edit and commands that touch or create 100 files."""
+    from yggdrasil.loki.tools import filesystem_toolbox
+
+    root = Path(target)
+    box = filesystem_toolbox(target, sandbox="off")
+    out: dict[str, Any] = {"rss_start": _rss()}
+    out["cold_find"], first = _timed(box, "find_symbol", {"name": "urlsplit"})
+    out["cold_find_head"] = first.split("\n")[0][:100]
+    out["build"], mapped = _timed(box, "repo_map", {})
+    out["map_head"] = mapped.split("\n")[0][:160]
+    out["rss_built"] = _rss()
+    out["peak_built"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    finds = [_timed(box, "find_symbol", {"name": n}) for n in LARGE_NAMES]
+    out["warm_find"] = [t for t, _ in finds]
+    out["warm_find_rows"] = [o.count("\n") + 1 for _, o in finds]
+    out["warm_outline"] = [_timed(box, "outline", {"path": "json/decoder.py"})[0]
+                           for _ in range(20)]
+    out["warm_map"] = [_timed(box, "repo_map", {})[0] for _ in range(3)]
+    edited = root / "json" / "decoder.py"
+    original = edited.read_bytes()
+    touched = sorted(str(p.relative_to(root)) for p in (root / "email").rglob("*.py"))[:100]
+    try:
+        edited.write_bytes(original + CHANGED.encode())
+        box.call("run", {"command": "touch " + " ".join(touched)})
+        out["after_touch"], found = _timed(box, "find_symbol", {"name": "bench_added_function"})
+        out["after_touch_ok"] = found.startswith("json/decoder.py:")
+        out["map_after_edit"] = _timed(box, "repo_map", {})[0]
+        box.call("run", {"command": "mkdir -p bench_made && for i in $(seq 100); do printf "
+                                    "'def bench_made_%s():\\n    pass\\n' $i > bench_made/m$i.py; "
+                                    "done"})
+        out["after_create"], found = _timed(box, "find_symbol", {"name": "bench_made_42"})
+        out["after_create_ok"] = found.startswith("bench_made/m42.py:1:")
+        out["after_create_again"] = _timed(box, "find_symbol", {"name": "bench_made_7"})[0]
+    finally:
+        edited.write_bytes(original)
+        shutil.rmtree(root / "bench_made", ignore_errors=True)
+    out["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return out
+
+
+def large_case(root: Path) -> None:
+    files = sum(1 for p in root.rglob("*") if p.is_file())
+    print(f"\nlarge tree: {files:,} files (this Python's library folder and site-packages)")
+    warm_cache(root)
+    ours = run_child("large", str(root), "")
+    tags = run_ctags(root, "all")
+    ms = 1000
+    print(f"{'case':<52} {'ours':>10}  {'baseline':<12} {'':>10}  {'ratio':>7}")
+    line("cold find_symbol('urlsplit'), fresh process", ours["cold_find"], tags, "ctags -R",
+         repr(ours["cold_find_head"][:40]))
+    line("whole index: first repo_map (every file parsed)", ours["build"], tags, "ctags -R",
+         ours["map_head"][:70])
+    warm = ours["warm_find"]
+    print(f"{'warm find_symbol, 20 names: median / max':<52} {statistics.median(warm) * ms:8.1f} ms"
+          f"  / {max(warm) * ms:.1f} ms (main: {warm[0] * ms:.1f} ms, "
+          f"{ours['warm_find_rows'][0]} rows)")
+    slow = sorted(zip(warm, LARGE_NAMES, ours["warm_find_rows"], strict=True), reverse=True)[:3]
+    print("  slowest: " + ", ".join(f"{n} {t * ms:.0f} ms ({r} rows)" for t, n, r in slow))
+    print(f"{'warm outline json/decoder.py: median':<52} "
+          f"{statistics.median(ours['warm_outline']) * ms:8.1f} ms")
+    print(f"{'warm repo_map, nothing changed: median':<52} "
+          f"{statistics.median(ours['warm_map']) * ms:8.1f} ms")
+    print(f"{'find_symbol after an edit + touch of 100 files':<52} "
+          f"{ours['after_touch'] * ms:8.1f} ms  correct: {ours['after_touch_ok']}")
+    print(f"{'repo_map after that edit':<52} {ours['map_after_edit'] * ms:8.1f} ms")
+    print(f"{'find_symbol after a command created 100 files':<52} "
+          f"{ours['after_create'] * ms:8.1f} ms  correct: {ours['after_create_ok']} "
+          f"(then {ours['after_create_again'] * ms:.1f} ms)")
+    print(f"{'RSS of the toolbox process, index built':<52} {ours['rss_built'] / 2**20:8.1f} MB"
+          f"  (peak {ours['peak_built'] / 2**20:.1f} MB; at start {ours['rss_start'] / 2**20:.1f}"
+          f" MB; peak at the end {ours['peak'] / 2**20:.1f} MB)")
 
 
 def memory(target: str) -> dict[str, Any]:
@@ -221,6 +311,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--npm", action="store_true", help="also real packages from npm")
+    parser.add_argument("--large", action="store_true",
+                        help="only the monorepo-scale tree (~58,000 files), one process")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
@@ -229,6 +321,9 @@ def main() -> None:
     if shutil.which("ctags") is None:
         print("ctags not found: the ctags baseline is skipped "
               "(Debian: apt-get install universal-ctags)")
+    if opts.large:
+        large_case(_code_corpus.large_tree())
+        return
     print(f"{'case':<44} {'ours':>10}  {'baseline':<12} {'':>10}  {'ratio':>7}")
     tree_cases("CPython stdlib copy", _code_corpus.stdlib(), "HTTPConnection", "Python",
                opts.reps)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Unpack
 
-from .code import syntax_error
+from .code import cache_hidden, syntax_error
 from .files import DEFAULT_PROTECTED, Approvals, Files, Journal, Root, SyntaxGate
 from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
@@ -98,7 +98,9 @@ def filesystem_toolbox(
     .json, .toml, .yaml by their parsers, the code-navigation languages by their grammar)
     is written with a WARNING (``"warn"``) or refused, the file untouched (``"reject"``). apply_patch and undo_edit come with the write tools.
     ``code_cache=True`` keeps the code index (outline, find_symbol, repo_map) on disk under
-    the user's cache folder, never inside the root; None reads ``LOKI_CODE_CACHE=1``.
+    the user's cache folder, never inside the root; None reads ``LOKI_CODE_CACHE=1``. That
+    folder is hidden from commands whatever ``hidden`` says, and files protected by default
+    (``secrets.*``, ``.env``...) are never written to it, even with ``protect=()``.
 
     ``run``/``run_python`` with ``background=true`` start background jobs, followed with
     job_output, job_input, job_stop and jobs: at most ``max_jobs`` running at once (0:
@@ -163,7 +165,8 @@ def filesystem_toolbox(
         shell = Shell(where, journal, sandbox=fence.sandbox, network=network is True,
                       proxy=proxy, writable=writable_paths(fence.writable), env=fence.env,
                       unix_sockets=writable_paths(fence.unix_sockets, "unix_sockets path"),
-                      hidden=(*fence.hidden, str(config_dir(os.environ))),  # loki's own
+                      hidden=(*fence.hidden, str(config_dir(os.environ)),  # loki's own settings,
+                              *cache_hidden(where.path)),  # and its code cache
                       git_writable=fence.git_writable,
                       limits=JobLimits(s.jobs.max_jobs, s.jobs.lifetime, s.jobs.buffer),
                       rules=command_rules, confirm=confirm)

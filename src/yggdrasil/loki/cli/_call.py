@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -43,6 +44,9 @@ def add_call(commands: Any) -> None:
 
 
 def run_call(args: argparse.Namespace) -> int:
+    if sys.stderr.isatty():  # a long first code index build says how far it got
+        logging.getLogger("yggdrasil.loki.code").addHandler(logging.StreamHandler())
+        logging.getLogger("yggdrasil.loki.code").setLevel(logging.INFO)
     box = open_toolbox(args, confirm=terminal_confirm(args.yes))
     tool = box.get(args.tool)
     if tool is None:

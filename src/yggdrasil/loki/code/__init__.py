@@ -14,6 +14,7 @@ from ._code import MAX_BUDGET, MIN_BUDGET, Code
 from ._extract import grammars_available, syntax_error
 from ._languages import LANGUAGES
 from ._match import KINDS, MAX_NAME
+from ._store import cache_hidden
 
-__all__ = ["KINDS", "LANGUAGES", "MAX_BUDGET", "MAX_NAME", "MIN_BUDGET", "Code",
+__all__ = ["KINDS", "LANGUAGES", "MAX_BUDGET", "MAX_NAME", "MIN_BUDGET", "Code", "cache_hidden",
            "grammars_available", "syntax_error"]

@@ -177,6 +177,19 @@ class Code:
         if not grammars_available():
             raise ToolError(f"repo_map needs the tree-sitter grammars: {_INSTALL}")
         scan = self._scan(path)
+        held = held_for(self.root, self.cache)
+        key = (scan.start, budget)
+        kept = held.maps.get(key)
+        if kept is not None and kept[0] == scan.version:
+            return kept[1]  # answered from the kept listing, and nothing changed since
+        mapped = self._map(scan, budget)
+        if scan.version is not None:
+            if len(held.maps) > 16:
+                held.maps.clear()
+            held.maps[key] = (scan.version, mapped)
+        return mapped
+
+    def _map(self, scan: Scan, budget: int) -> str:
         files = [(rel, e) for rel, e in scan.files if e.outline is not None and e.outline.symbols]
         notes = [n for n in [*scan_notes(scan), skip_note(scan.skipped, False)] if n]
         if not files:
@@ -242,9 +255,12 @@ def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, S
     prototypes, code before tests, outer before nested, then walk order. When any match
     has the exact case, case-insensitive ones are left out."""
     hits: list[tuple[tuple[int, ...], str, Symbol]] = []
+    last = None if query.is_glob else query.parts[-1].lower()  # what a name must equal
     for order, (rel, entry) in enumerate(scan.files):
         symbols = entry.outline.symbols if entry.outline is not None else ()
         for symbol in symbols:
+            if last is not None and symbol.name.lower() != last:
+                continue  # cannot match: skip match()'s splitting (thousands of __init__s)
             quality = query.match(symbol)
             if quality is not None:
                 key = (quality, symbol.kind == "prototype", _is_test(rel), symbol.depth, order)

@@ -15,6 +15,7 @@ and those past ``MAX_SYMBOLS`` are counted, not kept.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -64,6 +65,24 @@ class Symbol:
     def header(self, *, qualified: bool = False) -> str:
         """'kind name(signature)' as outline shows it ('kind Owner.name(...)' qualified)."""
         return f"{self.kind} {self.qualified if qualified else self.name}{_joined(self.signature)}"
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Parsed in a worker process: on arrival, repeated strings become one object.
+        return shared_symbol, (self.kind, self.name, self.scope, self.signature, self.line,
+                               self.end, self.first, self.depth)
+
+
+_SHARED_SIGNATURE = 40  # signatures up to this long are shared: '(self)', '()', '(self, other)'
+
+
+def shared_symbol(kind: str, name: str, scope: str, signature: str, line: int, end: int,
+                  first: int, depth: int) -> Symbol:
+    """A Symbol whose kind, name, scope and short signature are interned: across a large
+    tree most names (``__init__``, ``get``, ``test_x``) and signatures repeat."""
+    if len(signature) <= _SHARED_SIGNATURE:
+        signature = sys.intern(signature)
+    return Symbol(sys.intern(kind), sys.intern(name), sys.intern(scope), signature, line, end,
+                  first, depth)
 
 
 def _joined(signature: str) -> str:
@@ -208,8 +227,8 @@ def _nest(lang: Language, nodes: list[Any], src: bytes) -> tuple[list[Symbol], i
             kind = "method"
         scope = ".".join(p for p in (parent.qualified if parent else "", found.scope) if p)
         line = found.name_node.start_point[0] + 1
-        symbol = Symbol(kind, found.name, scope, found.signature or "", line,
-                        _end_line(node, line), _first_line(lang, node), len(stack))
+        symbol = shared_symbol(kind, found.name, scope, found.signature or "", line,
+                               _end_line(node, line), _first_line(lang, node), len(stack))
         symbols.append(symbol)
         if kind not in _LEAF_KINDS:
             stack.append((node.end_byte, symbol))

@@ -23,19 +23,26 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import logging
 import os
 import stat
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import PathError
 from ..files import Root
-from ..search import Skips, list_files
-from ._extract import Outline, extract, identifiers
+from ..search import Listing, PathCheck, Skips, list_files
+from ..shell import TreeWatch
+from ._extract import Outline
 from ._languages import Language, by_grammar, extension_of, language_for, language_of_script
+from ._match import NameQuery
+from ._names import NameIndex
+from ._pool import Job, parse_all, parse_one
+from ._tree import Tree, start_watch
 
 __all__ = ["MAX_FILE_BYTES", "Entry", "Index", "Scan"]
 
@@ -43,10 +50,13 @@ MAX_FILE_BYTES = 2 << 20  # larger files are not parsed (generated code, bundles
 MAX_VISITS = 100_000  # files one call looks at
 MAX_SECONDS = 30.0  # one call stops walking after this long (what it parsed is kept)
 MAX_ENTRIES = 100_000  # files the index remembers
-MAX_HELD = 256 << 20  # about this many bytes of names and definitions remembered
+MAX_HELD = 1 << 30  # about this many bytes of names and definitions remembered
+WATCH_FROM = 2_000  # files under the root from which the index follows change events
+#                     instead of walking (smaller trees walk in a few milliseconds)
 _SYMBOL_BYTES = 250  # one remembered definition besides its strings' characters
 _HEAD = 256  # bytes read to find a #! line
-PARSED_KEPT = 10_000  # distinct file contents whose parse a process keeps (any root)
+_SAY_AFTER = 5.0  # seconds: a longer build is reported (log, then a note in the answer)
+_log = logging.getLogger("yggdrasil.loki.code")
 
 Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 
@@ -67,6 +77,7 @@ class Entry:
     outline: Outline | None = None  # parsed lazily
     note: str = ""  # why it is not indexed: 'binary', 'too large', 'unreadable'
     lacks: str = ""  # a word its bytes were last found not to hold (not parsed since)
+    digest: bytes = b""  # of the source it was parsed from (b'': not known, e.g. loaded)
 
     def held(self) -> int:
         """About how many bytes this entry keeps alive (objects and their strings)."""
@@ -89,6 +100,8 @@ class Scan:
     indexed: int = 0  # source files looked at (with a grammar, readable)
     more: int = 0  # wanted source files past the scan's limit (counted, not parsed)
     stopped: str = ""  # why the walk stopped early ('' : it did not)
+    built: str = ""  # what a long first build cost, said once
+    version: int | None = None  # the index's version, when answered from the kept listing
 
 
 class Wanted(Protocol):
@@ -117,6 +130,17 @@ class Index:
         self.held = sum(e.held() for e in self.entries.values())
         self.changed = len(loaded) - len(self.entries)  # entries changed since the last save
         self.lock = threading.Lock()
+        self.names = NameIndex()
+        for rel, entry in self.entries.items():
+            self.names.add(rel, entry.outline)
+        self.walked = 0  # files the last walk of the whole root listed
+        self.whole = False  # once a walk parsed everything: keep every file parsed
+        self.watch: TreeWatch | None = None  # started before a whole walk of a large tree
+        self.tree: Tree | None = None  # that walk's listing, while events keep it true
+        self.version = 0  # counts changes to entries (the summaries below go stale)
+        self._summaries: dict[str, _Summary] = {}
+        self.built = ""  # the note of the last long build, until a scan says it
+        self._pending: dict[str, tuple[Key, bytes]] = {}  # read for the parallel parse
 
     # -- one file -------------------------------------------------------------------------
 
@@ -140,7 +164,21 @@ class Index:
         """The files under ``path`` that ``wanted`` keeps (all when None), parsed; past
         ``limit`` files, the rest are only counted (``Scan.more``)."""
         listing = list_files(self.root, path, include_ignored=include_ignored)
+        if not include_ignored:
+            found = self._from_tree(listing.start, wanted, limit)
+            if found is not None:
+                return found
+        whole = listing.start == "." and not include_ignored and limit is None
+        if whole and wanted is None:
+            self._build()  # then the walk below finds every file parsed
+        scan = self._walk(listing, wanted, limit, whole)
+        scan.built, self.built = self.built, ""
+        return scan
+
+    def _walk(self, listing: Listing, wanted: Wanted | None, limit: int | None,
+              whole: bool) -> Scan:
         scan = Scan(listing.start)
+        visited: list[str] = []
         with self.lock:
             deadline = time.monotonic() + MAX_SECONDS
             for visits, visit in enumerate(listing.visits, 1):
@@ -154,6 +192,11 @@ class Index:
                 full = limit is not None and len(scan.files) >= limit
                 self._visit(scan, visit.rel, visit.dir_fd, visit.name, wanted, listing.skips,
                             full)
+                if whole:
+                    visited.append(visit.rel)
+            if whole and not scan.stopped:
+                self.walked = len(visited)
+                self._settle_tree(visited, listing.skips)
         scan.skipped = listing.skipped()
         return scan
 
@@ -169,7 +212,7 @@ class Index:
             if lang is None and "." in name.lstrip("."):
                 scan.other[extension_of(name)] += 1
                 return
-            entry = self._load(rel, lang, None if full else wanted)
+            entry = self._load(rel, lang, None if full or self.whole else wanted)
         if not self._counted(scan, rel, entry, skips):
             return
         if wanted is not None and entry.names is not None and not wanted.in_names(entry.names):
@@ -186,10 +229,11 @@ class Index:
                 return
         scan.files.append((rel, entry))
 
-    def _counted(self, scan: Scan, rel: str, entry: Entry, skips: Skips) -> bool:
+    def _counted(self, scan: Scan, rel: str, entry: Entry, skips: Skips | None) -> bool:
         """Count the entry in the scan's notes; True when it is an indexed source file."""
         if entry.note == "binary":
-            skips.add("binary", rel)
+            if skips is not None:
+                skips.add("binary", rel)
         elif entry.note == "too large":
             scan.too_large += 1
         elif entry.note:
@@ -201,17 +245,238 @@ class Index:
             return True
         return False
 
+    # -- the whole root, parsed on every core ------------------------------------------------
+
+    def _build(self) -> None:
+        """Parse every source file of the root that is not parsed yet, in parallel; start
+        following events first when the tree is large (see _tree)."""
+        if self.watch is None and self.walked >= WATCH_FROM:
+            self.watch = start_watch(str(self.root.path))
+        listing = list_files(self.root, ".")
+        todo: list[tuple[str, Language | None]] = []
+        visits = 0
+        with self.lock:
+            for visit in listing.visits:
+                visits += 1
+                if visits > MAX_VISITS:
+                    break
+                try:
+                    key = file_key(os.stat(visit.name, dir_fd=visit.dir_fd, follow_symlinks=False))
+                except OSError:
+                    continue
+                entry = self.entries.get(visit.rel)
+                if entry is not None and entry.key == key and (entry.outline or entry.note
+                                                               or not entry.language):
+                    continue
+                lang = _language_by_name(visit.rel)
+                if lang is not None or "." not in visit.name.lstrip("."):
+                    todo.append((visit.rel, lang))
+            self.walked = max(self.walked, visits)
+        if self.watch is None and len(todo) >= WATCH_FROM:
+            self.watch = start_watch(str(self.root.path))  # events from here on; the walk
+            #                                                 after the parse lists again
+        self.whole = True
+        started = time.monotonic()
+        _log.info("code index: parsing %s source files under %s", f"{len(todo):,}",
+                  self.root.path)
+        for rel, parsed in parse_all(self._sources(todo), len(todo), self._progress(len(todo))):
+            with self.lock:
+                self._parsed(rel, parsed)
+        took = time.monotonic() - started
+        if took >= _SAY_AFTER:
+            self.built = (f"[built the code index once: parsed {len(todo):,} source files in "
+                          f"{took:.0f} s; later calls answer from it]")
+
+    def _sources(self, todo: list[tuple[str, Language | None]]) -> Iterator[Job]:
+        """Each file to parse, read (through Root) and checked as _load does."""
+        for rel, lang in todo:
+            with self.lock:
+                got = self._source(rel, lang)
+            if not isinstance(got, Entry):
+                self._pending[rel] = (got[0], _digest(got[2]))
+                yield rel, got[1], got[2]
+
+    def _parsed(self, rel: str, parsed: tuple[str, bytes, Outline]) -> None:
+        key, digest = self._pending.pop(rel, (None, b""))
+        have = self.entries.get(rel)
+        if key is None or (have is not None and have.key != key and have.outline is not None):
+            return  # read again meanwhile by a call: that entry is newer
+        self._remember(rel, Entry(key, parsed[2].language, *parsed, digest=digest))
+
+    def _progress(self, total: int) -> Callable[[int], None]:
+        started = time.monotonic()
+        said = [started]
+
+        def heard(done: int) -> None:
+            now = time.monotonic()
+            if now - said[0] >= _SAY_AFTER:
+                said[0] = now
+                _log.info("code index: parsed %s of %s source files (%.0f s)", f"{done:,}",
+                          f"{total:,}", now - started)
+
+        return heard
+
+    # -- answers from the kept listing -------------------------------------------------------
+
+    def _settle_tree(self, visited: list[str], skips: Skips) -> None:
+        """After a whole walk: keep its listing when every source file it lists is parsed
+        and held and a watch follows the tree; otherwise walks go on."""
+        if self.tree is not None:
+            return
+        if self.watch is None or len(visited) < WATCH_FROM or not self._all_parsed(visited):
+            return
+        skips = Skips([s for s in skips.seen if s[0] != "binary"])  # binary: from the entries
+        tree = Tree.of(visited, skips, self.watch)
+        if not tree.see_blind():
+            return
+        self.tree = tree
+        self._summaries.clear()
+
+    def _all_parsed(self, visited: list[str]) -> bool:
+        for rel in visited:
+            entry = self.entries.get(rel)
+            if entry is None:
+                name = rel.rsplit("/", 1)[-1]
+                if _language_by_name(rel) is not None or "." not in name.lstrip("."):
+                    return False
+            elif entry.language and not entry.note and entry.outline is None:
+                return False
+        return True
+
+    def _from_tree(self, start: str, wanted: Wanted | None, limit: int | None) -> Scan | None:
+        """The scan a walk would give, from memory; None when memory cannot say."""
+        if self.tree is None or not (wanted is None or isinstance(wanted, NameQuery)):
+            return None
+        with self.lock:
+            if not self._refresh() or self.tree is None or not self.tree.answers(start):
+                return None
+            st = self.root.stat(self.root.path / start) if start != "." else None
+            if st is not None and not stat.S_ISDIR(st.st_mode):
+                return None
+            summary = self._summary(start)
+            scan = Scan(start, skipped=dict(summary.skipped), other=Counter(summary.other),
+                        too_large=summary.too_large, unreadable=summary.unreadable,
+                        indexed=summary.indexed, version=self.version)
+            if isinstance(wanted, NameQuery):
+                order = summary.order
+                rels = sorted((r for r in self.names.files_for(wanted) if r in order),
+                              key=order.__getitem__)
+            else:
+                rels = list(summary.order)
+            if limit is not None and len(rels) > limit:
+                rels, scan.more = rels[:limit], len(rels) - limit
+            scan.files = [(rel, self.entries[rel]) for rel in rels]
+            return scan
+
+    def _refresh(self) -> bool:
+        """Fold in what changed since the last call; False when the listing had to go."""
+        assert self.tree is not None
+        tree = self.tree
+        changes = tree.changes()
+        if changes is None:
+            if tree.stale:
+                self.watch = None
+            self.tree = None
+            return False
+        found, vanished = changes
+        blind = tree.blind_changes()
+        if blind is None:
+            self.tree = None
+            return False
+        for rel in blind:
+            entry = self.entries.get(rel)
+            st = self.root.stat(self.root.path / rel)
+            if entry is not None and (st is None or file_key(st) != entry.key):
+                found.modified.append(rel)
+        if not (found or vanished or found.created_dirs):
+            return True
+        check = PathCheck(self.root)
+        root = str(self.root.path)
+        for rel in [*found.deleted, *vanished]:
+            if tree.remove(rel):
+                self._forget(rel)
+            tree.unskip_gone(rel, root)
+        for rel in found.created_dirs:
+            skipped = check.skipped(rel, folder=True)
+            if skipped is not None and skipped[0]:
+                tree.skip(*skipped)
+        for rel in found.created:
+            skipped = check.skipped(rel)
+            if skipped is None:
+                tree.add(rel)
+            elif skipped[0]:
+                tree.skip(*skipped)
+        self.version += 1
+        for rel in [*found.created, *found.modified]:
+            if not tree.lists(rel) or _other(rel):
+                continue  # not listed (ignored, hidden), or a file without a grammar
+            entry = self._load(rel, _language_by_name(rel))
+            if self.entries.get(rel) is not entry:  # no room left: walks again
+                self.tree = None
+                return False
+        return True
+
+    def _forget(self, rel: str) -> None:
+        old = self.entries.pop(rel, None)
+        if old is not None:
+            self.version += 1
+            self.held -= old.held()
+            self.names.remove(rel, old.outline)
+            self.changed += 1
+
+    def _summary(self, start: str) -> _Summary:
+        if self._summaries and next(iter(self._summaries.values())).version != self.version:
+            self._summaries.clear()
+        found = self._summaries.get(start)
+        if found is None:
+            assert self.tree is not None
+            scan = Scan(start)
+            skips = Skips()
+            order: dict[str, int] = {}
+            for rel in self.tree.under(start):
+                entry = self.entries.get(rel)
+                if entry is None:
+                    scan.other[extension_of(rel.rsplit("/", 1)[-1])] += 1
+                elif self._counted(scan, rel, entry, skips) and entry.outline is not None:
+                    order[rel] = len(order)
+            skipped = self.tree.skipped(start)
+            skipped["binary"] = len(skips.seen)
+            found = _Summary(self.version, skipped, scan.other, scan.too_large, scan.unreadable,
+                             scan.indexed, order)
+            if len(self._summaries) > 32:
+                self._summaries.clear()
+            self._summaries[start] = found
+        return found
+
     # -- reading --------------------------------------------------------------------------
 
     def _load(self, rel: str, lang: Language | None, wanted: Wanted | None = None) -> Entry:
         """Read ``rel`` through Root once and parse it, unless ``wanted`` says from its
         bytes that it cannot hold what is asked (then only its language is remembered)."""
+        got = self._source(rel, lang)
+        if isinstance(got, Entry):
+            return got
+        key, lang, src = got
+        old = self.entries.get(rel)
+        digest = _digest(src)
+        if old is not None and old.outline is not None and old.digest == digest \
+                and old.language == lang.name:
+            old.key = key  # touched, not changed (touch, a checkout): parsed once per content
+            self.changed += 1
+            return old
+        if wanted is not None and not wanted.in_bytes(src):
+            return self._remember(rel, Entry(key, lang.name, lacks=wanted.word))
+        names, counts, outline = parse_one(lang, src)
+        return self._remember(rel, Entry(key, lang.name, names, counts, outline, digest=digest))
+
+    def _source(self, rel: str, lang: Language | None) -> Entry | tuple[Key, Language, bytes]:
+        """The file's key, language and UTF-8 source; or the entry saying why it has none."""
         try:
             with self.root.open_file(self.root.path / rel) as fd:
                 key = file_key(os.fstat(fd))
                 data = _read(fd) if key[0] <= MAX_FILE_BYTES else None
         except (PathError, OSError):
-            return self._remember(rel, Entry((0, 0, 0, 0), note="unreadable"), keep=False)
+            return self._remember(rel, Entry((0, 0, 0, 0), note="unreadable"))  # (read again)
         if data is None or len(data) > MAX_FILE_BYTES:  # (it may have grown since fstat)
             return self._remember(rel, Entry(key, note="too large"))
         src = as_utf8(data)
@@ -221,51 +486,42 @@ class Index:
             lang = language_of_script(src[:_HEAD])
         if lang is None:
             return self._remember(rel, Entry(key))
-        if wanted is not None and not wanted.in_bytes(src):
-            return self._remember(rel, Entry(key, lang.name, lacks=wanted.word))
-        names, counts, outline = _parsed(lang, src)
-        return self._remember(rel, Entry(key, lang.name, names, counts, outline))
+        return key, lang, src
 
     def _remember(self, rel: str, entry: Entry, *, keep: bool = True) -> Entry:
+        self.version += 1
         old = self.entries.pop(rel, None)
         if old is not None:
             self.held -= old.held()
+            self.names.remove(rel, old.outline)
         room = len(self.entries) < MAX_ENTRIES and self.held + entry.held() <= MAX_HELD
         if keep and room:
             self.entries[rel] = entry
             self.held += entry.held()
+            self.names.add(rel, entry.outline)
             self.changed += 1
+        elif self.tree is not None and (old is not None or keep):
+            self.tree = None  # a listed file is no longer held: walks answer again
         return entry
 
 
-class _Parsed:
-    """What parsing gave for file contents seen before in this process, whatever their path:
-    a fresh checkout of a repository (a fleet attempt's working copy: each a new root, on
-    a worker that runs attempt after attempt) is parsed once, not once per copy. Bounded;
-    the least recently used go first. (Outlines are frozen: sharing them is safe.)"""
+@dataclass
+class _Summary:
+    """What a walk from one folder would count, and its parsed files in walk order."""
 
-    def __init__(self, limit: int = PARSED_KEPT) -> None:
-        self.limit = limit
-        self.found: OrderedDict[tuple[str, bytes], tuple[str, bytes, Outline]] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, lang: Language, src: bytes) -> tuple[str, bytes, Outline]:
-        key = (lang.name, hashlib.blake2b(src, digest_size=16).digest())
-        with self.lock:
-            found = self.found.get(key)
-            if found is not None:
-                self.found.move_to_end(key)
-                return found
-        names, counts = identifiers(src)
-        made = (names, counts, extract(lang, src))
-        with self.lock:
-            self.found[key] = made
-            while len(self.found) > self.limit:
-                self.found.popitem(last=False)
-        return made
+    version: int
+    skipped: dict[str, int]
+    other: Counter[str]
+    too_large: int
+    unreadable: int
+    indexed: int
+    order: dict[str, int]
 
 
-_parsed = _Parsed().get
+def _other(rel: str) -> bool:
+    """A file the index keeps no entry for: an extension no grammar reads."""
+    name = rel.rsplit("/", 1)[-1]
+    return _language_by_name(rel) is None and "." in name.lstrip(".")
 
 
 def _language_by_name(rel: str) -> Language | None:
@@ -279,6 +535,10 @@ def _read(fd: int) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
     return b"".join(chunks)
+
+
+def _digest(src: bytes) -> bytes:
+    return hashlib.blake2b(src, digest_size=16).digest()
 
 
 def as_utf8(data: bytes) -> bytes:

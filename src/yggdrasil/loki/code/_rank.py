@@ -22,7 +22,7 @@ import heapq
 import math
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ._extract import Symbol, shallow
@@ -62,6 +62,8 @@ class Ranker:
     definers: Definers = field(default_factory=dict)
     ranks: dict[str, float] = field(default_factory=dict)
     last: tuple[tuple[int, ...], list[Ranked]] | None = None
+    found: dict[str, set[str]] = field(default_factory=dict)  # name -> every file defining it
+    _positions: tuple[dict[str, _File], dict[str, int]] | None = None
 
     def rank(self, files: Sequence[tuple[str, Entry]]) -> list[Ranked]:
         """Every mappable definition of ``files``, most important first."""
@@ -69,8 +71,10 @@ class Ranker:
         if self.last is not None and self.last[0] == identity:
             return self.last[1]  # nothing changed since the last map
         current = {rel: self._file(rel, entry) for rel, entry in files}
+        changed = {rel for rel, known in current.items() if self.files.get(rel) is not known}
+        changed |= self.files.keys() - current.keys()
+        self._update_definers(current, changed)
         self.files = current
-        self._update_definers()
         rels = [rel for rel, _ in files]
         cap = _per_file_cap(len(rels))
         for rel in rels:
@@ -91,28 +95,51 @@ class Ranker:
         defined = frozenset(s.name for _, s in api if s.kind not in _OPEN_KINDS)
         return _File(entry, api, defined)
 
-    def _update_definers(self) -> None:
-        """Rebuild name -> definers; files that use a name whose definers changed lose
-        their links (recomputed next), the others keep theirs."""
-        found: dict[str, list[str]] = defaultdict(list)
-        for rel, known in self.files.items():
-            for name in known.defined:
-                found[name].append(rel)
-        definers = {name: (tuple(where), _boost(name, len(where)))
-                    for name, where in found.items() if len(where) <= MAX_DEFINERS}
-        changed = {n for n in definers.keys() | self.definers.keys()
-                   if definers.get(n) != self.definers.get(n)}
-        self.definers = definers
-        if not changed:
+    def _update_definers(self, current: dict[str, _File], changed: set[str]) -> None:
+        """Bring name -> definers up to date with the ``changed`` files; files that use a
+        name whose definers changed lose their links (recomputed next), the others keep
+        theirs."""
+        names: set[str] = set()
+        for rel in changed:
+            for known, sign in ((self.files.get(rel), -1), (current.get(rel), 1)):
+                if known is None:
+                    continue
+                names |= known.defined
+                for name in known.defined:
+                    where = self.found.setdefault(name, set())
+                    (where.add if sign > 0 else where.discard)(rel)
+        touched = set()
+        order = self._order(current)
+        for name in names:
+            files = self.found.get(name)
+            if not files:
+                self.found.pop(name, None)
+            was = self.definers.get(name)
+            now = ((tuple(sorted(files, key=order)), _boost(name, len(files)))
+                   if files and len(files) <= MAX_DEFINERS else None)
+            if now != was:
+                touched.add(name)
+                if now is None:
+                    del self.definers[name]
+                else:
+                    self.definers[name] = now
+        if not touched:
             return
-        if len(changed) > 64:  # a large change: recompute every file's links
-            for known in self.files.values():
+        if len(touched) > 64:  # a large change: recompute every file's links
+            for known in current.values():
                 known.links = None
             return
-        for known in self.files.values():
-            names = known.entry.names or ""
-            if known.links is not None and any(f"\n{n}\n" in names for n in changed):
+        for known in current.values():
+            names_of = known.entry.names or ""
+            if known.links is not None and any(f"\n{n}\n" in names_of for n in touched):
                 known.links = None
+
+    def _order(self, current: dict[str, _File]) -> Callable[[str], int]:
+        """Definers in the order of the files given (as a rebuild would list them)."""
+        if self._positions is None or self._positions[0] is not current:
+            self._positions = (current, {rel: i for i, rel in enumerate(current)})
+        positions = self._positions[1]
+        return lambda rel: positions.get(rel, len(positions))
 
     def _ranked(self, rels: list[str]) -> list[Ranked]:
         received: dict[tuple[str, str], float] = defaultdict(float)

@@ -82,6 +82,8 @@ def scan_notes(scan: Scan) -> list[str]:
         notes.append(f"[no grammar for {total} files ({shown}{more}); grep searches them]")
     if scan.stopped:
         notes.append(f"[{scan.stopped}; give a narrower path]")
+    if scan.built:
+        notes.append(scan.built)
     return notes
 
 
@@ -93,6 +95,9 @@ def map_lines(files: Sequence[tuple[str, Entry]], ranked: Sequence[Ranked],
     used = 0
     for _, i, j in ranked:
         symbols = _symbols(files[i][1])
+        symbol = symbols[j]  # a line costs at least its kind, name and line numbers
+        if used + len(symbol.kind) + len(symbol.name) + 8 > budget and j not in kept.get(i, ()):
+            continue
         chain = [k for k in _owners(symbols, j) if k not in kept.get(i, ())]
         cost = sum(len(symbol_line(symbols[k], symbols[k].depth + 1)) + 1 for k in chain)
         if i not in kept:

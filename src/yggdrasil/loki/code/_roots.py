@@ -34,6 +34,8 @@ class Held:
     saved_at: float = 0.0
     ranker: Ranker = field(default_factory=Ranker)
     rank_lock: threading.Lock = field(default_factory=threading.Lock)
+    maps: dict[tuple[str, int], tuple[int, str]] = field(default_factory=dict)  # repo maps
+    #      by (folder, budget): (index version, map), reused while nothing changed
 
     def saved(self) -> None:
         """Write the index to disk when it changed, at most every _SAVE_EVERY seconds."""
@@ -78,13 +80,13 @@ def held_for(root: Root, cache: bool) -> Held:
         if found is None:
             if cache and not _exit_hook:
                 _exit_hook.append(atexit.register(_save_all))
-            store = Store.for_root(root.path) if cache else None
+            store = Store.for_root(root.path, root.protect) if cache else None
             found = Held(Index(root, store.load() if store else None), store)
             _held_by_root[key] = found
             while len(_held_by_root) > _MAX_ROOTS:
                 _held_by_root.popitem(last=False)
         elif cache and found.store is None:
-            found.store = Store.for_root(root.path)
+            found.store = Store.for_root(root.path, root.protect)
         _held_by_root.move_to_end(key)
         return found
 

@@ -1,11 +1,18 @@
 """The code index on disk, so a new process (``loki call``, a new MCP server) starts warm.
 
 One JSON file per root under the user's cache folder (``$XDG_CACHE_HOME`` or
-``~/.cache``, then ``yggdrasil-loki/code/``), named by a hash of the root's path. Never
-inside the root: when the cache folder is inside it (a root of ``~``), nothing is stored.
-The file is a cache, not a source of truth: each entry is used only while the file's
-size, mtime, ctime and inode still match, and a file that does not load (another
-version, damaged, edited by hand) is ignored and rewritten.
+``~/.cache``, then ``yggdrasil-loki/code/``), named by a hash of the root's path; it
+records the protected globs it was made under, and one made under other protection is
+never served (it is rebuilt and rewritten). Never inside the root: when the cache folder is inside it (a root of ``~``),
+nothing is stored. The file is a cache, not a source of truth: each entry is used only
+while the file's size, mtime, ctime and inode still match, and a file that does not load
+(another version, damaged, edited by hand) is ignored and rewritten.
+
+The cache is the user's, never the commands': the toolbox hides its folder from them (as
+it hides credential stores), and a file that any toolbox would protect by default
+(``DEFAULT_PROTECTED``: ``.env``, ``secrets.*``, keys...) or that this one protects is
+never written to it, so a constant's value from ``secrets.py`` indexed by a toolbox with
+``protect=()`` stays in that process's memory.
 """
 
 from __future__ import annotations
@@ -20,10 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._extract import Outline, Symbol
+from ..files import DEFAULT_PROTECTED, Protection
+from ..search import protection
+from ._extract import Outline, shared_symbol
 from ._index import Entry
 
-__all__ = ["Store", "cache_folder"]
+__all__ = ["Store", "cache_folder", "cache_hidden"]
 
 _FORMAT = 3  # raise when the entries or what is extracted changes (3: Go interface methods)
 
@@ -43,19 +52,40 @@ def _version() -> str:
     return f"{_FORMAT}/{grammars}"
 
 
+_DEFAULT = protection(DEFAULT_PROTECTED)
+
+
+def cache_hidden(root: Path) -> list[str]:
+    """The cache folder, to hide from the commands of a toolbox rooted at ``root`` (none
+    when it lies inside the root: then nothing is stored there)."""
+    folder = Path(os.path.realpath(cache_folder()))
+    return [] if folder == root or folder.is_relative_to(root) else [str(folder)]
+
+
 @dataclass(frozen=True)
 class Store:
     path: Path  # the JSON file of one root
     root: str
+    protect: Protection | None = None  # what the toolbox writing it protects
 
     @classmethod
-    def for_root(cls, root: Path) -> Store | None:
-        """The store of ``root``; None when the cache folder would be inside the root."""
+    def for_root(cls, root: Path, protect: Protection | None = None) -> Store | None:
+        """The store of ``root`` under ``protect``; None when the cache folder would be
+        inside the root."""
         folder = Path(os.path.realpath(cache_folder()))
         if folder == root or folder.is_relative_to(root):
             return None
         name = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
-        return cls(folder / f"{name}.json", str(root))
+        return cls(folder / f"{name}.json", str(root), protect)
+
+    def _globs(self) -> list[str]:
+        return list(self.protect.globs) if self.protect else []
+
+    def keeps(self, rel: str) -> bool:
+        """Whether ``rel`` may be written: no toolbox protects it by default, nor this one."""
+        if _DEFAULT.covering(rel, False) is not None:
+            return False
+        return self.protect is None or self.protect.covering(rel, False) is None
 
     def load(self) -> dict[str, Entry]:
         try:
@@ -63,13 +93,15 @@ class Store:
                 data = json.load(fh)
             if data.get("version") != _version() or data.get("root") != self.root:
                 return {}
+            if data.get("protect", []) != self._globs():
+                return {}  # made under other protection: never served
             return {rel: _entry(raw) for rel, raw in data["files"].items()}
         except Exception:  # a damaged or foreign cache file is ignored, then rewritten
             return {}
 
     def save(self, entries: dict[str, Entry]) -> None:
-        data = {"version": _version(), "root": self.root,
-                "files": {rel: _raw(e) for rel, e in entries.items()}}
+        data = {"version": _version(), "root": self.root, "protect": self._globs(),
+                "files": {rel: _raw(e) for rel, e in entries.items() if self.keeps(rel)}}
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".index-", suffix=".tmp")
         try:
@@ -98,8 +130,9 @@ def _entry(raw: list[Any]) -> Entry:
     if parsed is not None:
         lang, lines, errors, dropped, cut, symbols = parsed
         outline = Outline(str(lang), int(lines),
-                          tuple(Symbol(str(k), str(n), str(sc), str(sig), int(li), int(e),
-                                       int(f), int(d)) for k, n, sc, sig, li, e, f, d in symbols),
+                          tuple(shared_symbol(str(k), str(n), str(sc), str(sig), int(li), int(e),
+                                              int(f), int(d))
+                                for k, n, sc, sig, li, e, f, d in symbols),
                           tuple(int(x) for x in errors), int(dropped), int(cut))
     size, mtime, ctime, inode = (int(x) for x in key)
     names, counts = (None if names is None else str(names)), base64.b64decode(counts)

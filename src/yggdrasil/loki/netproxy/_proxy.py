@@ -32,7 +32,6 @@ import select
 import shutil
 import socket
 import stat
-import tempfile
 import threading
 import weakref
 from collections.abc import Mapping
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from ..errors import ToolError
+from ..sandbox import listening_socket
 from ._hosts import AllowedHosts, normal_host
 from ._policy import AddressPolicy, resolve_host
 
@@ -118,12 +118,7 @@ class _Server:
 
     def __init__(self, rules: ProxyRules) -> None:
         self.rules = rules
-        self.folder = tempfile.mkdtemp(prefix="loki-proxy-")
-        os.chmod(self.folder, 0o700)
-        self.path = os.path.join(self.folder, "control.sock")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(self.path)
-        self.sock.listen(64)
+        self.folder, self.path, self.sock = listening_socket("loki-proxy-", "control.sock")
         threading.Thread(target=self._accept, name="loki-proxy", daemon=True).start()
 
     def _accept(self) -> None:

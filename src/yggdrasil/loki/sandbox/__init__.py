@@ -31,6 +31,7 @@ from ._imports import guard_imports
 from ._isolation import IsolationStatus, isolation_status
 from ._kill import kill_carrying, running_since
 from ._landlock import SandboxStatus, landlock_status, launcher_argv
+from ._listen import listening_socket
 from ._namespace import MOUNT_KINDS
 from ._proc import HELD_OPEN, Capture, Completed, Process, Sink, cut_note, run_process
 from ._readonly import binary_paths, interpreter_paths, read_only_argv
@@ -64,6 +65,7 @@ __all__ = [
     "kill_carrying",
     "landlock_status",
     "launcher_argv",
+    "listening_socket",
     "read_only_argv",
     "run_process",
     "running_since",

@@ -30,7 +30,6 @@ import select
 import shutil
 import socket
 import stat
-import tempfile
 import threading
 import weakref
 from collections import deque
@@ -38,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import _usernotif
+from ._listen import listening_socket
 from ._loader import is_loader, loaded
 from ._seccomp import load_library
 from ._sockets import SocketPlaces, answer_connect
@@ -123,12 +123,7 @@ class _Server:
         lib = load_library()
         self.numbers = {int(lib.seccomp_syscall_resolve_name(n.encode())): n
                         for n in (*EXEC_SYSCALLS, "connect")}
-        self.folder = tempfile.mkdtemp(prefix="loki-guard-")
-        os.chmod(self.folder, 0o700)
-        self.path = os.path.join(self.folder, "guard.sock")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(self.path)
-        self.sock.listen(64)
+        self.folder, self.path, self.sock = listening_socket("loki-guard-", "guard.sock")
         self.sessions: dict[bytes, Session] = {}
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, name="loki-guard", daemon=True).start()

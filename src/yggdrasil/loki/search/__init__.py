@@ -5,7 +5,8 @@ the descriptor-based Python walker and line matcher, globs and ignore rules (.gi
 .ignore, .rgignore), the protected globs compiled for both engines (``_protected``: a
 ``files.Protection``, ripgrep overrides), linear-time matching (RE2, ``_linear``), and how
 hits and skipped files are collected and rendered. Both engines give byte-identical output.
-``list_files`` hands the same walk to other hands (code/) that read files themselves.
+``list_files`` hands the same walk to other hands (code/) that read files themselves, and
+``PathCheck`` says whether that walk would list one path, without walking.
 Imports ``files`` (Root, the observation caps), ``sandbox`` (the fence) and ``errors``.
 """
 
@@ -18,7 +19,7 @@ from ._protected import protection, rg_overrides
 from ._pysearch import COUNT_LIMIT
 from ._rg import find_rg
 from ._search import Backend, Search, skip_note
-from ._walk import Visit
+from ._walk import PathCheck, Visit
 
 __all__ = [
     "COUNT_LIMIT",
@@ -26,6 +27,7 @@ __all__ = [
     "GlobError",
     "IgnoreFile",
     "Listing",
+    "PathCheck",
     "Search",
     "Skips",
     "Visit",

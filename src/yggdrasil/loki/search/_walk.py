@@ -136,6 +136,56 @@ class Walker:
         ))
 
 
+class PathCheck:
+    """Whether the walk from the root lists one path, without walking: for an index that
+    hears of a new file and must decide what grep would say of it. Ignore files are read
+    once per folder for the life of the check."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+        self.walker = Walker(root, Query(root.path, "."), Skips())
+        self.levels: dict[str, Level | None] = {}
+
+    def skipped(self, rel: str, *, folder: bool = False) -> tuple[str, str] | None:
+        """None when the walk lists the file ``rel`` (enters the ``folder``); else (kind,
+        path) of the entry it skips on the way ('hidden', 'ignored', 'protected'; '' :
+        skipped silently, such as ``.git``, a link or a FIFO)."""
+        parts = rel.split("/")
+        levels: tuple[Level, ...] = ()
+        for n, name in enumerate(parts, 1):
+            here = "/".join(parts[:n])
+            is_dir = folder or n < len(parts)
+            level = self._level("/".join(parts[: n - 1]) or ".")
+            if level is None:
+                return "", here  # a folder on the way is gone or not a folder
+            levels = (*levels, level)
+            if name == ".git":
+                return "", here
+            if self.walker.protect is not None and self.walker.protect.entry(here, is_dir):
+                return "protected", here
+            if name.startswith("."):
+                return "hidden", here
+            if self.walker._ignored(here, is_dir, levels):
+                return "ignored", here
+        if folder:
+            return None
+        try:
+            with self.root.folder_fd(tuple(parts[:-1])) as fd:
+                st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except (PathError, OSError):
+            return "", rel
+        return None if stat.S_ISREG(st.st_mode) else ("", rel)
+
+    def _level(self, folder: str) -> Level | None:
+        if folder not in self.levels:
+            try:
+                with self.root.folder_fd(() if folder == "." else tuple(folder.split("/"))) as fd:
+                    self.levels[folder] = self.walker._level(fd, folder, set(IGNORE_NAMES))
+            except (PathError, OSError):
+                self.levels[folder] = None
+        return self.levels[folder]
+
+
 def read_ignore_text(root: Root, dir_fd: int, folder: str, name: str) -> str | None:
     """The text (first MB) of ignore file ``name`` in the root-relative ``folder``, open
     as ``dir_fd``; None unless it is a regular file (a FIFO is not read).

@@ -1,0 +1,140 @@
+"""Parse many files at once on every core: the first whole-root build of a large tree.
+
+tree-sitter holds the GIL while it parses (0.26) and the walk over its nodes is Python,
+so threads would take turns: the work goes to processes instead. This process reads
+each file (through ``Root``, as every read does) and sends its bytes; a worker only
+parses bytes it is given and returns what ``extract`` and ``identifiers`` found, so it
+opens nothing. A few batches are in flight at a time, which bounds the memory of bytes
+read ahead. Below ``MIN_FILES`` files, or when processes cannot be started (a sandbox,
+a broken pool), the parsing happens here, one file after another, with the same result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import suppress
+
+from ._extract import Outline, extract, identifiers
+from ._languages import Language, by_grammar
+
+__all__ = ["MIN_FILES", "Parsed", "parse_all"]
+
+MIN_FILES = 200  # fewer files are parsed in this process (starting workers costs ~0.3 s)
+_BATCH_BYTES = 1 << 20  # source bytes sent to a worker at once
+_AHEAD = 3  # batches in flight per worker
+
+Parsed = tuple[str, bytes, Outline]  # names, counts, outline (see Entry)
+Job = tuple[str, Language, bytes]  # rel, language, UTF-8 source
+
+
+PARSED_KEPT = 10_000  # distinct file contents whose parse a process keeps (any root)
+
+
+class _Parsed:
+    """What parsing gave for file contents seen before in this process, whatever their path:
+    a fresh checkout of a repository (a fleet attempt's working copy: each a new root, on
+    a worker that runs attempt after attempt) is parsed once, not once per copy. Bounded;
+    the least recently used go first. (Outlines are frozen: sharing them is safe.)"""
+
+    def __init__(self, limit: int = PARSED_KEPT) -> None:
+        self.limit = limit
+        self.found: OrderedDict[tuple[str, bytes], Parsed] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, lang: Language, src: bytes) -> Parsed:
+        key = (lang.name, hashlib.blake2b(src, digest_size=16).digest())
+        with self.lock:
+            found = self.found.get(key)
+            if found is not None:
+                self.found.move_to_end(key)
+                return found
+        names, counts = identifiers(src)
+        made = (names, counts, extract(lang, src))
+        with self.lock:
+            self.found[key] = made
+            while len(self.found) > self.limit:
+                self.found.popitem(last=False)
+        return made
+
+
+parse_one = _Parsed().get
+
+
+def _parse_batch(batch: list[tuple[str, bytes]]) -> list[Parsed]:
+    out = []
+    for grammar, src in batch:
+        lang = by_grammar(grammar)
+        assert lang is not None
+        out.append(parse_one(lang, src))
+    return out
+
+
+def _workers() -> int:
+    try:
+        return min(8, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return min(8, os.cpu_count() or 1)
+
+
+def parse_all(jobs: Iterable[Job], count: int,
+              progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, Parsed]]:
+    """(rel, parsed) for each job, in order; ``count`` is how many jobs there are."""
+    workers = _workers()
+    if count < MIN_FILES or workers < 2:
+        yield from _here(jobs, progress)
+        return
+    try:
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+    except (OSError, ValueError):
+        yield from _here(jobs, progress)
+        return
+    try:
+        yield from _in_pool(pool, iter(jobs), workers * _AHEAD, progress)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _here(jobs: Iterable[Job], progress: Callable[[int], None] | None) -> Iterator[tuple[str, Parsed]]:
+    for done, (rel, lang, src) in enumerate(jobs, 1):
+        yield rel, parse_one(lang, src)
+        if progress is not None:
+            progress(done)
+
+
+def _in_pool(pool: ProcessPoolExecutor, jobs: Iterator[Job], ahead: int,
+             progress: Callable[[int], None] | None) -> Iterator[tuple[str, Parsed]]:
+    pending: deque[tuple[list[Job], Future[list[Parsed]]]] = deque()
+    done = 0
+    while True:
+        while len(pending) < ahead and (batch := _batch(jobs)):
+            pending.append((batch, pool.submit(_parse_batch, [(lang.name, src) for _, lang, src in batch])))
+        if not pending:
+            return
+        batch, future = pending.popleft()
+        try:
+            results = future.result()
+        except Exception:  # a worker died (a grammar crashed on a file): parse here
+            results = [parse_one(lang, src) for _, lang, src in batch]
+        for (rel, _, _), parsed in zip(batch, results, strict=True):
+            yield rel, parsed
+        done += len(batch)
+        if progress is not None:
+            with suppress(Exception):
+                progress(done)
+
+
+def _batch(jobs: Iterator[Job]) -> list[Job]:
+    batch: list[Job] = []
+    size = 0
+    for job in jobs:
+        batch.append(job)
+        size += len(job[2])
+        if size >= _BATCH_BYTES:
+            break
+    return batch

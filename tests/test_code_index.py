@@ -1,0 +1,138 @@
+"""The code index kept fresh by change events, and the disk cache kept from commands."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from yggdrasil.loki.code import Code, _index
+from yggdrasil.loki.files import DEFAULT_PROTECTED, Root
+from yggdrasil.loki.search import protection
+from yggdrasil.loki.tools import Toolbox, filesystem_toolbox, sandbox_status
+
+landlock = pytest.mark.skipif(not sandbox_status().available, reason="no Landlock here")
+
+APP = ("import util\n\n\nclass Greeter:\n    def greet(self, name):\n        return util.helper(name)\n"
+       "\n\ndef main():\n    Greeter().greet('x')\n")
+UTIL = "def helper(name):\n    return name\n\n\ndef unused():\n    pass\n"
+
+
+@pytest.fixture
+def watched(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Toolbox]:
+    """A toolbox over a small tree that the index follows by events (as a large one)."""
+    monkeypatch.setattr(_index, "WATCH_FROM", 0)
+    (root / "pkg").mkdir()
+    (root / "app.py").write_text(APP)
+    (root / "pkg" / "util.py").write_text(UTIL)
+    (root / "notes.txt").write_text("main\n")
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir()
+    (root / "build" / "gen.py").write_text("def main():\n    pass\n")
+    (root / "venv").mkdir()  # a package named venv (the standard library has one): the
+    (root / "venv" / "env.py").write_text("def make_env():\n    pass\n")  # watch skips it
+    with filesystem_toolbox(root, sandbox="off") as box:
+        assert box.call("repo_map", {}).startswith("[repo map of .: ")
+        assert index_of(root).tree is not None  # answers now come from the kept listing
+        yield box
+
+
+def index_of(root: Path) -> _index.Index:
+    return Code(Root.at(root, protect=protection(DEFAULT_PROTECTED))).index
+
+
+def test_edits_by_any_hand_are_seen_without_a_walk(root: Path, watched: Toolbox) -> None:
+    index = index_of(root)
+    assert watched.call("find_symbol", {"name": "helper"}).startswith("pkg/util.py:1: function helper(name)")
+    (root / "pkg" / "util.py").write_text(UTIL.replace("def unused", "def by_editor"))
+    assert watched.call("find_symbol", {"name": "by_editor"}).startswith("pkg/util.py:5: function by_editor()")
+    assert watched.call("find_symbol", {"name": "unused"}).startswith("no definition named 'unused'")
+    watched.call("edit_file", {"path": "app.py", "old": "def main():", "new": "def start():"})
+    assert watched.call("find_symbol", {"name": "start"}).startswith("app.py:9: function start()")
+    watched.call("run", {"command": "printf '\\ndef by_command():\\n    pass\\n' >> pkg/util.py"})
+    assert watched.call("find_symbol", {"name": "by_command"}).startswith(
+        "pkg/util.py:8: function by_command()")
+    assert index.tree is not None  # modifications never needed a walk
+    (root / "venv" / "env.py").write_text("def make_other_env():\n    pass\n")
+    assert watched.call("find_symbol", {"name": "make_*"}).startswith(
+        "venv/env.py:1: function make_other_env()")
+    assert index.tree is not None  # a file where the watch is deaf is statted instead
+    (root / "venv" / "new.py").write_text("def fresh_env():\n    pass\n")
+    assert watched.call("find_symbol", {"name": "fresh_env"}).startswith("venv/new.py:1: ")
+
+
+def test_definitions_added_deleted_and_moved_are_found_where_they_are(
+        root: Path, watched: Toolbox) -> None:
+    watched.call("run", {"command": "mkdir -p lib && printf 'def made():\\n    pass\\n' > lib/made.py"})
+    assert watched.call("find_symbol", {"name": "made"}).startswith("lib/made.py:1: function made()")
+    watched.call("run", {"command": "rm lib/made.py"})
+    gone = watched.call("find_symbol", {"name": "made"})
+    assert gone.startswith("no definition named 'made'") and "lib/made.py" not in gone
+    out = watched.call("apply_patch", {"patch": "*** Begin Patch\n*** Update File: pkg/util.py\n"
+                                                "*** Move to: pkg/moved.py\n@@\n-def unused():\n"
+                                                "+def renamed():\n*** End Patch\n"})
+    assert out.startswith("R pkg/util.py -> pkg/moved.py"), out
+    assert watched.call("find_symbol", {"name": "renamed"}).startswith("pkg/moved.py:5: function renamed()")
+    assert watched.call("find_symbol", {"name": "helper"}).startswith("pkg/moved.py:1: function helper(name)")
+    assert watched.call("outline", {"path": "pkg"}).startswith("pkg/moved.py:\n  function helper(name)")
+    assert index_of(root).tree is not None  # the walk that settled the creation kept it again
+
+
+def test_answers_from_the_kept_listing_equal_a_walk(root: Path, watched: Toolbox,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = index_of(root).tree
+    (root / "pkg" / "bin.py").write_bytes(b"\0\x01binary")
+    (root / "pkg" / "util.py").write_text(UTIL + "\n\nclass Helper:\n    pass\n")
+    watched.call("run", {"command": "mkdir -p .hid new/deep build/more && echo 'def h(): pass' > "
+                                    ".hid/h.py && echo 'def main(): pass' > new/deep/m.py && "
+                                    "echo x > new/readme.md && echo 'def b(): pass' > "
+                                    "build/more/b.py && mkdir .empty && rm notes.txt"})
+    questions = [("find_symbol", {"name": "helper"}), ("find_symbol", {"name": "Greeter.greet"}),
+                 ("find_symbol", {"name": "*e*", "kind": "function"}),
+                 ("find_symbol", {"name": "main", "path": "pkg"}),
+                 ("find_symbol", {"name": "nowhere"}), ("outline", {"path": "."}),
+                 ("outline", {"path": "pkg"}), ("repo_map", {"budget": 400}),
+                 ("find_symbol", {"name": "main", "include_ignored": True})]
+    kept = [watched.call(tool, args) for tool, args in questions]
+    assert index_of(root).tree is tree  # creations and deletions were folded in, not walked
+    monkeypatch.setattr(_index, "WATCH_FROM", 10**9)  # another index (protect=()) walks
+    with filesystem_toolbox(root, sandbox="off", protect=()) as walking:
+        walked = [walking.call(tool, args) for tool, args in questions]
+        assert Code(Root.at(root)).index.tree is None
+    assert kept == walked
+    assert "1 binary" in kept[0] and "1 ignored" in kept[0] and "3 hidden" in kept[0]
+    assert "new/deep/m.py:1: function main()" in watched.call("find_symbol", {"name": "main"})
+
+
+@pytest.fixture
+def user_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A cache folder outside /tmp (a command's /tmp is its own) that commands could read."""
+    folder = Path(tempfile.mkdtemp(prefix="loki-cache-", dir="/var/tmp"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    (folder / "other.txt").write_text("readable\n")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@landlock
+def test_the_code_cache_is_the_users_never_the_commands(root: Path, user_cache: Path) -> None:
+    (root / "secrets.py").write_text('API_KEY = "sk-live-4f9a"\n')
+    (root / "app.py").write_text(APP)
+    with filesystem_toolbox(root, protect=(), code_cache=True) as lax:
+        assert lax.call("repo_map", {}).startswith("[repo map of .: ")  # parses both, saves
+        assert "sk-live-4f9a" in lax.call("outline", {"path": "secrets.py"})
+        [stored] = (user_cache / "yggdrasil-loki" / "code").glob("*.json")
+        text = stored.read_text()
+        assert '"app.py"' in text and "secrets.py" not in text and "sk-live" not in text
+        out = lax.call("run", {"command": f"cat {user_cache}/other.txt; cat {stored}"})
+        assert "readable" in out and "app.py" not in out and "Permission denied" in out
+    with filesystem_toolbox(root, code_cache=True) as strict:
+        for _ in range(2):  # before its first code call, and after
+            out = strict.call("run", {"command": f"cat {stored}; ls {stored.parent}"})
+            assert "Permission denied" in out and "app.py" not in out and "sk-live" not in out
+            strict.call("find_symbol", {"name": "main"})
+        # made under other protection: not served, rebuilt and written over
+        assert '"protect":[".env"' in stored.read_text()
