@@ -24,14 +24,20 @@ _WORDS = ["account", "order", "cart", "price", "user", "session", "token", "cach
 
 
 def stdlib() -> Path:
-    root = CORPUS / "stdlib"
+    """A copy of the interpreter's library folder without site-packages."""
+    return _library_copy("stdlib", "site-packages", "__pycache__", "*.pyc")
+
+
+def _library_copy(name: str, *ignored: str) -> Path:
+    """``CORPUS/name``: a copy of the interpreter's library folder less ``ignored``
+    (real copies, not links), made once and reused while the recipe holds."""
+    root = CORPUS / name
     source = Path(sysconfig.get_paths()["stdlib"])
     recipe = {"version": VERSION, "source": str(source)}
     if _ready(root, recipe):
         return root
     shutil.rmtree(root, ignore_errors=True)
-    shutil.copytree(source, root, symlinks=True,
-                    ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc"))
+    shutil.copytree(source, root, symlinks=True, ignore=shutil.ignore_patterns(*ignored))
     _stamp(root, recipe)
     return root
 
@@ -144,16 +150,7 @@ def long_python(lines: int = 10_000, seed: int = 5) -> Path:
 def large_tree() -> Path:
     """A copy of the interpreter's library folder and site-packages (real copies, not
     links: an edit must not reach the interpreter, and a hard link is re-read often)."""
-    root = CORPUS / "large"
-    source = Path(sysconfig.get_paths()["stdlib"])
-    recipe = {"version": VERSION, "source": str(source)}
-    if _ready(root, recipe):
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    shutil.copytree(source, root, symlinks=True,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "material"))
-    _stamp(root, recipe)
-    return root
+    return _library_copy("large", "__pycache__", "*.pyc", "material")
 
 
 NPM_PACKAGES = ["rxjs@7.8.1", "typescript@5.4.5", "@angular/core@17.3.0", "lodash-es@4.17.21"]

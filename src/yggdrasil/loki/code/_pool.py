@@ -33,33 +33,40 @@ Parsed = tuple[str, bytes, Outline]  # names, counts, outline (see Entry)
 Job = tuple[str, Language, bytes]  # rel, language, UTF-8 source
 
 
-PARSED_KEPT = 10_000  # distinct file contents whose parse a process keeps (any root)
+PARSED_KEPT = 32 << 20  # bytes of source whose parses a process keeps (any root)
+PARSED_FILE = 256 << 10  # a larger file's parse is not kept (it is rarely parsed again as is)
 
 
 class _Parsed:
     """What parsing gave for file contents seen before in this process, whatever their path:
     a fresh checkout of a repository (a fleet attempt's working copy: each a new root, on
-    a worker that runs attempt after attempt) is parsed once, not once per copy. Bounded;
-    the least recently used go first. (Outlines are frozen: sharing them is safe.)"""
+    a worker that runs attempt after attempt) is parsed once, not once per copy. Bounded by
+    the bytes of source it stands for; the least recently used go first. (Outlines are
+    frozen: sharing them is safe.)"""
 
     def __init__(self, limit: int = PARSED_KEPT) -> None:
-        self.limit = limit
-        self.found: OrderedDict[tuple[str, bytes], Parsed] = OrderedDict()
+        self.limit, self.held = limit, 0
+        self.found: OrderedDict[tuple[str, bytes], tuple[Parsed, int]] = OrderedDict()
         self.lock = threading.Lock()
 
     def get(self, lang: Language, src: bytes) -> Parsed:
+        if len(src) > PARSED_FILE:
+            names, counts = identifiers(src)
+            return names, counts, extract(lang, src)
         key = (lang.name, hashlib.blake2b(src, digest_size=16).digest())
         with self.lock:
             found = self.found.get(key)
             if found is not None:
                 self.found.move_to_end(key)
-                return found
+                return found[0]
         names, counts = identifiers(src)
         made = (names, counts, extract(lang, src))
         with self.lock:
-            self.found[key] = made
-            while len(self.found) > self.limit:
-                self.found.popitem(last=False)
+            if key not in self.found:
+                self.found[key] = (made, len(src))
+                self.held += len(src)
+            while self.held > self.limit:
+                self.held -= self.found.popitem(last=False)[1][1]
         return made
 
 
