@@ -157,7 +157,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("TMPDIR", str(scratch))
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     clear_engine_env(monkeypatch)
-    monkeypatch.chdir(project)
+    monkeypatch.setattr(engine_module, "ENGINES", dict(engine_module.ENGINES))  # a page's
+    monkeypatch.chdir(project)                          # register_engine stays in its test
     with served(AnswerEverything()) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-docs")

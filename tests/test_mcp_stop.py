@@ -163,7 +163,9 @@ def test_stopping_mid_command_leaves_nothing_running_and_no_undo_folder(
         wait_for(root / "started", client)
         pids = command_pids(root)
         kept = sorted(p.name.split("-")[1] for p in tmpdir_.iterdir())
-        assert kept == ["pycache", "tmp", "undo"]  # bytecode cache, scratch, undo copy of app.py
+        # the rules supervisor's socket (it checks the command's UNIX connects), the bytecode
+        # cache, the scratch, the undo copy of app.py: all gone when the server stops
+        assert kept == ["guard", "pycache", "tmp", "undo"]
         if how == "stdin EOF":
             client.proc.stdin.close()  # type: ignore[union-attr]
         else:

@@ -132,7 +132,7 @@ class Agent(Group):
 class Mcp(Group):
     """``loki mcp``, the toolbox served over MCP (stdio or streamable HTTP)."""
 
-    max_message_bytes: int = Field(16 << 20, ge=1024, le=1 << 30, description=(
+    max_message_bytes: int = Field(16 << 20, ge=1, le=1 << 30, description=(
         "a JSON-RPC message (a stdin line, an HTTP body) longer than this is refused unread"))
     idle_timeout: float = Field(600.0, gt=0, le=7 * 86400, description=(
         "HTTP: a session with no request for this long ends, its toolbox closed"))
