@@ -43,6 +43,7 @@ import pytest
 from cli_run import SRC
 from docs_kit import AnswerEverything, make_project
 from fake_servers import clear_engine_env, served
+from yggdrasil.loki import engine as engine_module
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 ROOT = Path(__file__).resolve().parents[1]
