@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from ..errors import LokiError
 from ..files import Confirm
 from ..settings import Settings, SettingsError, load_settings
-from ..tools import DEFAULT_PROTECTED, McpServer, Toolbox, filesystem_toolbox
+from ..tools import McpServer, Toolbox, filesystem_toolbox
 from ._common import CliError, wrap
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
     "fleet_fence",
     "open_toolbox",
     "pairs",
-    "protect_globs",
     "rule",
     "subcommand",
     "toolbox_options",
@@ -204,12 +203,6 @@ def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
                            help="allow overwriting/editing existing files without asking "
                                 "(needed when there is no terminal to ask)")
     return parent
-
-
-def protect_globs(args: argparse.Namespace) -> tuple[str, ...]:
-    """The protected globs ``--protect``/``--no-protect`` ask for: the default plus
-    --protect, or with --no-protect only --protect."""
-    return tuple(args.protect) if args.no_protect else (*DEFAULT_PROTECTED, *args.protect)
 
 
 def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None,

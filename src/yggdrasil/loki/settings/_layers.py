@@ -24,13 +24,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..files import SETTINGS_FILE
 from ._model import Group, Settings, SettingsError, explain, field_names, put
 from ._tighten import tightens, untrusted_rules
 
 APPEND = frozenset({"policy.protect", "fence.hidden", "fence.writable", "fence.unix_sockets"})  # a layer adds to these
 PREPEND = frozenset({"policy.rules"})  # a higher layer's rules are matched first
 MERGE = frozenset({"fence.env", "fence.hosts", "mcp_servers"})  # tables merge by key
-PROJECT_FILE = "loki.toml"
+PROJECT_FILE = SETTINGS_FILE  # the one file no tool or command of the agent may change
 TRUST_FILE = "trusted.json"
 _LEGACY_ENV = {"LOKI_ENGINE": "agent.engine", "LOKI_MODEL": "agent.model",
                "LOKI_BASE_URL": "agent.base_url", "LOKI_CODE_CACHE": "code.cache"}
