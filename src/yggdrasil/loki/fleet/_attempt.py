@@ -149,14 +149,15 @@ def _attempt(task: Task, settings: Settings, gate: GateClient, holder: str, scra
                                "(max_patch_bytes); the agent made huge changes", final=True,
                                transcript=_read(log))
         files = snapshots.changed(before, after)
+        result = {"commit": copy.commit, "patch": patch.decode("utf-8", "surrogateescape"),
+                  "files_changed": files, "steps": len(act.steps),
+                  "stop_reason": act.stop_reason, "answer": act.answer, "usage": act.usage,
+                  "model": act.model, "tokens_replayed": replayed}
+        if task.verify:
+            copy = _verify_copy(task, copy, scratch, space)
+            result.update(_verify(task, settings, space, scratch, copy, patch, deadline))
     finally:
-        copy.remove()
-    result = {"commit": copy.commit, "patch": patch.decode("utf-8", "surrogateescape"),
-              "files_changed": files, "steps": len(act.steps), "stop_reason": act.stop_reason,
-              "answer": act.answer, "usage": act.usage, "model": act.model,
-              "tokens_replayed": replayed}
-    if task.verify:
-        result.update(_verify(task, settings, space, scratch, copy.commit, patch, deadline))
+        copy.park(space)
     return result, _read(log)
 
 
@@ -212,32 +213,45 @@ def _engine(task: Task, settings: Settings) -> Engine:
                          retry=RetryPolicy(attempts=1), **settings.engine_options)
 
 
-def _verify(task: Task, settings: Settings, space: Workspace, scratch: Path, commit: str,
-            patch: bytes, deadline: float) -> dict[str, Any]:
-    """``task.verify`` in a fresh copy (set up, then only the patch applied), fenced."""
+def _verify_copy(task: Task, copy: WorkingCopy, scratch: Path,
+                 space: Workspace) -> WorkingCopy:
+    """The copy verify runs in, as a fresh one would be at the same commit: the agent's
+    own restored (only what the agent changed is rewritten), else (a folder copy, a tree
+    git could not restore) a fresh copy, the agent's removed."""
+    if copy.admin is not None:
+        try:
+            copy.restore()
+            return copy
+        except (GitError, OSError):
+            pass
+    copy.remove()
+    return WorkingCopy.create(task, scratch / "verify" / task.id, space,
+                              commit=copy.commit or None)
+
+
+def _verify(task: Task, settings: Settings, space: Workspace, scratch: Path,
+            copy: WorkingCopy, patch: bytes, deadline: float) -> dict[str, Any]:
+    """``task.verify`` in ``copy`` (as at the commit: set up, then only the patch
+    applied), fenced."""
     assert task.verify is not None
-    fresh = WorkingCopy.create(task, scratch / "verify" / task.id, space, commit=commit or None)
-    try:
-        if task.setup:
-            _setup(task, fresh.path, deadline)
-        if patch:
-            try:
-                Snapshots(scratch / "verify.git", fresh.path).apply(patch)
-            except GitError as exc:
-                return {"verified": False, "verify_exit": None,
-                        "verify_output": _tail(f"the patch does not apply: {exc}")}
-        # the task author's command, graded apart from the agent: nothing is protected
-        # (but it runs code the agent wrote: the node's other scratch folders stay hidden)
-        with filesystem_toolbox(fresh.path, settings=settings.toolbox, protect=(), rules=(),
-                                rules_default="allow", mcp_servers=(),
-                                hidden=_hidden(task, space, settings)) as box:
-            try:
-                said = box.call("run", {"command": task.verify,
-                                        "timeout": min(3600.0, _left(deadline))})
-            finally:
-                box.discard_undo()
-    finally:
-        fresh.remove()
+    if task.setup:
+        _setup(task, copy.path, deadline)
+    if patch:
+        try:
+            Snapshots(scratch / "verify.git", copy.path).apply(patch)
+        except GitError as exc:
+            return {"verified": False, "verify_exit": None,
+                    "verify_output": _tail(f"the patch does not apply: {exc}")}
+    # the task author's command, graded apart from the agent: nothing is protected
+    # (but it runs code the agent wrote: the node's other scratch folders stay hidden)
+    with filesystem_toolbox(copy.path, settings=settings.toolbox, protect=(), rules=(),
+                            rules_default="allow", mcp_servers=(),
+                            hidden=_hidden(task, space, settings)) as box:
+        try:
+            said = box.call("run", {"command": task.verify,
+                                    "timeout": min(3600.0, _left(deadline))})
+        finally:
+            box.discard_undo()
     found = _EXIT.match(said)
     code = int(found.group(1)) if found else None
     if code is None or _killed(code):  # not the patch's verdict: the node's (OOM, a kill)

@@ -139,7 +139,7 @@ def _attempt_on_worker(task: Task, settings: Settings, actor: Any, holder: str) 
 
 
 def _sweep_node(cache_dir: str) -> int:
-    return Workspace(cache_dir).sweep()
+    return Workspace(cache_dir).sweep(parked=True)  # the run is over: what workers keep too
 
 
 def code_runtime_env() -> dict[str, Any]:
