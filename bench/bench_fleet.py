@@ -15,7 +15,7 @@
    requests at random, against the same endpoint answering none: the ratio of the times.
 
 Usage: PYTHONPATH=src python bench/bench_fleet.py [--slow-tasks 40] [--workers 8]
-       [--tasks 20] [--delay 0.5] [--no-ray]
+       [--tasks 20] [--delay 0.5] [--no-ray] [--sections 1,2,3]
 """
 
 from __future__ import annotations
@@ -143,6 +143,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--sections", default="1,2,3",
+                        help="which of the three to run, comma-separated (default: all)")
     args = parser.parse_args()
     backends = ["local"]
     if not args.no_ray:
@@ -154,9 +156,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
         repo = make_repo(root)
-        throughput(root, repo, backends, args)
-        overhead(root, repo, backends, args)
-        rate_limits(root, repo, args)
+        sections = set(args.sections.split(","))
+        for number, section in (("1", throughput), ("2", overhead)):
+            if number in sections:
+                section(root, repo, backends, args)
+        if "3" in sections:
+            rate_limits(root, repo, args)
 
 
 def throughput(root: Path, repo: Path, backends: list[str], args: Any) -> None:

@@ -10,6 +10,7 @@ removed at the end; a worker killed midway leaves it to the next attempt's sweep
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import re
 import secrets
@@ -35,7 +36,7 @@ from ._scratch import MARKER, Workspace
 from ._task import Task
 from ._urls import local_folder
 
-__all__ = ["Settings", "run_attempt"]
+__all__ = ["Settings", "run_attempt", "warm_up"]
 
 OUTPUT_KEPT = 4_000  # characters of setup/verify output kept in a result or a reason
 _EXIT = re.compile(r"exit=(-?\d+)")
@@ -59,6 +60,20 @@ class Settings:
     max_patch_bytes: int = 20 << 20
     refresh: str = "auto"  # when mirrors are fetched (_copies.REFRESH)
     run: str = ""  # this fleet run's id (``auto`` fetches a mirror once per run)
+
+
+# The SDK an engine imports when it is made (half a second for openai): imported once
+# per worker, before its first attempt.
+_ENGINE_SDKS = {"openai": "openai", "ollama": "openai", "anthropic": "anthropic"}
+
+
+def warm_up(settings: Settings) -> None:
+    """What a worker imports once, before its first attempt: the engine's SDK (the agent
+    and the tools are imported with this module)."""
+    sdk = _ENGINE_SDKS.get(settings.engine) if isinstance(settings.engine, str) else None
+    if sdk:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(sdk)
 
 
 class AttemptError(Exception):
