@@ -4,7 +4,9 @@ Runs in a worker process (a local pool process or a Ray worker) and never raises
 returns a plain dict, ``{"ok": True, "result": {...}, "transcript": ...}`` or
 ``{"ok": False, "error": ..., "final": ..., "transcript": ...}`` (``final``: a retry
 cannot help). Everything it makes lives in one scratch folder of the node's fleet cache,
-removed at the end; a worker killed midway leaves it to the next attempt's sweep.
+removed at the end; a worker killed midway leaves it to the next attempt's sweep. The
+working copy alone outlives the attempt: parked for the worker's next one (see
+``_copies``), verify having run in it once restored to the commit.
 """
 
 from __future__ import annotations
