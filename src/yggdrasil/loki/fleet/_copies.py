@@ -130,7 +130,8 @@ class WorkingCopy:
             dotgit.unlink(missing_ok=True)
         dotgit.write_text(f"gitdir: {self.admin}\n")
         env = {"GIT_DIR": str(self.admin), "GIT_WORK_TREE": str(self.path)}
-        git(["clean", "-ffdxq"], cwd=self.path, env=env)
+        _open_up(self.path)
+        git(["clean", "-ffdxq"], cwd=self.path, env=env)  # fails on what it cannot remove
         git(["reset", "--quiet", "--hard", self.commit], cwd=self.path, env=env)
 
     def move(self, path: Path) -> None:
@@ -164,6 +165,7 @@ class WorkingCopy:
 
     def remove(self) -> None:
         """Delete the copy (and, for a worktree, the mirror's record of it)."""
+        _open_up(self.path)
         shutil.rmtree(self.path, ignore_errors=True)
         if self.mirror is None:
             return
@@ -172,6 +174,25 @@ class WorkingCopy:
             return
         with mirror_lock(self.mirror):  # what `git worktree prune` does for this one alone
             shutil.rmtree(self.admin, ignore_errors=True)
+
+
+def _open_up(top: Path) -> None:
+    """Give the owner every right on each folder under ``top`` (links not followed), so
+    that what the agent locked (a folder it can enter but not list, ``chmod 111``) can be
+    listed and emptied by anyone but root, who needs no rights."""
+    stack = [str(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            mode = os.lstat(folder).st_mode
+            if not stat.S_ISDIR(mode):
+                continue
+            if mode & 0o700 != 0o700:
+                os.chmod(folder, stat.S_IMODE(mode) | 0o700)
+            with os.scandir(folder) as entries:
+                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
 
 
 def _unpark(mirror: Path, path: Path, sha: str) -> WorkingCopy | None:
