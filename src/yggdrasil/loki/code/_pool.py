@@ -7,11 +7,15 @@ parses bytes it is given and returns what ``extract`` and ``identifiers`` found,
 opens nothing. A few batches are in flight at a time, which bounds the memory of bytes
 read ahead. Below ``MIN_FILES`` files, or when processes cannot be started (a sandbox,
 a broken pool), the parsing happens here, one file after another, with the same result.
+What the pool parsed is kept here like what this process parsed itself, and a tree whose
+first batch is all known (a fleet worker's next copy of a repository) is answered here
+without starting a pool.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import multiprocessing
 import os
 import threading
@@ -53,7 +57,7 @@ class _Parsed:
         if len(src) > PARSED_FILE:
             names, counts = identifiers(src)
             return names, counts, extract(lang, src)
-        key = (lang.name, hashlib.blake2b(src, digest_size=16).digest())
+        key = _key(lang, src)
         with self.lock:
             found = self.found.get(key)
             if found is not None:
@@ -61,16 +65,33 @@ class _Parsed:
                 return found[0]
         names, counts = identifiers(src)
         made = (names, counts, extract(lang, src))
+        self.keep(lang, src, made)
+        return made
+
+    def known(self, lang: Language, src: bytes) -> bool:
+        """Whether :meth:`get` would answer from what it keeps."""
+        with self.lock:
+            return len(src) <= PARSED_FILE and _key(lang, src) in self.found
+
+    def keep(self, lang: Language, src: bytes, made: Parsed) -> None:
+        """Keep ``made`` (parsed elsewhere: a pool worker) as the parse of ``src``."""
+        if len(src) > PARSED_FILE:
+            return
+        key = _key(lang, src)
         with self.lock:
             if key not in self.found:
                 self.found[key] = (made, len(src))
                 self.held += len(src)
             while self.held > self.limit:
                 self.held -= self.found.popitem(last=False)[1][1]
-        return made
 
 
-parse_one = _Parsed().get
+def _key(lang: Language, src: bytes) -> tuple[str, bytes]:
+    return lang.name, hashlib.blake2b(src, digest_size=16).digest()
+
+
+_PARSED = _Parsed()
+parse_one = _PARSED.get
 
 
 def _parse_batch(batch: list[tuple[str, bytes]]) -> list[Parsed]:
@@ -96,13 +117,21 @@ def parse_all(jobs: Iterable[Job], count: int,
     if count < MIN_FILES or workers < 2:
         yield from _here(jobs, progress)
         return
+    # A tree this process has parsed before (a fleet worker's next copy of a repository)
+    # is answered from what it keeps: no pool to start, nothing parsed twice.
+    jobs = iter(jobs)
+    first = _batch(jobs)
+    jobs = itertools.chain(first, jobs)
+    if all(_PARSED.known(lang, src) for _, lang, src in first):
+        yield from _here(jobs, progress)
+        return
     try:
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
     except (OSError, ValueError):
         yield from _here(jobs, progress)
         return
     try:
-        yield from _in_pool(pool, iter(jobs), workers * _AHEAD, progress)
+        yield from _in_pool(pool, jobs, workers * _AHEAD, progress)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -128,6 +157,9 @@ def _in_pool(pool: ProcessPoolExecutor, jobs: Iterator[Job], ahead: int,
             results = future.result()
         except Exception:  # a worker died (a grammar crashed on a file): parse here
             results = [parse_one(lang, src) for _, lang, src in batch]
+        else:
+            for (_, lang, src), parsed in zip(batch, results, strict=True):
+                _PARSED.keep(lang, src, parsed)
         for (rel, _, _), parsed in zip(batch, results, strict=True):
             yield rel, parsed
         done += len(batch)
