@@ -424,6 +424,26 @@ def test_a_fresh_copy_of_a_large_repository_is_not_sent_to_a_pool_again(tmp_path
     assert all(a is b for a, b in zip(*outlines, strict=True))  # the pool's parses, kept
 
 
+def test_a_process_told_to_parse_alone_starts_no_pool(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """LOKI_PARSE_PROCESSES=1 (a fleet worker's, one of many on the node): a large tree is
+    parsed in the process itself."""
+    from yggdrasil.loki.code import _pool
+    from yggdrasil.loki.code._roots import held_for
+    from yggdrasil.loki.files import Root
+
+    def no_pool(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a parse pool was started")
+
+    monkeypatch.setenv("LOKI_PARSE_PROCESSES", "1")
+    monkeypatch.setattr(_pool, "ProcessPoolExecutor", no_pool)
+    for i in range(_pool.MIN_FILES + 10):
+        (tmp_path / f"alone{i}.py").write_text(f"def alone{i}():\n    return {i}\n")
+    index = held_for(Root(tmp_path), False).index
+    index.scan()
+    assert [s.name for s in index.entries["alone3.py"].outline.symbols] == ["alone3"]
+
+
 def test_a_fresh_copy_of_a_repository_is_not_parsed_again(tmp_path: Path) -> None:
     """A fleet worker runs attempt after attempt, each on a fresh working copy (a new
     root): files whose contents it parsed before are not parsed again, and a changed file

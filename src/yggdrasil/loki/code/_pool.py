@@ -9,7 +9,8 @@ read ahead. Below ``MIN_FILES`` files, or when processes cannot be started (a sa
 a broken pool), the parsing happens here, one file after another, with the same result.
 What the pool parsed is kept here like what this process parsed itself, and a tree whose
 first batch is all known (a fleet worker's next copy of a repository) is answered here
-without starting a pool.
+without starting a pool. ``LOKI_PARSE_PROCESSES`` caps the pool's processes (``1``: no
+pool): a fleet's workers set it, being already one process per core or more.
 """
 
 from __future__ import annotations
@@ -103,11 +104,17 @@ def _parse_batch(batch: list[tuple[str, bytes]]) -> list[Parsed]:
     return out
 
 
+PROCESSES_VAR = "LOKI_PARSE_PROCESSES"  # at most this many parse processes (1: none)
+
+
 def _workers() -> int:
     try:
-        return min(8, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return min(8, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    with suppress(ValueError):  # a process that is itself one of many workers says 1
+        cores = min(cores, int(os.environ.get(PROCESSES_VAR) or cores))
+    return min(8, cores)
 
 
 def parse_all(jobs: Iterable[Job], count: int,

@@ -72,10 +72,18 @@ _ENGINE_SDKS = {"openai": "openai", "ollama": "openai", "anthropic": "anthropic"
 def warm_up(settings: Settings) -> None:
     """What a worker imports once, before its first attempt: the engine's SDK (the agent
     and the tools are imported with this module)."""
+    _one_process()
     sdk = _ENGINE_SDKS.get(settings.engine) if isinstance(settings.engine, str) else None
     if sdk:
         with contextlib.suppress(ImportError):
             importlib.import_module(sdk)
+
+
+def _one_process() -> None:
+    """A worker is one of a fleet's many: the repository map of a copy is parsed in it,
+    not by a pool of parse processes of its own (``LOKI_PARSE_PROCESSES``, read by the
+    code index): on a node running a worker per core, such pools only fight over them."""
+    os.environ.setdefault("LOKI_PARSE_PROCESSES", "1")
 
 
 class AttemptError(Exception):
@@ -96,6 +104,7 @@ def run_attempt(task: Task, settings: Settings, gate: GateClient, holder: str,
     """
     node = node or socket.gethostname()
     stamp = {"node": node, "started_at": time.time()}
+    _one_process()  # also on a worker nobody warmed (a cluster the fleet joined)
     with contextlib.suppress(Exception):  # a check-in is worth no failed attempt
         gate.begin(holder, node)
     outcome = _run(task, settings, gate, holder)
