@@ -23,7 +23,6 @@ not one.
 from __future__ import annotations
 
 import bisect
-import itertools
 import json
 import re
 import tomllib
@@ -155,12 +154,13 @@ class SyntaxGate:
         problem: str | None = None
         broke = True
         if before is not None and changed is not None and rel.endswith(".py"):
-            changed = _can_break(before, after, changed)
-            problem = _piece_problem(after, [(b0, b1) for _, _, b0, b1 in changed])
+            old, new = _Source(before), _Source(after)  # each split once, shared below
+            changed = _can_break(old.lines, new.lines, changed)
+            problem = _piece_problem(new, [(b0, b1) for _, _, b0, b1 in changed])
             if problem == "":
                 return ""
             if problem is not None and _piece_problem(
-                    before, [(a0, a1) for a0, a1, _, _ in changed]) != "":
+                    old, [(a0, a1) for a0, a1, _, _ in changed]) != "":
                 problem = None  # the old pieces do not compile alone either: ask the file
         if problem is None:
             problem = syntax_problem(rel, after, self.grammar)
@@ -181,13 +181,13 @@ class SyntaxGate:
 _DEFINES = ("def ", "class ", "async def ")
 
 
-def _can_break(before: str, after: str, changed: Sequence[tuple[int, int, int, int]],
+def _can_break(old: list[str], new: list[str], changed: Sequence[tuple[int, int, int, int]],
                ) -> list[tuple[int, int, int, int]]:
     """The changes that could break a file's syntax: not those that only add, remove or
     change comment lines and blank lines, or append a comment to a line (the tokenizer
     skips them, in code, and inside a string they are text), unless a line there or
-    just before ends with a backslash (a continued line)."""
-    old, new = before.split("\n"), after.split("\n")
+    just before ends with a backslash (a continued line). ``old`` and ``new``: the lines
+    of the text before and after."""
     kept = []
     for a0, a1, b0, b1 in changed:
         was, now = old[max(a0 - 1, 0) : a1], new[max(b0 - 1, 0) : b1]
@@ -206,17 +206,13 @@ def _same_code(was: list[str], now: list[str]) -> bool:
         for a, b in zip(old, new, strict=True))
 
 
-def _piece_problem(text: str, changed: Sequence[tuple[int, int]]) -> str | None:
-    """'' when every changed region of ``text``, widened to the definition around it,
+def _piece_problem(source: _Source, changed: Sequence[tuple[int, int]]) -> str | None:
+    """'' when every changed region of ``source``, widened to the definition around it,
     compiles alone; the first one's error ('line N: ...', in the file's numbers) when one
     does not; None when only the whole file can tell."""
-    lines = text.split("\n")
-    ends = list(itertools.accumulate(map(len, lines)))  # line i starts at ends[i-1] + i
-    quotes = _Quotes(text)
-
-    def code_at(i: int) -> bool:  # line i starts outside every triple-quoted string
-        return quotes.outside(ends[i - 1] + i if i else 0)
-
+    if not changed:
+        return ""
+    lines, code_at = source.lines, source.code_at
     pieces: list[tuple[int, int, int]] = []
     for b0, b1 in sorted(changed):
         lo, hi = (max(b0 - 1, 0), min(b0 + 1, len(lines))) if b0 == b1 else (b0, b1)
@@ -285,25 +281,55 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-class _Quotes:
-    """Where the triple quotes of a text are, to tell whether an offset is inside a
-    triple-quoted string: after an odd number of either kind (one wrapped in the other
-    quote character, a one-item string of it, is not counted)."""
+class _Source:
+    """A text split into lines once, for every check of one change; where its triple
+    quotes are is found only when a piece is looked for."""
 
     def __init__(self, text: str) -> None:
-        self.marks = [self._find(text, '"""', "'"), self._find(text, "'''", '"')]
+        self.text = text
+        self.lines = text.split("\n")
+        self._quotes: _Quotes | None = None
+
+    def code_at(self, i: int) -> bool:
+        """Whether line ``i`` starts outside every triple-quoted string."""
+        if self._quotes is None:
+            self._quotes = _Quotes(self.text)
+        return self._quotes.outside(i)
+
+
+class _Quotes:
+    """Where the triple quotes of a text are, to tell whether a line starts inside a
+    triple-quoted string: after an odd number of either kind (one wrapped in the other
+    quote character, a one-item string of it, is not counted). Each kind is kept as the
+    numbers of the lines its quotes are on, in order."""
+
+    def __init__(self, text: str) -> None:
+        self.marks = [self._lines_of(text, self._find(text, '"""', "'")),
+                      self._lines_of(text, self._find(text, "'''", '"'))]
 
     @staticmethod
     def _find(text: str, quote: str, other: str) -> list[int]:
         found: list[int] = []
-        pos = text.find(quote)
-        while pos >= 0:
+        for match in re.finditer(quote, text):  # from the end of each, as str.find would
+            pos = match.start()
             before = text[pos - 1 : pos] if pos else ""
             before = text[pos - 2 : pos - 1] if before == "r" and pos > 1 else before
             if not (before == other and text.startswith(other, pos + 3)):
                 found.append(pos)
-            pos = text.find(quote, pos + 3)
         return found
 
-    def outside(self, offset: int) -> bool:
-        return all(bisect.bisect_left(marks, offset) % 2 == 0 for marks in self.marks)
+    @staticmethod
+    def _lines_of(text: str, offsets: list[int]) -> list[int]:
+        """The line number of each offset (in order): the newlines before it."""
+        lines: list[int] = []
+        line = prev = 0
+        for pos in offsets:
+            line += text.count("\n", prev, pos)
+            lines.append(line)
+            prev = pos
+        return lines
+
+    def outside(self, line: int) -> bool:
+        """Whether line ``line`` starts after an even number of each kind: a quote before
+        the start of the line is on an earlier line."""
+        return all(bisect.bisect_left(marks, line) % 2 == 0 for marks in self.marks)
