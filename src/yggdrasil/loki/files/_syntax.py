@@ -227,11 +227,11 @@ def _piece_problem(source: _Source, changed: Sequence[tuple[int, int]]) -> str |
             if any(0 < _indent(line) < indent for line in body if _code(line)):
                 return None  # a line between two depths: only the whole file tells
             body = [line[indent:] if line[:indent].isspace() else line for line in body]
-        source = "\n" * start + "\n".join(body)  # the file's line numbers in messages
-        if start and "__future__" in source:
+        code = "\n" * start + "\n".join(body)  # the file's line numbers in messages
+        if start and "__future__" in code:
             return None  # a future import is only valid at the top of the file
         try:
-            _python(source)
+            _python(code)
         except SyntaxError as exc:
             if "nonlocal" in str(exc.msg):
                 return None  # its binding may be in a function around the piece
