@@ -224,8 +224,10 @@ def _piece_problem(source: _Source, changed: Sequence[tuple[int, int]]) -> str |
     for start, end, indent in pieces:
         body = lines[start:end]
         if indent:
-            if any(0 < _indent(line) < indent for line in body if _code(line)):
-                return None  # a line between two depths: only the whole file tells
+            # a code line indented, but less than the piece: only the whole file tells
+            if any(line[:1].isspace() and not line[:indent].isspace() and _code(line)
+                   for line in body):
+                return None
             body = [line[indent:] if line[:indent].isspace() else line for line in body]
         code = "\n" * start + "\n".join(body)  # the file's line numbers in messages
         if start and "__future__" in code:
@@ -250,31 +252,37 @@ def _piece(lines: list[str], code_at: Callable[[int], bool], lo: int,
     # when only they changed, the definition right around them will do
     deepest = min((_indent(lines[i]) for i in range(lo, hi)
                    if _code(lines[i]) and code_at(i)), default=1 << 30)
-    start, indent = 0, 0
-    for i in range(min(lo, len(lines) - 1), -1, -1):
-        if _defines(lines[i]) and _indent(lines[i]) <= deepest and code_at(i):
-            start, indent = i, _indent(lines[i])
-            break
-    end = len(lines)
-    for i in range(hi, len(lines)):
-        if _defines(lines[i]) and _indent(lines[i]) <= indent and code_at(i):
-            end = i
-            while end > hi and lines[end - 1].strip().startswith("@"):
-                end -= 1
-            break
-    if start == 0:
-        indent = 0
+    start = _definition(lines, range(min(lo, len(lines) - 1), -1, -1), deepest, code_at)
+    indent = _indent(lines[start]) if start is not None else 0
+    end = _definition(lines, range(hi, len(lines)), indent, code_at)
+    if end is None:
+        end = len(lines)
+    else:
+        while end > hi and lines[end - 1].strip().startswith("@"):
+            end -= 1
+    if not start:
+        start, indent = 0, 0
     return start, end, indent
+
+
+def _definition(lines: list[str], order: range, deepest: int,
+                code_at: Callable[[int], bool]) -> int | None:
+    """The first line, in ``order``, that starts a def/class indented at most ``deepest``
+    outside every triple-quoted string."""
+    for i in order:
+        line = lines[i]
+        if "def " in line or "class " in line:  # most lines: no copy made to look further
+            stripped = line.lstrip()
+            if (stripped.startswith(_DEFINES) and len(line) - len(stripped) <= deepest
+                    and code_at(i)):
+                return i
+    return None
 
 
 def _code(line: str) -> bool:
     """Neither blank nor only a comment (whose depth means nothing to the parser)."""
     stripped = line.lstrip()
     return bool(stripped) and not stripped.startswith("#")
-
-
-def _defines(line: str) -> bool:
-    return line.lstrip().startswith(_DEFINES)
 
 
 def _indent(line: str) -> int:
