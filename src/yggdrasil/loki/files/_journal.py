@@ -39,7 +39,7 @@ from collections.abc import Callable, Collection, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import cast
+from typing import BinaryIO, cast
 
 from ..errors import LokiError
 from ._gitfiles import (
@@ -83,6 +83,20 @@ class Diff:
                 (("created", self.created), ("modified", self.modified), ("deleted", self.deleted),
                  ("deleted", [d + "/" for d in self.lost_dirs]))
                 for path in paths]
+
+
+def _copy_fd(fd: int, out: BinaryIO) -> None:
+    """The file ``fd`` copied into ``out`` by the kernel (sendfile: no buffer in Python,
+    none as large as a big file), or read and written where sendfile cannot."""
+    offset = 0
+    try:
+        while sent := os.sendfile(out.fileno(), fd, offset, 1 << 30):
+            offset += sent
+    except OSError:
+        if offset:
+            raise
+        with os.fdopen(os.dup(fd), "rb") as src:
+            shutil.copyfileobj(src, out, 1 << 20)
 
 
 def is_bytecode(rel: str) -> bool:
@@ -244,9 +258,8 @@ class Journal:
     def _copy(self, real: Path) -> Path:
         self._copies += 1
         backup = self.store / f"{self._copies:06d}"
-        with self.root.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as src, \
-                open(backup, "wb") as out:
-            shutil.copyfileobj(src, out, 1 << 20)
+        with self.root.open_file(real) as fd, open(backup, "wb") as out:
+            _copy_fd(fd, out)
         return backup
 
     def keep_originals(self, rels: Iterable[str]) -> None:

@@ -195,9 +195,14 @@ class Root:
         with self.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as fh:
             if limit is None:
                 return fh.read()
-            if os.fstat(fd).st_size > limit:
+            size = os.fstat(fd).st_size
+            if size > limit:
                 return None
-            data = fh.read(limit + 1)  # it may have grown since fstat
+            # the size read, and one byte more: a read of ``limit`` would make a buffer
+            # that large for every file; one that grew since fstat is read on to the limit
+            data = fh.read(size + 1)
+            if len(data) > size:
+                data += fh.read(limit + 1 - len(data))
             return None if len(data) > limit else data
 
     def write_atomic(self, real: Path, data: bytes) -> bool:
