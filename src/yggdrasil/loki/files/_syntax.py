@@ -229,11 +229,16 @@ def _piece_problem(source: _Source, changed: Sequence[tuple[int, int]]) -> str |
                    for line in body):
                 return None
             body = [line[indent:] if line[:indent].isspace() else line for line in body]
-        code = "\n" * start + "\n".join(body)  # the file's line numbers in messages
+        code = "\n".join(body)
         if start and "__future__" in code:
             return None  # a future import is only valid at the top of the file
         try:
             _python(code)
+            continue
+        except (SyntaxError, ValueError):
+            pass
+        try:  # again below as many empty lines as precede it: the file's numbers in messages
+            _python("\n" * start + code)
         except SyntaxError as exc:
             if "nonlocal" in str(exc.msg):
                 return None  # its binding may be in a function around the piece
