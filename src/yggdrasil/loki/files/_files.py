@@ -253,9 +253,9 @@ class Files:
     def _commit(self, states: list[FileState], staged: list[tuple[FileState, Staged]]) -> None:
         """Write a planned patch whose existing files are staged and flushed (one syncfs for
         all): the new files staged (each flushed), everything renamed over its target, then
-        the deletions, and the folders flushed together. A failure before the renames
-        changes nothing; one among them puts back what was already done; a kill leaves
-        every file whole."""
+        the deletions, and the folders holding them flushed (an fsync each, no file data
+        left to write). A failure before the renames changes nothing; one among them puts
+        back what was already done; a kill leaves every file whole."""
         try:
             for state in states:
                 self.before_change(state.rel, state.real)
@@ -273,7 +273,7 @@ class Files:
                 if state.text is None and state.original is not None:
                     self.root.remove(state.real)
                     done.append(state)
-            self.root.sync_all()  # the renames and removals
+            self.root.sync_folders(s.real for s in states)  # the renames and removals
         except (OSError, LokiError) as exc:
             for _, temp in staged[len(done):]:
                 self.root.discard(temp)

@@ -20,7 +20,7 @@ import secrets
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -286,6 +286,22 @@ class Root:
                 os.sync()
         finally:
             os.close(fd)
+
+    def sync_folders(self, reals: Iterable[Path]) -> None:
+        """Make the names in the folders of ``reals`` durable (renames, removals, files
+        and folders made): an fsync of each such folder and of every folder above it up
+        to the root, each once. Unlike ``sync_all`` it flushes no file's data: what was
+        renamed there was flushed before."""
+        folders: set[tuple[str, ...]] = set()
+        for real in reals:
+            parts = self._parts(real)[:-1]
+            folders.update(parts[:n] for n in range(len(parts) + 1))
+        try:
+            for parts in sorted(folders, key=len, reverse=True):  # the deepest first
+                with self.folder_fd(parts) as fd:
+                    os.fsync(fd)
+        except (OSError, PathError):  # a folder gone or swapped since: flush everything
+            self.sync_all()
 
     def discard(self, staged: Staged) -> None:
         """Remove a staged temp file that will not be committed; never raises."""
