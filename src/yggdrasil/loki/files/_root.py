@@ -124,7 +124,7 @@ class Root:
 
     def rel(self, real: Path) -> str:
         """Root-relative POSIX form of a resolved path ('.' for the root itself)."""
-        return real.relative_to(self.path).as_posix() or "."
+        return "/".join(self._parts(real)) or "."
 
     def is_temporary(self, real: Path) -> bool:
         """True when ``real`` lies under the system temp dir (by path components)."""
@@ -134,7 +134,12 @@ class Root:
     # -- descriptor walks -------------------------------------------------------------
 
     def _parts(self, real: Path) -> tuple[str, ...]:
-        return real.relative_to(self.path).parts
+        """The components of ``real`` below the root (ValueError when it is not below it):
+        ``relative_to``'s answer, without building a Path."""
+        parts, mine = real.parts, self.path.parts
+        if parts[: len(mine)] != mine:
+            raise ValueError(f"{str(real)!r} is not in the subpath of {str(self.path)!r}")
+        return parts[len(mine) :]
 
     @contextmanager
     def folder_fd(self, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
