@@ -216,7 +216,8 @@ class Files:
                 try:
                     changed = [(c.a0, c.a1, c.b0, c.b1) for c in state.spans.changes]
                     warning = self.syntax.check(state.rel, before.text if before else None,
-                                                state.text, changed)
+                                                state.text, changed, lines=state.lines)
+                    state.lines = None  # not needed any more: memory back now
                 except ToolError as exc:
                     raise ToolError(f"apply_patch changed nothing: {exc}") from exc
                 warnings += [warning] if warning else []

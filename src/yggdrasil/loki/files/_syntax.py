@@ -145,16 +145,20 @@ class SyntaxGate:
         self.grammar = grammar
 
     def check(self, rel: str, before: str | None, after: str,
-              changed: Sequence[tuple[int, int, int, int]] | None = None) -> str:
+              changed: Sequence[tuple[int, int, int, int]] | None = None,
+              lines: tuple[list[str], list[str]] | None = None) -> str:
         """A ``WARNING:`` line ('' when it parses); raises ToolError when rejecting.
 
         ``before`` is the text before the change (None for a new file); ``changed``, when
         known, the line ranges (a0, a1, b0, b1): lines [a0, a1) of ``before`` became
-        [b0, b1) of ``after``."""
+        [b0, b1) of ``after``; ``lines``, when the caller has them, both texts split on
+        "\\n" (``str.split``'s lists: not split again here)."""
         problem: str | None = None
         broke = True
         if before is not None and changed is not None and rel.endswith(".py"):
-            old, new = _Source(before), _Source(after)  # each split once, shared below
+            # each text split once (or not at all), its lines shared by every step below
+            old, new = (_Source(before, lines[0]), _Source(after, lines[1])) if lines else (
+                _Source(before), _Source(after))
             changed = _can_break(old.lines, new.lines, changed)
             problem = _piece_problem(new, [(b0, b1) for _, _, b0, b1 in changed])
             if problem == "":
@@ -298,9 +302,9 @@ class _Source:
     """A text split into lines once, for every check of one change; where its triple
     quotes are is found only when a piece is looked for."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, lines: list[str] | None = None) -> None:
         self.text = text
-        self.lines = text.split("\n")
+        self.lines = text.split("\n") if lines is None else lines
         self._quotes: _Quotes | None = None
 
     def code_at(self, i: int) -> bool:
