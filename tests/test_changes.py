@@ -164,7 +164,8 @@ def test_small_originals_share_a_pack_and_each_comes_back_whole(root: Path, box:
     """One file holds the copies of many small originals (a file made per copy is what
     costs most on a busy disk); reverting some leaves the others intact, and the pack
     goes with the last copy in it."""
-    olds = {f"f{i}.txt": os.urandom(i * 1500) for i in range(12)}  # 0 B to 16 KB: unaligned
+    sizes = (5, 0, 4096, 4097, 0, 1500, 3000, 7001, 1, 0, 9999, 12)  # unaligned, empty ones
+    olds = {f"f{i}.txt": os.urandom(n) for i, n in enumerate(sizes)}
     for name, data in olds.items():
         (root / name).write_bytes(data)
     text = "*** Begin Patch\n" + "".join(f"*** Add File: new{i}.txt\n+x\n" for i in range(2))

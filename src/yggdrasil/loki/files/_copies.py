@@ -72,13 +72,13 @@ class Copies:
             pack = self._new_pack()
             if shared:
                 self._shared = pack
-        out = os.open(pack, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        try:
+        out = os.open(pack, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)  # no O_APPEND:
+        try:  # sendfile refuses it
             end = os.fstat(out).st_size
             offset = end + -end % _PAGE
-            os.write(out, bytes(offset - end))
+            os.lseek(out, offset, os.SEEK_SET)  # the gap reads as zeros
             size = _copy_fd(fd, out)
-            if os.fstat(out).st_size != offset + size:  # a short write: not where it says
+            if os.fstat(out).st_size != (offset + size if size else end):  # a short write
                 raise OSError(f"the copy in {pack} was not written whole")
         except BaseException:
             if not self._kept.get(pack):
@@ -121,8 +121,8 @@ class Copies:
 
 
 def _copy_fd(fd: int, out: int) -> int:
-    """The file ``fd`` appended to ``out`` by the kernel (sendfile: no buffer in Python),
-    or read and written where sendfile cannot; the number of bytes copied."""
+    """The file ``fd`` written at ``out``'s position by the kernel (sendfile: no buffer in
+    Python), or read and written where sendfile cannot; the number of bytes copied."""
     done = 0
     try:
         while sent := os.sendfile(out, fd, done, 1 << 30):
