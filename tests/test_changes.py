@@ -170,7 +170,8 @@ def test_small_originals_share_a_pack_and_each_comes_back_whole(root: Path, box:
         (root / name).write_bytes(data)
     text = "*** Begin Patch\n" + "".join(f"*** Add File: new{i}.txt\n+x\n" for i in range(2))
     for name in olds:
-        box.call("write_file", {"path": name, "content": f"new {name}"})
+        out = box.call("write_file", {"path": name, "content": f"new {name}"})
+        assert out.startswith(f"overwrote {name}"), out
     assert box.call("apply_patch", {"patch": text + "*** End Patch"}).startswith("A ")
     assert box.journal is not None
     [store] = box.journal.private_dirs()
