@@ -14,6 +14,11 @@ A :class:`Ranker` keeps its work between calls: a file's API and links are recom
 only when the file changed or a name it uses gained or lost a definer, and the power
 iteration starts from the previous ranks, so a map after a one-file edit costs a
 fraction of the first.
+
+What it keeps is packed, for a tree of 30,000 files and 670,000 definitions: a file's
+API as an array of symbol indices, the names it defines as a tuple, a name's definers
+as one path (the common case) or a tuple, equal (definers, weight) pairs shared, and the
+last ranking as three arrays instead of a tuple per definition.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from __future__ import annotations
 import heapq
 import math
 import sys
+from array import array
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ._extract import Symbol, shallow
@@ -42,13 +48,32 @@ _SQRT = [math.sqrt(n) for n in range(256)]
 Ranked = tuple[float, int, int]  # (score, file index, symbol index)
 Link = tuple[str, str, float]  # (target file, name, weight)
 Definers = dict[str, tuple[tuple[str, ...], float]]  # name -> (files, weight per sqrt(use))
+Found = dict[str, str | tuple[str, ...] | set[str]]  # name -> every file defining it
 
 
-@dataclass
+class RankedList(Sequence[Ranked]):
+    """Ranked definitions, most important first, in three arrays (16 bytes each)."""
+
+    def __init__(self, ranked: list[Ranked]) -> None:
+        self.scores = array("d", (r[0] for r in ranked))
+        self.files = array("l", (r[1] for r in ranked))
+        self.symbols = array("l", (r[2] for r in ranked))
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def __getitem__(self, at: int) -> Ranked:  # type: ignore[override]
+        return self.scores[at], self.files[at], self.symbols[at]
+
+    def __iter__(self) -> Iterator[Ranked]:
+        return zip(self.scores, self.files, self.symbols, strict=True)
+
+
+@dataclass(slots=True)
 class _File:
     entry: Entry  # the entry this was computed from: a new entry means the file changed
-    api: list[tuple[int, Symbol]]  # (index, symbol) of what the map may show
-    defined: frozenset[str]  # the names it defines that can be linked to
+    api: array[int]  # indices of the symbols the map may show (the file's API)
+    defined: tuple[str, ...]  # the distinct names it defines that can be linked to
     links: list[Link] | None = None
     edges: tuple[list[str], list[float]] = field(default_factory=lambda: ([], []))  # summed
     cap: int = 0  # the links-per-file cap the links were cut to
@@ -61,11 +86,13 @@ class Ranker:
     files: dict[str, _File] = field(default_factory=dict)
     definers: Definers = field(default_factory=dict)
     ranks: dict[str, float] = field(default_factory=dict)
-    last: tuple[tuple[int, ...], list[Ranked]] | None = None
-    found: dict[str, set[str]] = field(default_factory=dict)  # name -> every file defining it
+    last: tuple[tuple[int, ...], RankedList] | None = None
+    found: Found = field(default_factory=dict)  # name -> every file defining it
     _positions: tuple[dict[str, _File], dict[str, int]] | None = None
+    _shared: dict[tuple[tuple[str, ...], float], tuple[tuple[str, ...], float]] = field(
+        default_factory=dict)  # equal definers entries, one object
 
-    def rank(self, files: Sequence[tuple[str, Entry]]) -> list[Ranked]:
+    def rank(self, files: Sequence[tuple[str, Entry]]) -> RankedList:
         """Every mappable definition of ``files``, most important first."""
         identity = tuple(id(entry) for _, entry in files)
         if self.last is not None and self.last[0] == identity:
@@ -91,8 +118,10 @@ class Ranker:
         known = self.files.get(rel)
         if known is not None and known.entry is entry:
             return known
-        api = _api(entry)
-        defined = frozenset(s.name for _, s in api if s.kind not in _OPEN_KINDS)
+        symbols = entry.outline.symbols if entry.outline is not None else ()
+        api = _api(symbols)
+        defined = tuple(dict.fromkeys(symbols[j].name for j in api
+                                      if symbols[j].kind not in _OPEN_KINDS))
         return _File(entry, api, defined)
 
     def _update_definers(self, current: dict[str, _File], changed: set[str]) -> None:
@@ -104,16 +133,14 @@ class Ranker:
             for known, sign in ((self.files.get(rel), -1), (current.get(rel), 1)):
                 if known is None:
                     continue
-                names |= known.defined
+                names.update(known.defined)
                 for name in known.defined:
-                    where = self.found.setdefault(name, set())
-                    (where.add if sign > 0 else where.discard)(rel)
+                    _move(self.found, name, rel, sign > 0)
         touched = set()
         order = self._order(current)
         for name in names:
-            files = self.found.get(name)
-            if not files:
-                self.found.pop(name, None)
+            where = self.found.get(name, ())
+            files: Sequence[str] | set[str] = (where,) if isinstance(where, str) else where
             was = self.definers.get(name)
             now = ((tuple(sorted(files, key=order)), _boost(name, len(files)))
                    if files and len(files) <= MAX_DEFINERS else None)
@@ -122,7 +149,7 @@ class Ranker:
                 if now is None:
                     del self.definers[name]
                 else:
-                    self.definers[name] = now
+                    self.definers[name] = self._shared.setdefault(now, now)
         if not touched:
             return
         if len(touched) > 64:  # a large change: recompute every file's links
@@ -141,7 +168,7 @@ class Ranker:
         positions = self._positions[1]
         return lambda rel: positions.get(rel, len(positions))
 
-    def _ranked(self, rels: list[str]) -> list[Ranked]:
+    def _ranked(self, rels: list[str]) -> RankedList:
         received: dict[tuple[str, str], float] = defaultdict(float)
         for rel in rels:
             links = self.files[rel].links or []
@@ -150,19 +177,42 @@ class Ranker:
                 received[(target, name)] += self.ranks[rel] * weight / total
         ranked: list[Ranked] = []
         for i, rel in enumerate(rels):
-            api = self.files[rel].api
-            base = self.ranks[rel] * 1e-3 / max(1, len(api))  # unreferenced: by their file
-            ranked += [(received.get((rel, s.name), 0.0) + base, i, j) for j, s in api
-                       if s.kind not in _OPEN_KINDS]  # namespaces: shown around what they hold
+            known = self.files[rel]
+            symbols = known.entry.outline.symbols if known.entry.outline is not None else ()
+            base = self.ranks[rel] * 1e-3 / max(1, len(known.api))  # unreferenced: by file
+            ranked += [(received.get((rel, s.name), 0.0) + base, i, j) for j in known.api
+                       if (s := symbols[j]).kind not in _OPEN_KINDS]  # namespaces: shown
+            #                                                      around what they hold
         ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
-        return ranked
+        return RankedList(ranked)
 
 
-def _api(entry: Entry) -> list[tuple[int, Symbol]]:
+def _api(symbols: tuple[Symbol, ...]) -> array[int]:
     """The file's API: what is not local to a function nor nested in a nested type."""
-    symbols = entry.outline.symbols if entry.outline is not None else ()
-    return [(j, s) for (j, s), keep in zip(enumerate(symbols), shallow(symbols), strict=True)
-            if keep]
+    return array("l", (j for j, keep in enumerate(shallow(symbols)) if keep))
+
+
+def _move(found: Found, name: str, rel: str, add: bool) -> None:
+    """Add ``rel`` to the files defining ``name``, or take it away. Kept small: one file
+    as its path, a few as a tuple, a set only past ``MAX_DEFINERS`` (few names)."""
+    have = found.get(name, ())
+    if isinstance(have, set):
+        (have.add if add else have.discard)(rel)
+        if len(have) > MAX_DEFINERS:
+            return
+        files: tuple[str, ...] = tuple(have)
+    else:
+        files = (have,) if isinstance(have, str) else have
+        if add and rel not in files:
+            files = (*files, rel)
+        elif not add and rel in files:
+            files = tuple(f for f in files if f != rel)
+    if not files:
+        found.pop(name, None)
+    elif len(files) > MAX_DEFINERS:
+        found[name] = set(files)
+    else:
+        found[name] = files[0] if len(files) == 1 else files
 
 
 def _boost(name: str, definers: int) -> float:
