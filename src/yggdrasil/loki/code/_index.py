@@ -41,7 +41,7 @@ from ._extract import Outline
 from ._languages import Language, by_grammar, extension_of, language_for, language_of_script
 from ._match import NameQuery
 from ._names import NameIndex
-from ._pool import Job, parse_all, parse_one
+from ._pool import MIN_FILES, Job, give_back, parse_all, parse_one
 from ._tree import Tree, start_watch
 
 __all__ = ["MAX_FILE_BYTES", "Entry", "Index", "Scan"]
@@ -286,6 +286,8 @@ class Index:
             with self.lock:
                 self._parsed(rel, parsed)
         took = time.monotonic() - started
+        if len(todo) >= MIN_FILES:
+            give_back()
         if took >= _SAY_AFTER:
             self.built = (f"[built the code index once: parsed {len(todo):,} source files in "
                           f"{took:.0f} s; later calls answer from it]")

@@ -33,7 +33,7 @@ from contextlib import contextmanager, suppress
 from ._extract import Outline, extract, identifiers
 from ._languages import Language, by_grammar
 
-__all__ = ["MIN_FILES", "Parsed", "parse_all"]
+__all__ = ["MIN_FILES", "Parsed", "give_back", "parse_all"]
 
 MIN_FILES = 200  # fewer files are parsed in this process (starting workers costs ~0.3 s)
 _BATCH_BYTES = 1 << 20  # source bytes sent to a worker at once
@@ -150,6 +150,15 @@ def _main_not_rerun() -> Iterator[None]:
         yield
     finally:
         main.__spec__ = saved
+
+
+def give_back() -> None:
+    """Return freed heap memory to the system (glibc keeps what a large build or ranking
+    freed: ~15% of the process's size after a whole build); nothing elsewhere."""
+    with suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _here(jobs: Iterable[Job], progress: Callable[[int], None] | None) -> Iterator[tuple[str, Parsed]]:

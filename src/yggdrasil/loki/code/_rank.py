@@ -49,6 +49,8 @@ Ranked = tuple[float, int, int]  # (score, file index, symbol index)
 Link = tuple[str, str, float]  # (target file, name, weight)
 Definers = dict[str, tuple[tuple[str, ...], float]]  # name -> (files, weight per sqrt(use))
 Found = dict[str, str | tuple[str, ...] | set[str]]  # name -> every file defining it
+Links = tuple[tuple[str, ...], tuple[str, ...], "array[float]"]  # targets, names, weights
+Edges = tuple[tuple[str, ...], "array[float]"]  # targets, shares summing to 1
 
 
 class RankedList(Sequence[Ranked]):
@@ -74,8 +76,8 @@ class _File:
     entry: Entry  # the entry this was computed from: a new entry means the file changed
     api: array[int]  # indices of the symbols the map may show (the file's API)
     defined: tuple[str, ...]  # the distinct names it defines that can be linked to
-    links: list[Link] | None = None
-    edges: tuple[list[str], list[float]] = field(default_factory=lambda: ([], []))  # summed
+    links: Links | None = None
+    edges: Edges = ((), array("d"))  # the links summed per target
     cap: int = 0  # the links-per-file cap the links were cut to
 
 
@@ -107,7 +109,7 @@ class Ranker:
         for rel in rels:
             known = current[rel]
             if known.links is None or known.cap != cap:
-                known.links = _links_of(rel, known.entry, self.definers, cap)
+                known.links = _packed(_links_of(rel, known.entry, self.definers, cap))
                 known.edges, known.cap = _summed(known.links), cap
         self.ranks = _pagerank(rels, {rel: current[rel].edges for rel in rels}, self.ranks)
         ranked = self._ranked(rels)
@@ -171,9 +173,9 @@ class Ranker:
     def _ranked(self, rels: list[str]) -> RankedList:
         received: dict[tuple[str, str], float] = defaultdict(float)
         for rel in rels:
-            links = self.files[rel].links or []
-            total = sum(w for _, _, w in links) or 1.0
-            for target, name, weight in links:
+            targets, names, weights = self.files[rel].links or ((), (), array("d"))
+            total = sum(weights) or 1.0
+            for target, name, weight in zip(targets, names, weights, strict=True):
                 received[(target, name)] += self.ranks[rel] * weight / total
         ranked: list[Ranked] = []
         for i, rel in enumerate(rels):
@@ -249,16 +251,21 @@ def _links_of(source: str, entry: Entry, definers: Definers, cap: int) -> list[L
     return heapq.nlargest(cap, out, key=lambda link: link[2]) if len(out) > cap else out
 
 
-def _summed(links: list[Link]) -> tuple[list[str], list[float]]:
+def _packed(links: list[Link]) -> Links:
+    return (tuple(t for t, _, _ in links), tuple(n for _, n, _ in links),
+            array("d", (w for _, _, w in links)))
+
+
+def _summed(links: Links) -> Edges:
     """A file's links summed per target and normalized: (targets, shares summing to 1)."""
     summed: dict[str, float] = defaultdict(float)
-    for target, _, weight in links:
+    for target, weight in zip(links[0], links[2], strict=True):
         summed[target] += weight
     total = sum(summed.values())
-    return list(summed), [w / total for w in summed.values()]
+    return tuple(summed), array("d", (w / total for w in summed.values()))
 
 
-def _pagerank(rels: list[str], out: dict[str, tuple[list[str], list[float]]],
+def _pagerank(rels: list[str], out: dict[str, Edges],
               start: dict[str, float]) -> dict[str, float]:
     """Power iteration, from ``start`` where it knows a file; a file with no links
     spreads its rank evenly (a dangling node)."""
