@@ -56,10 +56,13 @@ Edges = tuple[tuple[str, ...], "array[float]"]  # targets, shares summing to 1
 class RankedList(Sequence[Ranked]):
     """Ranked definitions, most important first, in three arrays (16 bytes each)."""
 
-    def __init__(self, ranked: list[Ranked]) -> None:
-        self.scores = array("d", (r[0] for r in ranked))
-        self.files = array("l", (r[1] for r in ranked))
-        self.symbols = array("l", (r[2] for r in ranked))
+    def __init__(self, scores: array[float], files: array[int], symbols: array[int]) -> None:
+        """From definitions listed by (file, symbol): sorted by score, ties in that order
+        (a stable sort of positions; no tuple per definition)."""
+        order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
+        self.scores = array("d", (scores[k] for k in order))
+        self.files = array("i", (files[k] for k in order))
+        self.symbols = array("i", (symbols[k] for k in order))
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -177,21 +180,23 @@ class Ranker:
             total = sum(weights) or 1.0
             for target, name, weight in zip(targets, names, weights, strict=True):
                 received[(target, name)] += self.ranks[rel] * weight / total
-        ranked: list[Ranked] = []
+        scores, files, indices = array("d"), array("i"), array("i")
         for i, rel in enumerate(rels):
             known = self.files[rel]
             symbols = known.entry.outline.symbols if known.entry.outline is not None else ()
             base = self.ranks[rel] * 1e-3 / max(1, len(known.api))  # unreferenced: by file
-            ranked += [(received.get((rel, s.name), 0.0) + base, i, j) for j in known.api
-                       if (s := symbols[j]).kind not in _OPEN_KINDS]  # namespaces: shown
-            #                                                      around what they hold
-        ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
-        return RankedList(ranked)
+            for j in known.api:
+                s = symbols[j]
+                if s.kind not in _OPEN_KINDS:  # namespaces: shown around what they hold
+                    scores.append(received.get((rel, s.name), 0.0) + base)
+                    files.append(i)
+                    indices.append(j)
+        return RankedList(scores, files, indices)
 
 
 def _api(symbols: tuple[Symbol, ...]) -> array[int]:
     """The file's API: what is not local to a function nor nested in a nested type."""
-    return array("l", (j for j, keep in enumerate(shallow(symbols)) if keep))
+    return array("i", (j for j, keep in enumerate(shallow(symbols)) if keep))
 
 
 def _move(found: Found, name: str, rel: str, add: bool) -> None:
