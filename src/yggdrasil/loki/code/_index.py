@@ -140,8 +140,8 @@ class Index:
         self.version = 0  # counts changes to entries and to the kept listing
         self._summaries: dict[str, _Summary] = {}  # folder -> what a walk from it counts,
         #                                              kept current file by file
-        self._orders: dict[str, tuple[int, list[str]]] = {}  # folder -> (version, its
-        #                                                      parsed files in walk order)
+        self._orders: dict[str, tuple[int, list[tuple[str, Entry]]]] = {}  # folder ->
+        #                        (version, its parsed files and their entries in walk order)
         self.built = ""  # the note of the last long build, until a scan says it
         self._pending: dict[str, tuple[Key, bytes]] = {}  # read for the parallel parse
 
@@ -369,11 +369,12 @@ class Index:
                 tree = self.tree
                 rels = sorted((r for r in self.names.files_for(wanted)
                                if r.startswith(below) and tree.lists(r)), key=_walk_key)
+                files = [(rel, self.entries[rel]) for rel in rels]
             else:
-                rels = list(self._parsed_under(start))
-            if limit is not None and len(rels) > limit:
-                rels, scan.more = rels[:limit], len(rels) - limit
-            scan.files = [(rel, self.entries[rel]) for rel in rels]
+                files = self._parsed_under(start)  # (no new pair per file on each call)
+            if limit is not None and len(files) > limit:
+                files, scan.more = files[:limit], len(files) - limit
+            scan.files = list(files)
             return scan
 
     def _refresh(self) -> bool:
@@ -482,19 +483,19 @@ class Index:
                 summary.count(before, -1)
                 summary.count(after, 1)
 
-    def _parsed_under(self, start: str) -> list[str]:
+    def _parsed_under(self, start: str) -> list[tuple[str, Entry]]:
         """The parsed files below ``start`` in walk order (what a map or a folder outline
         reads), listed again only after a change."""
         assert self.tree is not None
         kept = self._orders.get(start)
         if kept is None or kept[0] != self.version:
             entries = self.entries
-            rels = [rel for rel in self.tree.under(start)
-                    if (e := entries.get(rel)) is not None and e.outline is not None
-                    and e.language and not e.note]
+            files = [(rel, e) for rel in self.tree.under(start)
+                     if (e := entries.get(rel)) is not None and e.outline is not None
+                     and e.language and not e.note]
             if len(self._orders) > 32:
                 self._orders.clear()
-            kept = self._orders[start] = (self.version, rels)
+            kept = self._orders[start] = (self.version, files)
         return kept[1]
 
     # -- reading --------------------------------------------------------------------------

@@ -144,7 +144,7 @@ def _main_not_rerun() -> Iterator[None]:
     if main is None or getattr(getattr(main, "__spec__", None), "name", None):
         yield  # run with -m (or no script): nothing is re-run anyway
         return
-    saved = main.__spec__
+    saved = getattr(main, "__spec__", None)
     main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
     try:
         yield
