@@ -337,6 +337,7 @@ class Index:
         self.tree = tree
         self._summaries.clear()
         self._orders.clear()
+        self._summary(".")  # counted now, after a walk, not by the first call after a change
 
     def _all_parsed(self, visited: list[str]) -> bool:
         for rel in visited:
