@@ -5,13 +5,17 @@ others, and the endpoint keeps being hammered. Every request of every worker the
 passes one gate. :class:`GateCore` is the decision, with no waiting in it:
 
 - at most ``window`` requests are in flight; the window starts at ``limit``
-  (``max_in_flight``) and adapts to the endpoint (AIMD): after a round of requests (as
-  many as the window) in which most were answered 429, it halves; after a round with no
-  429 it grows by one, up to ``limit``. A share of 429s the endpoint answers at random
-  (other tenants' load) costs only the requests it hits; an endpoint at its capacity
-  (everything refused) brings the fleet down to what it takes;
-- a 429'd request waits its Retry-After (else the policy's backoff) alone, its slot given
-  to the next request: nobody else is paused;
+  (``max_in_flight``) and adapts to the endpoint (AIMD). It is cut by half when most of a
+  sample of answers (at least 20, and at least a window's worth) were 429: an endpoint at
+  its capacity, refusing most of what it is sent. Only answers to requests admitted since
+  the last cut count (one cut per round trip: the requests already in flight when the
+  window was cut say nothing of the new one), and never below one request. Each answer
+  that is not a 429 grows it back by ``1/window`` (one request per window of answers), up
+  to ``limit``. A share of 429s the endpoint answers at random (other tenants' load,
+  below one half) costs only the requests it hits: the window stays where it is;
+- a 429'd request waits its Retry-After (else the policy's backoff) alone, outside the
+  gate: its slot goes at once to the next request, nobody else is paused. When it asks
+  again it goes ahead of those that have not waited yet;
 - a freed slot is handed to one waiter, the longest waiting (first come, first served):
   no thundering herd, however many wait.
 
@@ -30,7 +34,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..engine import Completion, Engine, Message, RetryPolicy
@@ -39,6 +43,9 @@ from ..errors import EngineError, EngineRateLimited, EngineUnavailable
 __all__ = ["Gate", "GateClient", "GateCore", "GatedEngine"]
 
 _KEEP_STARTED = 100_000  # check-ins kept for the driver before the oldest are dropped
+# Answers (at least) behind a cut of the window: a random 30% of 429s makes most of 20 in
+# one sample of 60, 70% (an endpoint at capacity) in 19 of 20.
+_SAMPLE = 20
 
 
 class GateCore:
@@ -51,9 +58,12 @@ class GateCore:
         self.window = float(limit)
         self._held: dict[str, int] = {}
         self._forgotten: set[str] = set()
-        self._waiting: deque[tuple[str, Any]] = deque()  # (holder, the waiter's token)
+        self._retrying: set[str] = set()  # holders whose last answer was a 429
+        self._cohort: dict[str, int] = {}  # holder -> the window cuts when it was admitted
+        # (holder, the waiter's token): retries first, then first come, first served
+        self._lines: tuple[deque[tuple[str, Any]], ...] = (deque(), deque())
         self._in_flight = 0
-        self._round = [0, 0]  # answers and 429s in the current round
+        self._sample = [0, 0]  # answers and 429s to requests admitted since the last cut
         self._started: dict[str, tuple[float, str]] = {}
         self._counts = {"requests": 0, "rate_limited": 0, "max_in_flight": 0,
                         "input_tokens": 0, "output_tokens": 0, "window_cuts": 0}
@@ -63,15 +73,17 @@ class GateCore:
         (its wake-up comes back from :meth:`release` or :meth:`forget`)."""
         if holder in self._forgotten:
             return False
-        if not self._waiting and self._in_flight < int(self.window):
+        retry = holder in self._retrying
+        self._retrying.discard(holder)
+        if not any(self._lines) and self._in_flight < int(self.window):
             self._admit(holder)
             return True
-        self._waiting.append((holder, token))
+        self._lines[0 if retry else 1].append((holder, token))
         return None
 
     def leave(self, token: Any) -> None:
         """A waiter gave up (its caller was interrupted): out of the line."""
-        self._waiting = deque(w for w in self._waiting if w[1] is not token)
+        self._drop(lambda _holder, waiter: waiter is token)
 
     def release(self, holder: str, usage: Mapping[str, int] | None = None,
                 limited: bool = False) -> list[tuple[Any, bool]]:
@@ -83,7 +95,10 @@ class GateCore:
         for key in ("input_tokens", "output_tokens"):
             self._counts[key] += int((usage or {}).get(key, 0) or 0)
         self._counts["rate_limited"] += limited
-        self._adapt(limited)
+        if limited:
+            self._retrying.add(holder)
+        fresh = self._cohort.pop(holder, None) == self._counts["window_cuts"]
+        self._adapt(limited, fresh)
         return self._hand_out()
 
     def forget(self, holder: str) -> list[tuple[Any, bool]]:
@@ -91,9 +106,11 @@ class GateCore:
         ones too); the waiters to wake."""
         self._forgotten.add(holder)
         self._started.pop(holder, None)
+        self._retrying.discard(holder)
+        self._cohort.pop(holder, None)
         self._in_flight -= self._held.pop(holder, 0)
-        refused = [(token, False) for h, token in self._waiting if h == holder]
-        self._waiting = deque(w for w in self._waiting if w[0] != holder)
+        refused = [(token, False) for line in self._lines for h, token in line if h == holder]
+        self._drop(lambda h, _token: h == holder)
         return refused + self._hand_out()
 
     def begin(self, holder: str, node: str) -> None:
@@ -109,37 +126,46 @@ class GateCore:
     def stats(self) -> dict[str, int]:
         """Requests admitted, 429s seen, the most in flight at once, tokens spent, the
         window now and how often it was cut."""
-        return {**self._counts, "in_flight": self._in_flight, "waiting": len(self._waiting),
-                "window": int(self.window)}
+        return {**self._counts, "in_flight": self._in_flight,
+                "waiting": sum(map(len, self._lines)), "window": int(self.window)}
 
     def _admit(self, holder: str) -> None:
         self._in_flight += 1
         self._held[holder] = self._held.get(holder, 0) + 1
+        self._cohort[holder] = self._counts["window_cuts"]
         self._counts["requests"] += 1
         self._counts["max_in_flight"] = max(self._counts["max_in_flight"], self._in_flight)
 
-    def _adapt(self, limited: bool) -> None:
-        """AIMD over rounds of ``window`` answers: halve after a round mostly refused, grow
-        by one after a round with no refusal."""
-        self._round[0] += 1
-        self._round[1] += limited
-        answers, refused = self._round
-        if answers < int(self.window):
+    def _adapt(self, limited: bool, fresh: bool) -> None:
+        """AIMD: +1/window per answer that is not a 429; halve when most of a sample of
+        answers to requests admitted since the last cut were 429."""
+        if not limited:
+            self.window = min(float(self.limit), self.window + 1 / self.window)
+        if not fresh:
+            return
+        self._sample[0] += 1
+        self._sample[1] += limited
+        answers, refused = self._sample
+        if answers < max(_SAMPLE, int(self.window)):
             return
         if refused * 2 > answers:
             self.window = max(1.0, self.window / 2)
             self._counts["window_cuts"] += 1
-        elif refused == 0:
-            self.window = min(float(self.limit), self.window + 1)
-        self._round = [0, 0]
+        self._sample = [0, 0]
 
     def _hand_out(self) -> list[tuple[Any, bool]]:
         woken = []
-        while self._waiting and self._in_flight < int(self.window):
-            holder, token = self._waiting.popleft()
+        while any(self._lines) and self._in_flight < int(self.window):
+            holder, token = (self._lines[0] or self._lines[1]).popleft()
             self._admit(holder)
             woken.append((token, True))
         return woken
+
+    def _drop(self, which: Callable[[str, Any], bool]) -> None:
+        for line in self._lines:
+            kept = [w for w in line if not which(*w)]
+            line.clear()
+            line.extend(kept)
 
 
 class Gate:
