@@ -505,6 +505,27 @@ def test_a_paused_gate_resumes_by_itself() -> None:
     assert 0.4 < time.monotonic() - started < 5 and gate.stats()["pauses"] == 1
 
 
+def test_an_endpoint_that_refuses_everything_pauses_the_gate_within_the_policy() -> None:
+    """Over HTTP: an endpoint answering every request 429 with ``Retry-After: inf`` pauses
+    the gate after a sample, for the policy's longest wait (max_delay), not forever."""
+    pytest.importorskip("openai")
+    from yggdrasil.loki.engine import RetryPolicy, create_engine
+    from yggdrasil.loki.errors import EngineRateLimited
+    from yggdrasil.loki.fleet._gate import Gate, GatedEngine
+
+    gate = Gate(2)
+    policy = RetryPolicy(attempts=1, max_delay=2.0)
+    with chat_server(capacity=0, retry_after=float("inf")) as server:
+        for i in range(20):
+            inner = create_engine("openai", model="m", base_url=server.url, api_key="sk-test",
+                                  retry=RetryPolicy(attempts=1))
+            with pytest.raises(EngineRateLimited):
+                GatedEngine(inner, gate, f"t{i}", policy).complete(
+                    [{"role": "user", "content": "hi"}], system="s")
+    assert len(server.limited) == 20 and gate.stats()["pauses"] == 1
+    assert 1.0 < gate.core.pause_left() <= 2.0
+
+
 def test_a_429_frees_its_slot_at_once_and_its_retry_goes_first() -> None:
     """A 429 hands its slot to the next waiter at once (nobody is paused); when the 429'd
     request asks again, after its Retry-After, it goes ahead of those that have not been

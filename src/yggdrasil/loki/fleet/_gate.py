@@ -309,8 +309,10 @@ class GatedEngine:
             try:
                 completion = self.inner.complete(messages, system=system, tools=tools)
             except EngineError as exc:
-                if isinstance(exc, EngineRateLimited):
-                    self.gate.release(self.holder, limited=True, retry_after=exc.retry_after)
+                if isinstance(exc, EngineRateLimited):  # the gate hears the wait it asks
+                    # for, as bounded by the policy (a Retry-After of days waits max_delay)
+                    self.gate.release(self.holder, limited=True,
+                                      retry_after=self.policy.delay(attempt, exc.retry_after))
                 else:
                     self.gate.release(self.holder)
                 wait = self.policy.wait_for(exc, attempt)
