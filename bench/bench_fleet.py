@@ -16,10 +16,14 @@
    ratio of the times (medians of ``--repeat`` runs, taken in turn). With it, how busy the
    endpoint was (its slots' share of the makespan spent answering) and the floor a fleet
    bound by its workers, not the endpoint, pays whatever its gate does: each 429'd
-   request waits its Retry-After, and its worker with it.
+   request waits its Retry-After, and its worker with it. Then the gate alone, which
+   the machine's load does not sway: the same requests through the same gate, engine and
+   endpoint, from ``--workers`` threads that wait ``--overhead`` seconds per task (the
+   issue's target per attempt) instead of running an agent.
 
 Usage: PYTHONPATH=src python bench/bench_fleet.py [--slow-tasks 40] [--workers 8]
-       [--tasks 20] [--delay 0.5] [--no-ray] [--only workers,overhead,429] [--repeat 1]
+       [--tasks 20] [--delay 0.5] [--no-ray] [--only workers,overhead,429,gate] [--repeat 1]
+       [--overhead 0.3]
 """
 
 from __future__ import annotations
@@ -39,8 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from yggdrasil.loki.agent import Loki
+from yggdrasil.loki.engine import RetryPolicy, create_engine
 from yggdrasil.loki.engines.scripted import ScriptedEngine
 from yggdrasil.loki.fleet import Fleet, Task
+from yggdrasil.loki.fleet._gate import Gate, GatedEngine
 from yggdrasil.loki.tools import filesystem_toolbox
 
 SCRIPT = [{"tool": "read_file", "args": {"path": "a.txt"}},
@@ -148,13 +154,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--no-ray", action="store_true")
-    parser.add_argument("--only", default="workers,overhead,429",
-                        help="the sections to run, comma-separated: workers, overhead, 429")
+    parser.add_argument("--only", default="workers,overhead,429,gate",
+                        help="the sections to run, comma-separated: workers, overhead, 429 "
+                             "(3), gate (3b)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each case in section 3")
+    parser.add_argument("--overhead", type=float, default=0.3,
+                        help="seconds per task of section 3's gate alone, besides the model")
     args = parser.parse_args()
     only = set(args.only.split(","))
-    if not only <= {"workers", "overhead", "429"}:
-        parser.error(f"--only takes workers, overhead and 429, got {args.only}")
+    if not only <= {"workers", "overhead", "429", "gate"}:
+        parser.error(f"--only takes workers, overhead, 429 and gate, got {args.only}")
     backends = ["local"]
     if not args.no_ray:
         try:
@@ -171,6 +180,8 @@ def main() -> None:
             overhead(root, repo, backends, args)
         if "429" in only:
             rate_limits(root, repo, args)
+        if "gate" in only:
+            gate_alone(args)
 
 
 def throughput(root: Path, repo: Path, backends: list[str], args: Any) -> None:
@@ -251,6 +262,59 @@ def rate_limits(root: Path, repo: Path, args: Any) -> None:
                   f"{ran['limited']:.0f} | {busy:.0%} | x{ran['wall'] / none['wall']:.2f} | "
                   f"x{ran['makespan'] / none['makespan']:.2f} | "
                   f"x{(none['makespan'] + slept) / none['makespan']:.2f} |", flush=True)
+
+
+def gate_alone(args: Any) -> None:
+    n, w, delay = args.slow_tasks, args.workers, args.delay
+    print(f"\n3b. the gate alone: {n} tasks from {w} threads, each task {args.overhead}s "
+          "of waiting, then its 2 requests through the fleet's gate (GatedEngine, the "
+          "openai engine); medians\n")
+    print("| max_in_flight | 429 share | time s | 429s answered | endpoint busy | vs none | "
+          "worker-bound floor |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for limit in dict.fromkeys((max(1, w // 2), max(1, w // 4))):
+        runs: dict[float, list[tuple[float, int]]] = {0.0: [], 0.3: []}
+        for _ in range(args.repeat):
+            for share in runs:
+                with slow_server(delay, share) as url:
+                    runs[share].append(_gated_threads(url, n, w, limit, args.overhead))
+        none = statistics.median(t for t, _ in runs[0.0])
+        for share, times in runs.items():
+            took = statistics.median(t for t, _ in times)
+            limited = statistics.median(k for _, k in times)
+            print(f"| {limit} | {share:.0%} | {took:.2f} | {limited:.0f} | "
+                  f"{2 * n * delay / (limit * took):.0%} | x{took / none:.2f} | "
+                  f"x{(none + limited * 1.0 / w) / none:.2f} |", flush=True)
+
+
+def _gated_threads(url: str, n: int, workers: int, limit: int,
+                   overhead: float) -> tuple[float, int]:
+    gate = Gate(limit)
+    todo = list(range(n))
+    lock = threading.Lock()
+
+    def work() -> None:
+        engine = create_engine("openai", model="slow", base_url=url, api_key="x",
+                               retry=RetryPolicy(attempts=1))
+        while True:
+            with lock:
+                if not todo:
+                    return
+                task = todo.pop()
+            gated = GatedEngine(engine, gate, f"t{task}", RetryPolicy(attempts=10))
+            time.sleep(overhead)
+            messages: list[dict[str, Any]] = [{"role": "user", "content": "write b"}]
+            gated.complete(messages, system="s")
+            messages.append({"role": "tool", "content": "ok", "tool_call_id": "c1"})
+            gated.complete(messages, system="s")
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started, gate.stats()["rate_limited"]
 
 
 if __name__ == "__main__":
