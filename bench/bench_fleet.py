@@ -10,12 +10,20 @@
    no model) with a verify command, 1 worker: the mean attempt time from the records
    (copy, agent, snapshots and diff, verify in a fresh copy), against ``Loki.act`` called
    N times in a loop on one folder with the same fenced toolbox.
-3. 429s: N slow tasks with ``--workers`` workers behind a gate of half as many requests
-   (the endpoint's concurrency), the endpoint answering 429 (Retry-After 1 s) to 30% of
-   requests at random, against the same endpoint answering none: the ratio of the times.
+3. 429s: N slow tasks with ``--workers`` workers behind a gate of half, then a quarter
+   as many requests (the endpoint's concurrency), the endpoint answering 429 (Retry-After
+   1 s) to 30% of requests at random, against the same endpoint answering none: the
+   ratio of the times (medians of ``--repeat`` runs, taken in turn). With it, how busy the
+   endpoint was (its slots' share of the makespan spent answering) and the floor a fleet
+   bound by its workers, not the endpoint, pays whatever its gate does: each 429'd
+   request waits its Retry-After, and its worker with it. Then the gate alone, which
+   the machine's load does not sway: the same requests through the same gate, engine and
+   endpoint, from ``--workers`` threads that wait ``--overhead`` seconds per task (the
+   issue's target per attempt) instead of running an agent.
 
 Usage: PYTHONPATH=src python bench/bench_fleet.py [--slow-tasks 40] [--workers 8]
-       [--tasks 20] [--delay 0.5] [--no-ray] [--sections 1,2,3]
+       [--tasks 20] [--delay 0.5] [--no-ray] [--only workers,overhead,429,gate] [--repeat 1]
+       [--overhead 0.3]
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import tempfile
 import threading
@@ -35,8 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from yggdrasil.loki.agent import Loki
+from yggdrasil.loki.engine import RetryPolicy, create_engine
 from yggdrasil.loki.engines.scripted import ScriptedEngine
 from yggdrasil.loki.fleet import Fleet, Task
+from yggdrasil.loki.fleet._gate import Gate, GatedEngine
 from yggdrasil.loki.tools import filesystem_toolbox
 
 SCRIPT = [{"tool": "read_file", "args": {"path": "a.txt"}},
@@ -157,9 +168,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--no-ray", action="store_true")
-    parser.add_argument("--sections", default="1,2,3",
-                        help="which of the three to run, comma-separated (default: all)")
+    parser.add_argument("--only", default="workers,overhead,429,gate",
+                        help="the sections to run, comma-separated: workers, overhead, 429 "
+                             "(3), gate (3b)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each case in section 3")
+    parser.add_argument("--overhead", type=float, default=0.3,
+                        help="seconds per task of section 3's gate alone, besides the model")
     args = parser.parse_args()
+    only = set(args.only.split(","))
+    if not only <= {"workers", "overhead", "429", "gate"}:
+        parser.error(f"--only takes workers, overhead, 429 and gate, got {args.only}")
     backends = ["local"]
     if not args.no_ray:
         try:
@@ -170,12 +188,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
         repo = make_repo(root)
-        sections = set(args.sections.split(","))
-        for number, section in (("1", throughput), ("2", overhead)):
-            if number in sections:
-                section(root, repo, backends, args)
-        if "3" in sections:
+        if "workers" in only:
+            throughput(root, repo, backends, args)
+        if "overhead" in only:
+            overhead(root, repo, backends, args)
+        if "429" in only:
             rate_limits(root, repo, args)
+        if "gate" in only:
+            gate_alone(args)
 
 
 def throughput(root: Path, repo: Path, backends: list[str], args: Any) -> None:
@@ -225,25 +245,90 @@ def overhead(root: Path, repo: Path, backends: list[str], args: Any) -> None:
 
 
 def rate_limits(root: Path, repo: Path, args: Any) -> None:
-    n, w = args.slow_tasks, args.workers
-    limit = max(1, w // 2)
-    print(f"\n3. 429s: {n} tasks, {w} workers, max_in_flight {limit}, engine answers in "
-          f"{args.delay}s; 429 (Retry-After 1 s) to a share of requests at random\n")
-    print("| 429 share | wall s | makespan s | 429s answered | vs none (wall) | "
-          "vs none (makespan) |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-    runs = {}
-    for share in (0.0, 0.3):
-        with slow_server(args.delay, share) as url:
-            tasks = [Task(id=f"q{int(share * 100)}-{i}", repo=str(repo), prompt="write b")
-                     for i in range(n)]
-            runs[share] = fleet_run(root, tasks, "local", w, f"limited-{share}",
-                                    engine="openai", model="slow", base_url=url, api_key="x",
-                                    max_in_flight=limit)
-        ran, none = runs[share], runs[0.0]
-        print(f"| {share:.0%} | {ran['wall']:.2f} | {ran['makespan']:.2f} | "
-              f"{ran['limited']} | x{ran['wall'] / none['wall']:.2f} | "
-              f"x{ran['makespan'] / none['makespan']:.2f} |", flush=True)
+    n, w, delay, retry_after = args.slow_tasks, args.workers, args.delay, 1.0
+    print(f"\n3. 429s: {n} tasks, {w} workers, engine answers in {delay}s (2 answers per "
+          f"task); 429 (Retry-After {retry_after:g} s) to a share of requests at random; "
+          f"medians of {args.repeat} run(s) each, in turn\n")
+    print("| max_in_flight | 429 share | wall s | makespan s | 429s answered | endpoint busy | "
+          "vs none (wall) | vs none (makespan) | worker-bound floor |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    with slow_server(delay) as url:  # the mirror, once
+        fleet_run(root, [Task(id=f"warm-q{i}", repo=str(repo), prompt="write b")
+                         for i in range(2)], "local", 2, "warm-429",
+                  engine="openai", model="slow", base_url=url, api_key="x")
+    for limit in dict.fromkeys((max(1, w // 2), max(1, w // 4))):
+        runs: dict[float, list[dict[str, float]]] = {0.0: [], 0.3: []}
+        for rep in range(args.repeat):
+            for share in runs:
+                with slow_server(delay, share) as url:
+                    tasks = [Task(id=f"q{limit}-{int(share * 100)}-{rep}-{i}", repo=str(repo),
+                                  prompt="write b") for i in range(n)]
+                    runs[share].append(fleet_run(
+                        root, tasks, "local", w, f"limited-{limit}-{share}-{rep}",
+                        engine="openai", model="slow", base_url=url, api_key="x",
+                        max_in_flight=limit))
+        none = {key: statistics.median(r[key] for r in runs[0.0]) for key in runs[0.0][0]}
+        for share, ran_all in runs.items():
+            ran = {key: statistics.median(r[key] for r in ran_all) for key in ran_all[0]}
+            busy = 2 * n * delay / (limit * ran["makespan"])
+            slept = ran["limited"] * retry_after / w  # per worker, on average
+            print(f"| {limit} | {share:.0%} | {ran['wall']:.2f} | {ran['makespan']:.2f} | "
+                  f"{ran['limited']:.0f} | {busy:.0%} | x{ran['wall'] / none['wall']:.2f} | "
+                  f"x{ran['makespan'] / none['makespan']:.2f} | "
+                  f"x{(none['makespan'] + slept) / none['makespan']:.2f} |", flush=True)
+
+
+def gate_alone(args: Any) -> None:
+    n, w, delay = args.slow_tasks, args.workers, args.delay
+    print(f"\n3b. the gate alone: {n} tasks from {w} threads, each task {args.overhead}s "
+          "of waiting, then its 2 requests through the fleet's gate (GatedEngine, the "
+          "openai engine); medians\n")
+    print("| max_in_flight | 429 share | time s | 429s answered | endpoint busy | vs none | "
+          "worker-bound floor |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for limit in dict.fromkeys((max(1, w // 2), max(1, w // 4))):
+        runs: dict[float, list[tuple[float, int]]] = {0.0: [], 0.3: []}
+        for _ in range(args.repeat):
+            for share in runs:
+                with slow_server(delay, share) as url:
+                    runs[share].append(_gated_threads(url, n, w, limit, args.overhead))
+        none = statistics.median(t for t, _ in runs[0.0])
+        for share, times in runs.items():
+            took = statistics.median(t for t, _ in times)
+            limited = statistics.median(k for _, k in times)
+            print(f"| {limit} | {share:.0%} | {took:.2f} | {limited:.0f} | "
+                  f"{2 * n * delay / (limit * took):.0%} | x{took / none:.2f} | "
+                  f"x{(none + limited * 1.0 / w) / none:.2f} |", flush=True)
+
+
+def _gated_threads(url: str, n: int, workers: int, limit: int,
+                   overhead: float) -> tuple[float, int]:
+    gate = Gate(limit)
+    todo = list(range(n))
+    lock = threading.Lock()
+
+    def work() -> None:
+        engine = create_engine("openai", model="slow", base_url=url, api_key="x",
+                               retry=RetryPolicy(attempts=1))
+        while True:
+            with lock:
+                if not todo:
+                    return
+                task = todo.pop()
+            gated = GatedEngine(engine, gate, f"t{task}", RetryPolicy(attempts=10))
+            time.sleep(overhead)
+            messages: list[dict[str, Any]] = [{"role": "user", "content": "write b"}]
+            gated.complete(messages, system="s")
+            messages.append({"role": "tool", "content": "ok", "tool_call_id": "c1"})
+            gated.complete(messages, system="s")
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started, gate.stats()["rate_limited"]
 
 
 if __name__ == "__main__":

@@ -151,12 +151,38 @@ def test_originals_are_kept_on_disk_not_in_memory(root: Path, box: Toolbox) -> N
     (root / "big.bin").write_bytes(big)
     box.call("write_file", {"path": "big.bin", "content": "small"})
     assert box.journal is not None
-    kept = list(box.journal.store.iterdir())
-    assert len(kept) == 1 and kept[0].read_bytes() == big
+    [store] = box.journal.private_dirs()
+    kept = list(store.iterdir())
+    assert len(kept) == 1 and kept[0].read_bytes() == big  # a big original: a file of its own
     assert not kept[0].is_relative_to(root)
     box.revert()
     assert (root / "big.bin").read_bytes() == big
-    assert list(box.journal.store.iterdir()) == []
+    assert list(store.iterdir()) == []
+
+
+def test_small_originals_share_a_pack_and_each_comes_back_whole(root: Path, box: Toolbox) -> None:
+    """One file holds the copies of many small originals (a file made per copy is what
+    costs most on a busy disk); reverting some leaves the others intact, and the pack
+    goes with the last copy in it."""
+    sizes = (5, 0, 4096, 4097, 0, 1500, 3000, 7001, 1, 0, 9999, 12)  # unaligned, empty ones
+    olds = {f"f{i}.txt": os.urandom(n) for i, n in enumerate(sizes)}
+    for name, data in olds.items():
+        (root / name).write_bytes(data)
+    text = "*** Begin Patch\n" + "".join(f"*** Add File: new{i}.txt\n+x\n" for i in range(2))
+    for name in olds:
+        out = box.call("write_file", {"path": name, "content": f"new {name}"})
+        assert out.startswith(f"overwrote {name}"), out
+    assert box.call("apply_patch", {"patch": text + "*** End Patch"}).startswith("A ")
+    assert box.journal is not None
+    [store] = box.journal.private_dirs()
+    assert len(list(store.iterdir())) == 1
+    assert "restored f3.txt" in str(box.revert(["f3.txt", "f7.txt"]))
+    assert (root / "f3.txt").read_bytes() == olds["f3.txt"]
+    assert (root / "f5.txt").read_text() == "new f5.txt"
+    box.call("write_file", {"path": "f3.txt", "content": "again"})  # a copy after a revert
+    box.revert()
+    assert {name: (root / name).read_bytes() for name in olds} == olds
+    assert list(store.iterdir()) == [] and not (root / "new0.txt").exists()
 
 
 def test_revert_puts_a_file_back_where_a_link_now_stands(root: Path, box: Toolbox) -> None:

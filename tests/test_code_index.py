@@ -84,18 +84,24 @@ def test_definitions_added_deleted_and_moved_are_found_where_they_are(
 def test_answers_from_the_kept_listing_equal_a_walk(root: Path, watched: Toolbox,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     tree = index_of(root).tree
-    (root / "pkg" / "bin.py").write_bytes(b"\0\x01binary")
-    (root / "pkg" / "util.py").write_text(UTIL + "\n\nclass Helper:\n    pass\n")
-    watched.call("run", {"command": "mkdir -p .hid new/deep build/more && echo 'def h(): pass' > "
-                                    ".hid/h.py && echo 'def main(): pass' > new/deep/m.py && "
-                                    "echo x > new/readme.md && echo 'def b(): pass' > "
-                                    "build/more/b.py && mkdir .empty && rm notes.txt"})
     questions = [("find_symbol", {"name": "helper"}), ("find_symbol", {"name": "Greeter.greet"}),
                  ("find_symbol", {"name": "*e*", "kind": "function"}),
                  ("find_symbol", {"name": "main", "path": "pkg"}),
                  ("find_symbol", {"name": "nowhere"}), ("outline", {"path": "."}),
                  ("outline", {"path": "pkg"}), ("repo_map", {"budget": 400}),
                  ("find_symbol", {"name": "main", "include_ignored": True})]
+    for tool, args in questions:  # the counts of . and pkg are kept from here on, file by file
+        watched.call(tool, args)
+    (root / "pkg" / "bin.py").write_bytes(b"\0\x01binary")
+    (root / "pkg" / "util.py").write_text(UTIL + "\n\nclass Helper:\n    pass\n")
+    (root / "pkg" / "gone.py").write_text("def gone():\n    pass\n")
+    (root / "pkg" / "data.json").write_text("{}")
+    watched.call("find_symbol", {"name": "gone"})
+    watched.call("run", {"command": "mkdir -p .hid new/deep build/more && echo 'def h(): pass' > "
+                                    ".hid/h.py && echo 'def main(): pass' > new/deep/m.py && "
+                                    "echo x > new/readme.md && echo 'def b(): pass' > "
+                                    "build/more/b.py && mkdir .empty && rm notes.txt && "
+                                    "rm pkg/gone.py pkg/data.json && touch app.py pkg/util.py"})
     kept = [watched.call(tool, args) for tool, args in questions]
     assert index_of(root).tree is tree  # creations and deletions were folded in, not walked
     monkeypatch.setattr(_index, "WATCH_FROM", 10**9)  # another index (protect=()) walks

@@ -129,6 +129,22 @@ def test_the_gate_actor_holds_back_only_the_request_a_429_hit(tmp_path: Path) ->
     assert ran.status.rate_limited == 1
 
 
+def test_the_gate_actor_pauses_when_everything_is_refused_and_resumes_by_itself() -> None:
+    """A whole sample answered 429 (Retry-After 0.5 s) pauses admissions; the actor's timer
+    admits the next request when the pause ends, with nobody calling it."""
+    from yggdrasil.loki.fleet._ray import _ActorGate, _AsyncGate
+
+    gate = _ActorGate(ray.remote(_AsyncGate).remote(2))
+    for i in range(20):
+        assert gate.acquire(f"a{i}")
+        gate.release(f"a{i}", limited=True, retry_after=0.5)
+    started = time.monotonic()
+    assert gate.acquire("next")
+    assert 0.4 < time.monotonic() - started < 5
+    stats = gate.stats()
+    assert stats["pauses"] == 1 and stats["window_cuts"] == 1 and stats["rate_limited"] == 20
+
+
 def test_queue_time_is_not_charged_to_a_tasks_timeout_and_nodes_are_recorded(
         tmp_path: Path) -> None:
     """Two CPUs, three workers: the third attempt waits in Ray's queue for a CPU (~2 s),

@@ -453,3 +453,24 @@ def test_comment_only_changes_skip_the_parse_but_a_continued_line_does_not(
     out = patch(box, "*** Begin Patch\n*** Update File: c.py\n@@\n x = 1 + \\\n+# breaks it\n"
                      "     2\n*** End Patch")
     assert "WARNING: c.py no longer parses" in out, out
+
+
+def test_the_gate_reads_each_file_as_the_whole_patch_leaves_it(root: Path, box: Toolbox) -> None:
+    """The plan hands the gate the lines it split: a file updated by two sections of one
+    patch, and one moved and changed, are checked on their final text against their
+    original one (no file ending in a newline, one that does not)."""
+    (root / "m.py").write_text(MODULE)
+    (root / "n.py").write_text("def f(x):\n    return x")  # no final newline
+    out = patch(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-        return 1\n"
+                     "+        return 10\n*** Update File: m.py\n@@\n-    return x\n"
+                     "+    return (x\n*** Update File: n.py\n*** Move to: o.py\n@@\n"
+                     "-    return x\n+    return [x\n*** End Patch")
+    assert "WARNING: m.py no longer parses: line 16" in out, out
+    assert "WARNING: o.py no longer parses: line 2" in out, out
+    assert (root / "m.py").read_text().count("return 10") == 1
+    out = patch(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-    return (x\n"
+                     "+    return x\n*** Update File: m.py\n@@\n-        return 10\n"
+                     "+        return 11  # a comment\n*** Update File: o.py\n@@\n"
+                     "-    return [x\n+    return [x]\n*** End Patch")
+    assert out.startswith("M m.py") and "WARNING" not in out, out
+    assert (root / "o.py").read_text() == "def f(x):\n    return [x]"

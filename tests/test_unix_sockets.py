@@ -101,6 +101,7 @@ def test_an_ssh_agent_elsewhere_is_unreachable(box: Toolbox, places: dict[str, P
         out = box.call("run", {"command": f"SSH_AUTH_SOCK={sock} ssh-add -l"})
         assert "no identities" not in out, out
         assert "refused connecting" in out, out
+        assert "may write only inside" not in out, out  # the refusal says why, not the fence note
     finally:
         agent.send_signal(signal.SIGTERM)
         agent.wait(10)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import stat
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +23,7 @@ from ._extract import Symbol, grammars_available, shallow
 from ._index import MAX_FILE_BYTES, Entry, Index, Scan
 from ._languages import extension_of
 from ._match import MAX_NAME, KindName, NameQuery
+from ._pool import give_back
 from ._render import (
     MAX_OUTLINE,
     find_row,
@@ -200,7 +202,10 @@ class Code:
         room = budget - len(head) - 20 - sum(len(n) + 1 for n in notes)
         held = held_for(self.root, self.cache)
         with held.rank_lock:
+            started = time.monotonic()
             ranked = held.ranker.rank(files)
+            if time.monotonic() - started > 1.0:
+                give_back()  # what a large ranking freed
         lines, kept, kept_files = map_lines(files, ranked, max(0, room))
         return "\n".join([head.format(kept, kept_files), *lines, *notes])
 

@@ -81,8 +81,18 @@ def shared_symbol(kind: str, name: str, scope: str, signature: str, line: int, e
     tree most names (``__init__``, ``get``, ``test_x``) and signatures repeat."""
     if len(signature) <= _SHARED_SIGNATURE:
         signature = sys.intern(signature)
-    return Symbol(sys.intern(kind), sys.intern(name), sys.intern(scope), signature, line, end,
-                  first, depth)
+    return Symbol(sys.intern(kind), sys.intern(name), sys.intern(scope), signature,
+                  _shared_int(line), _shared_int(end), _shared_int(first), depth)
+
+
+_INTS: dict[int, int] = {}  # line numbers: one int object per value (Python keeps only
+#                             -5..256 so; three per definition cost ~90 bytes otherwise)
+
+
+def _shared_int(n: int) -> int:
+    if n <= 256 or n > 100_000:
+        return n
+    return _INTS.setdefault(n, n)
 
 
 def _joined(signature: str) -> str:

@@ -41,7 +41,7 @@ from ._extract import Outline
 from ._languages import Language, by_grammar, extension_of, language_for, language_of_script
 from ._match import NameQuery
 from ._names import NameIndex
-from ._pool import Job, parse_all, parse_one
+from ._pool import MIN_FILES, Job, give_back, parse_all, parse_one
 from ._tree import Tree, start_watch
 
 __all__ = ["MAX_FILE_BYTES", "Entry", "Index", "Scan"]
@@ -137,8 +137,11 @@ class Index:
         self.whole = False  # once a walk parsed everything: keep every file parsed
         self.watch: TreeWatch | None = None  # started before a whole walk of a large tree
         self.tree: Tree | None = None  # that walk's listing, while events keep it true
-        self.version = 0  # counts changes to entries (the summaries below go stale)
-        self._summaries: dict[str, _Summary] = {}
+        self.version = 0  # counts changes to entries and to the kept listing
+        self._summaries: dict[str, _Summary] = {}  # folder -> what a walk from it counts,
+        #                                              kept current file by file
+        self._orders: dict[str, tuple[int, list[tuple[str, Entry]]]] = {}  # folder ->
+        #                        (version, its parsed files and their entries in walk order)
         self.built = ""  # the note of the last long build, until a scan says it
         self._pending: dict[str, tuple[Key, bytes]] = {}  # read for the parallel parse
 
@@ -283,6 +286,8 @@ class Index:
             with self.lock:
                 self._parsed(rel, parsed)
         took = time.monotonic() - started
+        if len(todo) >= MIN_FILES:
+            give_back()
         if took >= _SAY_AFTER:
             self.built = (f"[built the code index once: parsed {len(todo):,} source files in "
                           f"{took:.0f} s; later calls answer from it]")
@@ -331,6 +336,8 @@ class Index:
             return
         self.tree = tree
         self._summaries.clear()
+        self._orders.clear()
+        self._summary(".")  # counted now, after a walk, not by the first call after a change
 
     def _all_parsed(self, visited: list[str]) -> bool:
         for rel in visited:
@@ -354,18 +361,21 @@ class Index:
             if st is not None and not stat.S_ISDIR(st.st_mode):
                 return None
             summary = self._summary(start)
-            scan = Scan(start, skipped=dict(summary.skipped), other=Counter(summary.other),
-                        too_large=summary.too_large, unreadable=summary.unreadable,
-                        indexed=summary.indexed, version=self.version)
-            if isinstance(wanted, NameQuery):
-                order = summary.order
-                rels = sorted((r for r in self.names.files_for(wanted) if r in order),
-                              key=order.__getitem__)
+            scan = Scan(start, skipped={**summary.skipped, "binary": summary.binary},
+                        other=+summary.other, too_large=summary.too_large,
+                        unreadable=summary.unreadable, indexed=summary.indexed,
+                        version=self.version)
+            if isinstance(wanted, NameQuery):  # the files defining the name, in walk order
+                below = "" if start == "." else start + "/"
+                tree = self.tree
+                rels = sorted((r for r in self.names.files_for(wanted)
+                               if r.startswith(below) and tree.lists(r)), key=_walk_key)
+                files = [(rel, self.entries[rel]) for rel in rels]
             else:
-                rels = list(summary.order)
-            if limit is not None and len(rels) > limit:
-                rels, scan.more = rels[:limit], len(rels) - limit
-            scan.files = [(rel, self.entries[rel]) for rel in rels]
+                files = self._parsed_under(start)  # (no new pair per file on each call)
+            if limit is not None and len(files) > limit:
+                files, scan.more = files[:limit], len(files) - limit
+            scan.files = list(files)
             return scan
 
     def _refresh(self) -> bool:
@@ -392,9 +402,13 @@ class Index:
             return True
         check = PathCheck(self.root)
         root = str(self.root.path)
+        if found.deleted or vanished or found.created or found.created_dirs:
+            self.version += 1  # the listing may change
         for rel in [*found.deleted, *vanished]:
+            before = self._share_before(rel)
             if tree.remove(rel):
                 self._forget(rel)
+                self._reshare(rel, before)
             tree.unskip_gone(rel, root)
         for rel in found.created_dirs:
             skipped = check.skipped(rel, folder=True)
@@ -403,10 +417,11 @@ class Index:
         for rel in found.created:
             skipped = check.skipped(rel)
             if skipped is None:
+                before = self._share_before(rel)
                 tree.add(rel)
+                self._reshare(rel, before)
             elif skipped[0]:
                 tree.skip(*skipped)
-        self.version += 1
         for rel in [*found.created, *found.modified]:
             if not tree.lists(rel) or _other(rel):
                 continue  # not listed (ignored, hidden), or a file without a grammar
@@ -417,6 +432,7 @@ class Index:
         return True
 
     def _forget(self, rel: str) -> None:
+        """Drop the entry of ``rel`` (the caller keeps the summaries, see _reshare)."""
         old = self.entries.pop(rel, None)
         if old is not None:
             self.version += 1
@@ -425,28 +441,63 @@ class Index:
             self.changed += 1
 
     def _summary(self, start: str) -> _Summary:
-        if self._summaries and next(iter(self._summaries.values())).version != self.version:
-            self._summaries.clear()
+        """What a walk from ``start`` counts: made once per folder from the listing, then
+        kept current file by file (see _reshare), so no call after a change is O(files)."""
+        assert self.tree is not None
         found = self._summaries.get(start)
         if found is None:
-            assert self.tree is not None
-            scan = Scan(start)
-            skips = Skips()
-            order: dict[str, int] = {}
+            found = _Summary()
             for rel in self.tree.under(start):
-                entry = self.entries.get(rel)
-                if entry is None:
-                    scan.other[extension_of(rel.rsplit("/", 1)[-1])] += 1
-                elif self._counted(scan, rel, entry, skips) and entry.outline is not None:
-                    order[rel] = len(order)
-            skipped = self.tree.skipped(start)
-            skipped["binary"] = len(skips.seen)
-            found = _Summary(self.version, skipped, scan.other, scan.too_large, scan.unreadable,
-                             scan.indexed, order)
+                found.count(self._share(rel), 1)
             if len(self._summaries) > 32:
                 self._summaries.clear()
             self._summaries[start] = found
+        if found.skips_at != self.tree.skips_changed:
+            found.skipped = self.tree.skipped(start)
+            found.skipped.pop("binary", None)
+            found.skips_at = self.tree.skips_changed
         return found
+
+    def _share(self, rel: str) -> tuple[str, str] | None:
+        """What the listed file ``rel`` adds to a walk's counts (as _counted): its note,
+        'indexed', or ('other', its extension); None when the listing lacks it."""
+        assert self.tree is not None
+        if not self.tree.lists(rel):
+            return None
+        entry = self.entries.get(rel)
+        if entry is None or not (entry.note or entry.language):
+            return "other", extension_of(rel.rsplit("/", 1)[-1])
+        return entry.note or "indexed", ""
+
+    def _share_before(self, rel: str) -> tuple[str, str] | None:
+        return self._share(rel) if self._summaries and self.tree is not None else None
+
+    def _reshare(self, rel: str, before: tuple[str, str] | None) -> None:
+        """Move ``rel`` in the kept summaries from what it added ``before`` to what it adds now."""
+        if not self._summaries or self.tree is None:
+            return
+        after = self._share(rel)
+        if after == before:
+            return
+        for start, summary in self._summaries.items():
+            if start == "." or rel.startswith(start + "/"):
+                summary.count(before, -1)
+                summary.count(after, 1)
+
+    def _parsed_under(self, start: str) -> list[tuple[str, Entry]]:
+        """The parsed files below ``start`` in walk order (what a map or a folder outline
+        reads), listed again only after a change."""
+        assert self.tree is not None
+        kept = self._orders.get(start)
+        if kept is None or kept[0] != self.version:
+            entries = self.entries
+            files = [(rel, e) for rel in self.tree.under(start)
+                     if (e := entries.get(rel)) is not None and e.outline is not None
+                     and e.language and not e.note]
+            if len(self._orders) > 32:
+                self._orders.clear()
+            kept = self._orders[start] = (self.version, files)
+        return kept[1]
 
     # -- reading --------------------------------------------------------------------------
 
@@ -490,6 +541,7 @@ class Index:
 
     def _remember(self, rel: str, entry: Entry, *, keep: bool = True) -> Entry:
         self.version += 1
+        before = self._share_before(rel)
         old = self.entries.pop(rel, None)
         if old is not None:
             self.held -= old.held()
@@ -502,20 +554,42 @@ class Index:
             self.changed += 1
         elif self.tree is not None and (old is not None or keep):
             self.tree = None  # a listed file is no longer held: walks answer again
+        self._reshare(rel, before)
         return entry
 
 
 @dataclass
 class _Summary:
-    """What a walk from one folder would count, and its parsed files in walk order."""
+    """What a walk from one folder would count."""
 
-    version: int
-    skipped: dict[str, int]
-    other: Counter[str]
-    too_large: int
-    unreadable: int
-    indexed: int
-    order: dict[str, int]
+    skipped: dict[str, int] = field(default_factory=dict)  # grep's, but binary (below)
+    skips_at: int = -1  # the listing's skips_changed they were counted at
+    other: Counter[str] = field(default_factory=Counter)  # extension -> files
+    too_large: int = 0
+    unreadable: int = 0
+    indexed: int = 0
+    binary: int = 0
+
+    def count(self, share: tuple[str, str] | None, sign: int) -> None:
+        """Add (sign 1) or take away (-1) one file's share (see Index._share)."""
+        if share is None:
+            return
+        kind, extension = share
+        if kind == "other":
+            self.other[extension] += sign
+        elif kind == "indexed":
+            self.indexed += sign
+        elif kind == "binary":
+            self.binary += sign
+        elif kind == "too large":
+            self.too_large += sign
+        else:
+            self.unreadable += sign
+
+
+def _walk_key(rel: str) -> str:
+    """Sorts paths in walk order (a folder's files before the next name at its level)."""
+    return rel.replace("/", "\0")
 
 
 def _other(rel: str) -> bool:

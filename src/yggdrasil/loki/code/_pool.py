@@ -7,6 +7,15 @@ parses bytes it is given and returns what ``extract`` and ``identifiers`` found,
 opens nothing. A few batches are in flight at a time, which bounds the memory of bytes
 read ahead. Below ``MIN_FILES`` files, or when processes cannot be started (a sandbox,
 a broken pool), the parsing happens here, one file after another, with the same result.
+
+Workers are *spawned* (a fresh interpreter each, started through pipes): not forked from
+this process, which has threads, and not from multiprocessing's fork server, which is
+process-global and listens on a socket under the ``TMPDIR`` of the moment it started (a
+fleet attempt's TMPDIR, deleted when the attempt ends: every later pool of the process
+then failed to start). Nor do they re-run the main script, which multiprocessing does
+by default (a script calling the toolbox without ``if __name__ == "__main__":`` would run
+again in each worker).
+
 What the pool parsed is kept here like what this process parsed itself, and a tree whose
 first batch is all known (a fleet worker's next copy of a repository) is answered here
 without starting a pool. ``LOKI_PARSE_PROCESSES`` caps the pool's processes (``1``: no
@@ -16,19 +25,21 @@ pool): a fleet's workers set it, being already one process per core or more.
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import itertools
 import multiprocessing
 import os
+import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 
 from ._extract import Outline, extract, identifiers
 from ._languages import Language, by_grammar
 
-__all__ = ["MIN_FILES", "Parsed", "parse_all"]
+__all__ = ["MIN_FILES", "Parsed", "give_back", "parse_all"]
 
 MIN_FILES = 200  # fewer files are parsed in this process (starting workers costs ~0.3 s)
 _BATCH_BYTES = 1 << 20  # source bytes sent to a worker at once
@@ -132,15 +143,59 @@ def parse_all(jobs: Iterable[Job], count: int,
     if all(_PARSED.known(lang, src) for _, lang, src in first):
         yield from _here(jobs, progress)
         return
-    try:
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
-    except (OSError, ValueError):
+    pool = _started(workers)
+    if pool is None:
         yield from _here(jobs, progress)
         return
     try:
         yield from _in_pool(pool, jobs, workers * _AHEAD, progress)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _started(workers: int) -> ProcessPoolExecutor | None:
+    """A pool with every worker started; None when processes cannot be started."""
+    try:
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    except (OSError, ValueError):
+        return None
+    try:
+        with _main_not_rerun():
+            for _ in range(workers):  # each submit starts a worker, while the script is hidden
+                pool.submit(_ready)
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: BrokenProcessPool
+        pool.shutdown(wait=True, cancel_futures=True)
+        return None
+    return pool
+
+
+def _ready() -> None:
+    """A worker's first job: nothing (it makes the pool start the worker)."""
+
+
+@contextmanager
+def _main_not_rerun() -> Iterator[None]:
+    """While processes start, present the main script as a package's ``__main__``, which
+    multiprocessing never re-runs in a new process (the workers need nothing from it)."""
+    main = sys.modules.get("__main__")
+    if main is None or getattr(getattr(main, "__spec__", None), "name", None):
+        yield  # run with -m (or no script): nothing is re-run anyway
+        return
+    saved = getattr(main, "__spec__", None)
+    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+    try:
+        yield
+    finally:
+        main.__spec__ = saved
+
+
+def give_back() -> None:
+    """Return freed heap memory to the system (glibc keeps what a large build or ranking
+    freed: ~15% of the process's size after a whole build); nothing elsewhere."""
+    with suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _here(jobs: Iterable[Job], progress: Callable[[int], None] | None) -> Iterator[tuple[str, Parsed]]:

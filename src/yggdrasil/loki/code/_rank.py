@@ -14,6 +14,11 @@ A :class:`Ranker` keeps its work between calls: a file's API and links are recom
 only when the file changed or a name it uses gained or lost a definer, and the power
 iteration starts from the previous ranks, so a map after a one-file edit costs a
 fraction of the first.
+
+What it keeps is packed, for a tree of 30,000 files and 670,000 definitions: a file's
+API as an array of symbol indices, the names it defines as a tuple, a name's definers
+as one path (the common case) or a tuple, equal (definers, weight) pairs shared, and the
+last ranking as three arrays instead of a tuple per definition.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from __future__ import annotations
 import heapq
 import math
 import sys
+from array import array
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ._extract import Symbol, shallow
@@ -42,15 +48,39 @@ _SQRT = [math.sqrt(n) for n in range(256)]
 Ranked = tuple[float, int, int]  # (score, file index, symbol index)
 Link = tuple[str, str, float]  # (target file, name, weight)
 Definers = dict[str, tuple[tuple[str, ...], float]]  # name -> (files, weight per sqrt(use))
+Found = dict[str, str | tuple[str, ...] | set[str]]  # name -> every file defining it
+Links = tuple[tuple[str, ...], tuple[str, ...], "array[float]"]  # targets, names, weights
+Edges = tuple[tuple[str, ...], "array[float]"]  # targets, shares summing to 1
 
 
-@dataclass
+class RankedList(Sequence[Ranked]):
+    """Ranked definitions, most important first, in three arrays (16 bytes each)."""
+
+    def __init__(self, scores: array[float], files: array[int], symbols: array[int]) -> None:
+        """From definitions listed by (file, symbol): sorted by score, ties in that order
+        (a stable sort of positions; no tuple per definition)."""
+        order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
+        self.scores = array("d", (scores[k] for k in order))
+        self.files = array("i", (files[k] for k in order))
+        self.symbols = array("i", (symbols[k] for k in order))
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def __getitem__(self, at: int) -> Ranked:  # type: ignore[override]
+        return self.scores[at], self.files[at], self.symbols[at]
+
+    def __iter__(self) -> Iterator[Ranked]:
+        return zip(self.scores, self.files, self.symbols, strict=True)
+
+
+@dataclass(slots=True)
 class _File:
     entry: Entry  # the entry this was computed from: a new entry means the file changed
-    api: list[tuple[int, Symbol]]  # (index, symbol) of what the map may show
-    defined: frozenset[str]  # the names it defines that can be linked to
-    links: list[Link] | None = None
-    edges: tuple[list[str], list[float]] = field(default_factory=lambda: ([], []))  # summed
+    api: array[int]  # indices of the symbols the map may show (the file's API)
+    defined: tuple[str, ...]  # the distinct names it defines that can be linked to
+    links: Links | None = None
+    edges: Edges = ((), array("d"))  # the links summed per target
     cap: int = 0  # the links-per-file cap the links were cut to
 
 
@@ -61,11 +91,13 @@ class Ranker:
     files: dict[str, _File] = field(default_factory=dict)
     definers: Definers = field(default_factory=dict)
     ranks: dict[str, float] = field(default_factory=dict)
-    last: tuple[tuple[int, ...], list[Ranked]] | None = None
-    found: dict[str, set[str]] = field(default_factory=dict)  # name -> every file defining it
+    last: tuple[tuple[int, ...], RankedList] | None = None
+    found: Found = field(default_factory=dict)  # name -> every file defining it
     _positions: tuple[dict[str, _File], dict[str, int]] | None = None
+    _shared: dict[tuple[tuple[str, ...], float], tuple[tuple[str, ...], float]] = field(
+        default_factory=dict)  # equal definers entries, one object
 
-    def rank(self, files: Sequence[tuple[str, Entry]]) -> list[Ranked]:
+    def rank(self, files: Sequence[tuple[str, Entry]]) -> RankedList:
         """Every mappable definition of ``files``, most important first."""
         identity = tuple(id(entry) for _, entry in files)
         if self.last is not None and self.last[0] == identity:
@@ -80,7 +112,7 @@ class Ranker:
         for rel in rels:
             known = current[rel]
             if known.links is None or known.cap != cap:
-                known.links = _links_of(rel, known.entry, self.definers, cap)
+                known.links = _packed(_links_of(rel, known.entry, self.definers, cap))
                 known.edges, known.cap = _summed(known.links), cap
         self.ranks = _pagerank(rels, {rel: current[rel].edges for rel in rels}, self.ranks)
         ranked = self._ranked(rels)
@@ -91,8 +123,10 @@ class Ranker:
         known = self.files.get(rel)
         if known is not None and known.entry is entry:
             return known
-        api = _api(entry)
-        defined = frozenset(s.name for _, s in api if s.kind not in _OPEN_KINDS)
+        symbols = entry.outline.symbols if entry.outline is not None else ()
+        api = _api(symbols)
+        defined = tuple(dict.fromkeys(symbols[j].name for j in api
+                                      if symbols[j].kind not in _OPEN_KINDS))
         return _File(entry, api, defined)
 
     def _update_definers(self, current: dict[str, _File], changed: set[str]) -> None:
@@ -104,16 +138,14 @@ class Ranker:
             for known, sign in ((self.files.get(rel), -1), (current.get(rel), 1)):
                 if known is None:
                     continue
-                names |= known.defined
+                names.update(known.defined)
                 for name in known.defined:
-                    where = self.found.setdefault(name, set())
-                    (where.add if sign > 0 else where.discard)(rel)
+                    _move(self.found, name, rel, sign > 0)
         touched = set()
         order = self._order(current)
         for name in names:
-            files = self.found.get(name)
-            if not files:
-                self.found.pop(name, None)
+            where = self.found.get(name, ())
+            files: Sequence[str] | set[str] = (where,) if isinstance(where, str) else where
             was = self.definers.get(name)
             now = ((tuple(sorted(files, key=order)), _boost(name, len(files)))
                    if files and len(files) <= MAX_DEFINERS else None)
@@ -122,7 +154,7 @@ class Ranker:
                 if now is None:
                     del self.definers[name]
                 else:
-                    self.definers[name] = now
+                    self.definers[name] = self._shared.setdefault(now, now)
         if not touched:
             return
         if len(touched) > 64:  # a large change: recompute every file's links
@@ -141,28 +173,53 @@ class Ranker:
         positions = self._positions[1]
         return lambda rel: positions.get(rel, len(positions))
 
-    def _ranked(self, rels: list[str]) -> list[Ranked]:
+    def _ranked(self, rels: list[str]) -> RankedList:
         received: dict[tuple[str, str], float] = defaultdict(float)
         for rel in rels:
-            links = self.files[rel].links or []
-            total = sum(w for _, _, w in links) or 1.0
-            for target, name, weight in links:
+            targets, names, weights = self.files[rel].links or ((), (), array("d"))
+            total = sum(weights) or 1.0
+            for target, name, weight in zip(targets, names, weights, strict=True):
                 received[(target, name)] += self.ranks[rel] * weight / total
-        ranked: list[Ranked] = []
+        scores, files, indices = array("d"), array("i"), array("i")
         for i, rel in enumerate(rels):
-            api = self.files[rel].api
-            base = self.ranks[rel] * 1e-3 / max(1, len(api))  # unreferenced: by their file
-            ranked += [(received.get((rel, s.name), 0.0) + base, i, j) for j, s in api
-                       if s.kind not in _OPEN_KINDS]  # namespaces: shown around what they hold
-        ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
-        return ranked
+            known = self.files[rel]
+            symbols = known.entry.outline.symbols if known.entry.outline is not None else ()
+            base = self.ranks[rel] * 1e-3 / max(1, len(known.api))  # unreferenced: by file
+            for j in known.api:
+                s = symbols[j]
+                if s.kind not in _OPEN_KINDS:  # namespaces: shown around what they hold
+                    scores.append(received.get((rel, s.name), 0.0) + base)
+                    files.append(i)
+                    indices.append(j)
+        return RankedList(scores, files, indices)
 
 
-def _api(entry: Entry) -> list[tuple[int, Symbol]]:
+def _api(symbols: tuple[Symbol, ...]) -> array[int]:
     """The file's API: what is not local to a function nor nested in a nested type."""
-    symbols = entry.outline.symbols if entry.outline is not None else ()
-    return [(j, s) for (j, s), keep in zip(enumerate(symbols), shallow(symbols), strict=True)
-            if keep]
+    return array("i", (j for j, keep in enumerate(shallow(symbols)) if keep))
+
+
+def _move(found: Found, name: str, rel: str, add: bool) -> None:
+    """Add ``rel`` to the files defining ``name``, or take it away. Kept small: one file
+    as its path, a few as a tuple, a set only past ``MAX_DEFINERS`` (few names)."""
+    have = found.get(name, ())
+    if isinstance(have, set):
+        (have.add if add else have.discard)(rel)
+        if len(have) > MAX_DEFINERS:
+            return
+        files: tuple[str, ...] = tuple(have)
+    else:
+        files = (have,) if isinstance(have, str) else have
+        if add and rel not in files:
+            files = (*files, rel)
+        elif not add and rel in files:
+            files = tuple(f for f in files if f != rel)
+    if not files:
+        found.pop(name, None)
+    elif len(files) > MAX_DEFINERS:
+        found[name] = set(files)
+    else:
+        found[name] = files[0] if len(files) == 1 else files
 
 
 def _boost(name: str, definers: int) -> float:
@@ -199,16 +256,21 @@ def _links_of(source: str, entry: Entry, definers: Definers, cap: int) -> list[L
     return heapq.nlargest(cap, out, key=lambda link: link[2]) if len(out) > cap else out
 
 
-def _summed(links: list[Link]) -> tuple[list[str], list[float]]:
+def _packed(links: list[Link]) -> Links:
+    return (tuple(t for t, _, _ in links), tuple(n for _, n, _ in links),
+            array("d", (w for _, _, w in links)))
+
+
+def _summed(links: Links) -> Edges:
     """A file's links summed per target and normalized: (targets, shares summing to 1)."""
     summed: dict[str, float] = defaultdict(float)
-    for target, _, weight in links:
+    for target, weight in zip(links[0], links[2], strict=True):
         summed[target] += weight
     total = sum(summed.values())
-    return list(summed), [w / total for w in summed.values()]
+    return tuple(summed), array("d", (w / total for w in summed.values()))
 
 
-def _pagerank(rels: list[str], out: dict[str, tuple[list[str], list[float]]],
+def _pagerank(rels: list[str], out: dict[str, Edges],
               start: dict[str, float]) -> dict[str, float]:
     """Power iteration, from ``start`` where it knows a file; a file with no links
     spreads its rank evenly (a dangling node)."""

@@ -64,6 +64,7 @@ class Tree:
     stale: bool = False  # the watch itself can no longer be trusted
     blind: list[str] = field(default_factory=list)  # listed files the watch hears nothing of
     blind_dirs: dict[str, int] = field(default_factory=dict)  # their folders -> mtime_ns
+    skips_changed: int = 0  # counts changes to ``skips`` (summaries recount them)
 
     @classmethod
     def of(cls, rels: Iterable[str], skips: Skips, watch: TreeWatch) -> Tree:
@@ -140,7 +141,10 @@ class Tree:
         return False
 
     def skip(self, kind: str, rel: str) -> None:
-        self.skips.setdefault(rel.replace("/", "\0"), kind)
+        key = rel.replace("/", "\0")
+        if key not in self.skips:
+            self.skips[key] = kind
+            self.skips_changed += 1
 
     def unskip_gone(self, rel: str, root: str) -> None:
         """Forget skipped entries at or above ``rel`` that no longer exist."""
@@ -149,6 +153,7 @@ class Tree:
             key = "\0".join(parts[:n])
             if key in self.skips and not os.path.lexists(os.path.join(root, *parts[:n])):
                 del self.skips[key]
+                self.skips_changed += 1
 
     def answers(self, start: str) -> bool:
         """Whether a walk from ``start`` lists exactly this listing's files below it: it

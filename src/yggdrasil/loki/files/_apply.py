@@ -28,6 +28,7 @@ __all__ = ["MAX_PATCH_BYTES", "FileState", "Plan", "diffs"]
 MAX_PATCH_BYTES = 256 << 20  # of files one patch reads: the plan holds them in memory
 MAX_PATCH_WORK = 1 << 30  # characters hunks are applied to (one file updated many times)
 MAX_SUMMARY = 300  # 'M a.py' lines shown
+MAX_SHARED_LINES = 16 << 20  # of work, up to which the plan keeps the files' lines for the gate
 
 
 @dataclass
@@ -45,6 +46,9 @@ class FileState:
     moved_to: str | None = None
     source: Text | None = None  # for a file moved here: the file it came from
     notes: list[str] = field(default_factory=list)  # loose matches, for the summary
+    # the lines of the text before the patch and of ``text`` (each str.split("\n")), as
+    # the plan made them, for the syntax gate (which then need not split them again)
+    lines: tuple[list[str], list[str]] | None = None
 
     @property
     def changed(self) -> bool:
@@ -159,7 +163,8 @@ class Plan:
             if self.work > MAX_PATCH_WORK:
                 raise ToolError("the patch updates the same large files over and over; apply "
                                 "it in parts, or put each file's hunks under one header")
-            state.text = _patch_text(state.text, op.hunks, state)
+            state.text = _patch_text(state.text, op.hunks, state,
+                                     keep=self.work <= MAX_SHARED_LINES)
         if op.move_to is not None:
             self._move(state, op)
 
@@ -174,6 +179,7 @@ class Plan:
         dest.text, dest.encoding, dest.spans = state.text, state.encoding, state.spans
         dest.mode = st.st_mode & 0o777 if st else None
         dest.moved_from, dest.notes, dest.source = state.rel, state.notes, state.original
+        dest.lines, state.lines = state.lines, None
         state.text, state.moved_to = None, dest.rel
 
     def lines(self) -> list[str]:
@@ -181,8 +187,9 @@ class Plan:
         return clip_list(lines, MAX_SUMMARY, "files", "the diffs below cover the first ones")
 
 
-def _patch_text(text: str, hunks: list[Hunk], state: FileState) -> str:
-    """``text`` with every hunk applied (located in order on the original lines)."""
+def _patch_text(text: str, hunks: list[Hunk], state: FileState, *, keep: bool = False) -> str:
+    """``text`` with every hunk applied (located in order on the original lines); with
+    ``keep``, both texts' lines are noted on ``state`` for the syntax gate."""
     if not hunks:
         return text  # an added file without lines: empty
     body = text.split("\n")
@@ -210,12 +217,28 @@ def _patch_text(text: str, hunks: list[Hunk], state: FileState) -> str:
         shift += len(new) - k
     out += body[prev:]
     last = hunks[-1]
+    ended = final_newline
     if placed and placed[-1][0] + placed[-1][1] == len(body):  # the last hunk ends the file
         if last.new_no_newline:
             final_newline = False
         elif last.old_no_newline:
             final_newline = True
-    return "\n".join(out) + ("\n" if final_newline and out else "")
+    patched = "\n".join(out) + ("\n" if final_newline and out else "")
+    if keep:  # the lists str.split would make of both texts
+        _keep_lines(state, text, [*body, ""] if ended else body,
+                    [*out, ""] if final_newline or not out else out)
+    else:
+        state.lines = None
+    return patched
+
+
+def _keep_lines(state: FileState, text: str, before: list[str], after: list[str]) -> None:
+    """Note on ``state`` the lines of its text before the patch and after this op: the
+    first op starts from the original text, a later one from what the earlier ones left."""
+    if state.lines is not None:
+        state.lines = (state.lines[0], after)
+    elif state.original is not None and text is state.original.text:
+        state.lines = (before, after)
 
 
 def _place(doc: Lines, hunk: Hunk, lo: int, drift: int, where: str,

@@ -216,7 +216,8 @@ class Files:
                 try:
                     changed = [(c.a0, c.a1, c.b0, c.b1) for c in state.spans.changes]
                     warning = self.syntax.check(state.rel, before.text if before else None,
-                                                state.text, changed)
+                                                state.text, changed, lines=state.lines)
+                    state.lines = None  # not needed any more: memory back now
                 except ToolError as exc:
                     raise ToolError(f"apply_patch changed nothing: {exc}") from exc
                 warnings += [warning] if warning else []
@@ -253,9 +254,9 @@ class Files:
     def _commit(self, states: list[FileState], staged: list[tuple[FileState, Staged]]) -> None:
         """Write a planned patch whose existing files are staged and flushed (one syncfs for
         all): the new files staged (each flushed), everything renamed over its target, then
-        the deletions, and the folders flushed together. A failure before the renames
-        changes nothing; one among them puts back what was already done; a kill leaves
-        every file whole."""
+        the deletions, and the folders holding them flushed (an fsync each, no file data
+        left to write). A failure before the renames changes nothing; one among them puts
+        back what was already done; a kill leaves every file whole."""
         try:
             for state in states:
                 self.before_change(state.rel, state.real)
@@ -273,7 +274,7 @@ class Files:
                 if state.text is None and state.original is not None:
                     self.root.remove(state.real)
                     done.append(state)
-            self.root.sync_all()  # the renames and removals
+            self.root.sync_folders(s.real for s in states)  # the renames and removals
         except (OSError, LokiError) as exc:
             for _, temp in staged[len(done):]:
                 self.root.discard(temp)

@@ -29,12 +29,8 @@ Statuses, relative to the start of the run: ``created``, ``modified``, ``deleted
 from __future__ import annotations
 
 import difflib
-import mmap
 import os
-import shutil
 import stat
-import tempfile
-import weakref
 from collections.abc import Callable, Collection, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -42,6 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import cast
 
 from ..errors import LokiError
+from ._copies import Copies, Copy
 from ._gitfiles import (
     git_code_path,
     inert_hook,
@@ -94,7 +91,7 @@ def is_bytecode(rel: str) -> bool:
 class Entry:
     existed: bool  # when the run first touched it
     exists: bool  # now, as far as the toolbox has seen
-    backup: Path | None = None
+    backup: Copy | None = None
     mode: int = 0
     seen: Identity | None = None  # of a file the run created, when the run last saw it
 
@@ -133,17 +130,8 @@ class Journal:
         self.entries: dict[str, Entry] = {}
         self.created_dirs: list[str] = []
         self._created_dirs: set[str] = set()  # the same, for membership tests
-        self.originals: dict[str, tuple[Identity, Path, int]] = {}  # see keep_originals
-        self._store: Path | None = None
-        self._copies = 0  # names the copies; never reused, even after a revert
-
-    @property
-    def store(self) -> Path:
-        """The private folder of original copies, made on first use, removed with the journal."""
-        if self._store is None:
-            self._store = Path(tempfile.mkdtemp(prefix="loki-undo-"))
-            weakref.finalize(self, shutil.rmtree, self._store, ignore_errors=True)
-        return self._store
+        self.originals: dict[str, tuple[Identity, Copy, int]] = {}  # see keep_originals
+        self.copies = Copies()  # the originals' bytes, in a private temp folder
 
     def line_counts(self, rel: str) -> tuple[int, int] | None:
         """(lines added, lines removed) in ``rel`` since the run began, where both sides are
@@ -185,12 +173,12 @@ class Journal:
             return "protected: its bytes are not read"
         real = self.root.resolve(rel)
         now = self.root.stat(real) if entry.exists else None
-        sizes = [now.st_size if now else 0, entry.backup.stat().st_size if entry.backup else 0]
+        sizes = [now.st_size if now else 0, entry.backup.size if entry.backup else 0]
         if entry.exists and now is None:
             return "gone since it was last seen"
         if max(sizes) > DIFF_LIMIT:
             return f"larger than {DIFF_LIMIT} bytes: no diff"
-        before = entry.backup.read_bytes() if entry.backup else b""
+        before = entry.backup.read() if entry.backup else b""
         after = self.root.read_bytes(real) if now is not None else b""
         if b"\0" in before or b"\0" in after:
             return "binary: no diff"
@@ -218,14 +206,12 @@ class Journal:
 
     def discard(self) -> None:
         """Delete every original copy: statuses stay known, nothing can be restored now."""
-        if self._store is not None:
-            shutil.rmtree(self._store, ignore_errors=True)
-            self._store = None
+        self.copies.discard()
         for entry in self.entries.values():
             entry.backup = None
 
     def private_dirs(self) -> list[Path]:
-        return [self._store] if self._store is not None else []
+        return self.copies.dirs()
 
     # -- hearing about changes -------------------------------------------------------------
 
@@ -241,13 +227,9 @@ class Journal:
         self.entries[rel] = Entry(existed=True, exists=True, backup=self._copy(real),
                                   mode=stat.S_IMODE(st.st_mode))
 
-    def _copy(self, real: Path) -> Path:
-        self._copies += 1
-        backup = self.store / f"{self._copies:06d}"
-        with self.root.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as src, \
-                open(backup, "wb") as out:
-            shutil.copyfileobj(src, out, 1 << 20)
-        return backup
+    def _copy(self, real: Path) -> Copy:
+        with self.root.open_file(real) as fd:
+            return self.copies.keep(fd)
 
     def keep_originals(self, rels: Iterable[str]) -> None:
         """Before a command: copy each of these files (they run code later) that the run
@@ -264,7 +246,7 @@ class Journal:
             with suppress(LokiError, OSError):  # unreadable: it simply cannot be restored
                 backup = self._copy(real)
                 if kept is not None:
-                    kept[1].unlink(missing_ok=True)
+                    self.copies.drop(kept[1])
                 self.originals[rel] = (identity(st), backup, stat.S_IMODE(st.st_mode))
 
     def _stat(self, real: Path) -> os.stat_result | None:
@@ -420,7 +402,7 @@ class Journal:
             if rel not in done.not_reverted:
                 del self.entries[rel]
                 if entry.backup is not None:
-                    entry.backup.unlink(missing_ok=True)
+                    self.copies.drop(entry.backup)
         dirs = [d for d in self.created_dirs
                 if paths is None or any(p.startswith(d + "/") for p in paths)]
         for rel in sorted(dirs, key=lambda d: -d.count("/")):
@@ -465,19 +447,15 @@ class Journal:
         elif self._remove(rel, folder=False):
             done.removed.append(rel)
 
-    def _restore(self, rel: str, backup: Path, mode: int) -> None:
+    def _restore(self, rel: str, backup: Copy, mode: int) -> None:
         real = self.root.path / rel
         st = self.root.stat(real)
         if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
             self._remove(rel, folder=False)  # a link or FIFO now stands where the file was
-        with open(backup, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size == 0:
-                self.root.write_atomic(real, b"")
-            else:
-                with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                    # write_atomic takes bytes; a read-only map is a bytes-like view that
-                    # the kernel pages in, so a big original never sits on the heap.
-                    self.root.write_atomic(real, cast(bytes, mapped))
+        with backup.mapped() as data:
+            # write_atomic takes bytes; a read-only map is a bytes-like view that the
+            # kernel pages in, so a big original never sits on the heap.
+            self.root.write_atomic(real, cast(bytes, data))
         with self.root.open_file(real) as fd:
             os.fchmod(fd, mode)
 

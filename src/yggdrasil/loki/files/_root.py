@@ -15,10 +15,12 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import queue
 import secrets
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,7 +124,7 @@ class Root:
 
     def rel(self, real: Path) -> str:
         """Root-relative POSIX form of a resolved path ('.' for the root itself)."""
-        return real.relative_to(self.path).as_posix() or "."
+        return "/".join(self._parts(real)) or "."
 
     def is_temporary(self, real: Path) -> bool:
         """True when ``real`` lies under the system temp dir (by path components)."""
@@ -132,7 +134,12 @@ class Root:
     # -- descriptor walks -------------------------------------------------------------
 
     def _parts(self, real: Path) -> tuple[str, ...]:
-        return real.relative_to(self.path).parts
+        """The components of ``real`` below the root (ValueError when it is not below it):
+        ``relative_to``'s answer, without building a Path."""
+        parts, mine = real.parts, self.path.parts
+        if parts[: len(mine)] != mine:
+            raise ValueError(f"{str(real)!r} is not in the subpath of {str(self.path)!r}")
+        return parts[len(mine) :]
 
     @contextmanager
     def folder_fd(self, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
@@ -193,9 +200,14 @@ class Root:
         with self.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as fh:
             if limit is None:
                 return fh.read()
-            if os.fstat(fd).st_size > limit:
+            size = os.fstat(fd).st_size
+            if size > limit:
                 return None
-            data = fh.read(limit + 1)  # it may have grown since fstat
+            # the size read, and one byte more: a read of ``limit`` would make a buffer
+            # that large for every file; one that grew since fstat is read on to the limit
+            data = fh.read(size + 1)
+            if len(data) > size:
+                data += fh.read(limit + 1 - len(data))
             return None if len(data) > limit else data
 
     def write_atomic(self, real: Path, data: bytes) -> bool:
@@ -259,7 +271,12 @@ class Root:
         followed: a folder swapped since staging has no temp file, and the rename fails).
         ``sync=False`` leaves flushing the folder to ``sync_all``, once for many files."""
         with self.folder_fd(self._parts(staged.real)[:-1]) as dfd:
-            os.rename(staged.temp, staged.real.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            replaced = _open_at(dfd, staged.real.name)  # its blocks freed by _LATER, not here
+            try:
+                os.rename(staged.temp, staged.real.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            finally:
+                if replaced is not None:
+                    _LATER.close(replaced)
             if sync:
                 os.fsync(dfd)
 
@@ -274,6 +291,22 @@ class Root:
                 os.sync()
         finally:
             os.close(fd)
+
+    def sync_folders(self, reals: Iterable[Path]) -> None:
+        """Make the names in the folders of ``reals`` durable (renames, removals, files
+        and folders made): an fsync of each such folder and of every folder above it up
+        to the root, each once. Unlike ``sync_all`` it flushes no file's data: what was
+        renamed there was flushed before."""
+        folders: set[tuple[str, ...]] = set()
+        for real in reals:
+            parts = self._parts(real)[:-1]
+            folders.update(parts[:n] for n in range(len(parts) + 1))
+        try:
+            for parts in sorted(folders, key=len, reverse=True):  # the deepest first
+                with self.folder_fd(parts) as fd:
+                    os.fsync(fd)
+        except (OSError, PathError):  # a folder gone or swapped since: flush everything
+            self.sync_all()
 
     def discard(self, staged: Staged) -> None:
         """Remove a staged temp file that will not be committed; never raises."""
@@ -374,6 +407,48 @@ def _write_temp_at(dfd: int, name: str, data: bytes, mode: int, sync: bool = Tru
             os.unlink(tmp, dir_fd=dfd)
         raise
     return tmp
+
+
+def _open_at(dfd: int, name: str) -> int | None:
+    """A read-only descriptor of the file ``name`` about to be replaced, if any."""
+    try:
+        return os.open(name, READ_FLAGS, dir_fd=dfd)
+    except OSError:
+        return None
+
+
+class _Closer:
+    """Closes descriptors in a thread of its own. A file renamed over is freed when its
+    last link and its last descriptor are gone; on ext4 freeing its blocks waits on the
+    filesystem's journal (about a millisecond per file, far more on a busy disk). Holding
+    the old file open over the rename and closing it here takes that wait off the
+    caller's path; the new file is in place, and as durable, either way."""
+
+    MAX_WAITING = 256  # descriptors queued at most; beyond, closed at once
+
+    def __init__(self) -> None:
+        self._fds: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def close(self, fd: int) -> None:
+        if self._fds.qsize() >= self.MAX_WAITING:
+            os.close(fd)
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="loki-close",
+                                                daemon=True)
+                self._thread.start()
+        self._fds.put(fd)
+
+    def _run(self) -> None:
+        while True:
+            with suppress(OSError):
+                os.close(self._fds.get())
+
+
+_LATER = _Closer()
 
 
 def _syncfs() -> Callable[[int], int] | None:

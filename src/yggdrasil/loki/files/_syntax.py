@@ -23,7 +23,6 @@ not one.
 from __future__ import annotations
 
 import bisect
-import itertools
 import json
 import re
 import tomllib
@@ -146,21 +145,26 @@ class SyntaxGate:
         self.grammar = grammar
 
     def check(self, rel: str, before: str | None, after: str,
-              changed: Sequence[tuple[int, int, int, int]] | None = None) -> str:
+              changed: Sequence[tuple[int, int, int, int]] | None = None,
+              lines: tuple[list[str], list[str]] | None = None) -> str:
         """A ``WARNING:`` line ('' when it parses); raises ToolError when rejecting.
 
         ``before`` is the text before the change (None for a new file); ``changed``, when
         known, the line ranges (a0, a1, b0, b1): lines [a0, a1) of ``before`` became
-        [b0, b1) of ``after``."""
+        [b0, b1) of ``after``; ``lines``, when the caller has them, both texts split on
+        "\\n" (``str.split``'s lists: not split again here)."""
         problem: str | None = None
         broke = True
         if before is not None and changed is not None and rel.endswith(".py"):
-            changed = _can_break(before, after, changed)
-            problem = _piece_problem(after, [(b0, b1) for _, _, b0, b1 in changed])
+            # each text split once (or not at all), its lines shared by every step below
+            old, new = (_Source(before, lines[0]), _Source(after, lines[1])) if lines else (
+                _Source(before), _Source(after))
+            changed = _can_break(old.lines, new.lines, changed)
+            problem = _piece_problem(new, [(b0, b1) for _, _, b0, b1 in changed])
             if problem == "":
                 return ""
             if problem is not None and _piece_problem(
-                    before, [(a0, a1) for a0, a1, _, _ in changed]) != "":
+                    old, [(a0, a1) for a0, a1, _, _ in changed]) != "":
                 problem = None  # the old pieces do not compile alone either: ask the file
         if problem is None:
             problem = syntax_problem(rel, after, self.grammar)
@@ -181,13 +185,13 @@ class SyntaxGate:
 _DEFINES = ("def ", "class ", "async def ")
 
 
-def _can_break(before: str, after: str, changed: Sequence[tuple[int, int, int, int]],
+def _can_break(old: list[str], new: list[str], changed: Sequence[tuple[int, int, int, int]],
                ) -> list[tuple[int, int, int, int]]:
     """The changes that could break a file's syntax: not those that only add, remove or
     change comment lines and blank lines, or append a comment to a line (the tokenizer
     skips them, in code, and inside a string they are text), unless a line there or
-    just before ends with a backslash (a continued line)."""
-    old, new = before.split("\n"), after.split("\n")
+    just before ends with a backslash (a continued line). ``old`` and ``new``: the lines
+    of the text before and after."""
     kept = []
     for a0, a1, b0, b1 in changed:
         was, now = old[max(a0 - 1, 0) : a1], new[max(b0 - 1, 0) : b1]
@@ -206,17 +210,13 @@ def _same_code(was: list[str], now: list[str]) -> bool:
         for a, b in zip(old, new, strict=True))
 
 
-def _piece_problem(text: str, changed: Sequence[tuple[int, int]]) -> str | None:
-    """'' when every changed region of ``text``, widened to the definition around it,
+def _piece_problem(source: _Source, changed: Sequence[tuple[int, int]]) -> str | None:
+    """'' when every changed region of ``source``, widened to the definition around it,
     compiles alone; the first one's error ('line N: ...', in the file's numbers) when one
     does not; None when only the whole file can tell."""
-    lines = text.split("\n")
-    ends = list(itertools.accumulate(map(len, lines)))  # line i starts at ends[i-1] + i
-    quotes = _Quotes(text)
-
-    def code_at(i: int) -> bool:  # line i starts outside every triple-quoted string
-        return quotes.outside(ends[i - 1] + i if i else 0)
-
+    if not changed:
+        return ""
+    lines, code_at = source.lines, source.code_at
     pieces: list[tuple[int, int, int]] = []
     for b0, b1 in sorted(changed):
         lo, hi = (max(b0 - 1, 0), min(b0 + 1, len(lines))) if b0 == b1 else (b0, b1)
@@ -228,14 +228,21 @@ def _piece_problem(text: str, changed: Sequence[tuple[int, int]]) -> str | None:
     for start, end, indent in pieces:
         body = lines[start:end]
         if indent:
-            if any(0 < _indent(line) < indent for line in body if _code(line)):
-                return None  # a line between two depths: only the whole file tells
+            # a code line indented, but less than the piece: only the whole file tells
+            if any(line[:1].isspace() and not line[:indent].isspace() and _code(line)
+                   for line in body):
+                return None
             body = [line[indent:] if line[:indent].isspace() else line for line in body]
-        source = "\n" * start + "\n".join(body)  # the file's line numbers in messages
-        if start and "__future__" in source:
+        code = "\n".join(body)
+        if start and "__future__" in code:
             return None  # a future import is only valid at the top of the file
         try:
-            _python(source)
+            _python(code)
+            continue
+        except (SyntaxError, ValueError):
+            pass
+        try:  # again below as many empty lines as precede it: the file's numbers in messages
+            _python("\n" * start + code)
         except SyntaxError as exc:
             if "nonlocal" in str(exc.msg):
                 return None  # its binding may be in a function around the piece
@@ -254,21 +261,31 @@ def _piece(lines: list[str], code_at: Callable[[int], bool], lo: int,
     # when only they changed, the definition right around them will do
     deepest = min((_indent(lines[i]) for i in range(lo, hi)
                    if _code(lines[i]) and code_at(i)), default=1 << 30)
-    start, indent = 0, 0
-    for i in range(min(lo, len(lines) - 1), -1, -1):
-        if _defines(lines[i]) and _indent(lines[i]) <= deepest and code_at(i):
-            start, indent = i, _indent(lines[i])
-            break
-    end = len(lines)
-    for i in range(hi, len(lines)):
-        if _defines(lines[i]) and _indent(lines[i]) <= indent and code_at(i):
-            end = i
-            while end > hi and lines[end - 1].strip().startswith("@"):
-                end -= 1
-            break
-    if start == 0:
-        indent = 0
+    start = _definition(lines, range(min(lo, len(lines) - 1), -1, -1), deepest, code_at)
+    indent = _indent(lines[start]) if start is not None else 0
+    end = _definition(lines, range(hi, len(lines)), indent, code_at)
+    if end is None:
+        end = len(lines)
+    else:
+        while end > hi and lines[end - 1].strip().startswith("@"):
+            end -= 1
+    if not start:
+        start, indent = 0, 0
     return start, end, indent
+
+
+def _definition(lines: list[str], order: range, deepest: int,
+                code_at: Callable[[int], bool]) -> int | None:
+    """The first line, in ``order``, that starts a def/class indented at most ``deepest``
+    outside every triple-quoted string."""
+    for i in order:
+        line = lines[i]
+        if "def " in line or "class " in line:  # most lines: no copy made to look further
+            stripped = line.lstrip()
+            if (stripped.startswith(_DEFINES) and len(line) - len(stripped) <= deepest
+                    and code_at(i)):
+                return i
+    return None
 
 
 def _code(line: str) -> bool:
@@ -277,33 +294,59 @@ def _code(line: str) -> bool:
     return bool(stripped) and not stripped.startswith("#")
 
 
-def _defines(line: str) -> bool:
-    return line.lstrip().startswith(_DEFINES)
-
-
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
+class _Source:
+    """A text split into lines once, for every check of one change; where its triple
+    quotes are is found only when a piece is looked for."""
+
+    def __init__(self, text: str, lines: list[str] | None = None) -> None:
+        self.text = text
+        self.lines = text.split("\n") if lines is None else lines
+        self._quotes: _Quotes | None = None
+
+    def code_at(self, i: int) -> bool:
+        """Whether line ``i`` starts outside every triple-quoted string."""
+        if self._quotes is None:
+            self._quotes = _Quotes(self.text)
+        return self._quotes.outside(i)
+
+
 class _Quotes:
-    """Where the triple quotes of a text are, to tell whether an offset is inside a
+    """Where the triple quotes of a text are, to tell whether a line starts inside a
     triple-quoted string: after an odd number of either kind (one wrapped in the other
-    quote character, a one-item string of it, is not counted)."""
+    quote character, a one-item string of it, is not counted). Each kind is kept as the
+    numbers of the lines its quotes are on, in order."""
 
     def __init__(self, text: str) -> None:
-        self.marks = [self._find(text, '"""', "'"), self._find(text, "'''", '"')]
+        self.marks = [self._lines_of(text, self._find(text, '"""', "'")),
+                      self._lines_of(text, self._find(text, "'''", '"'))]
 
     @staticmethod
     def _find(text: str, quote: str, other: str) -> list[int]:
         found: list[int] = []
-        pos = text.find(quote)
-        while pos >= 0:
+        for match in re.finditer(quote, text):  # from the end of each, as str.find would
+            pos = match.start()
             before = text[pos - 1 : pos] if pos else ""
             before = text[pos - 2 : pos - 1] if before == "r" and pos > 1 else before
             if not (before == other and text.startswith(other, pos + 3)):
                 found.append(pos)
-            pos = text.find(quote, pos + 3)
         return found
 
-    def outside(self, offset: int) -> bool:
-        return all(bisect.bisect_left(marks, offset) % 2 == 0 for marks in self.marks)
+    @staticmethod
+    def _lines_of(text: str, offsets: list[int]) -> list[int]:
+        """The line number of each offset (in order): the newlines before it."""
+        lines: list[int] = []
+        line = prev = 0
+        for pos in offsets:
+            line += text.count("\n", prev, pos)
+            lines.append(line)
+            prev = pos
+        return lines
+
+    def outside(self, line: int) -> bool:
+        """Whether line ``line`` starts after an even number of each kind: a quote before
+        the start of the line is on an earlier line."""
+        return all(bisect.bisect_left(marks, line) % 2 == 0 for marks in self.marks)

@@ -70,12 +70,14 @@ def check_reachable(address: str | None) -> None:
 
 
 class _AsyncGate:
-    """The gate actor: :class:`GateCore`, each waiting request an asyncio future."""
+    """The gate actor: :class:`GateCore`, each waiting request an asyncio future; a
+    timer resumes admissions when a pause ends."""
 
     def __init__(self, limit: int) -> None:
         self.core = GateCore(limit)
         self.arrived = 0
         self.all_there = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
 
     async def gather(self, count: int, timeout: float) -> None:
         """Return once ``count`` callers are waiting here (or after ``timeout``): a
@@ -98,8 +100,9 @@ class _AsyncGate:
             raise
 
     async def release(self, holder: str, usage: Mapping[str, int] | None = None,
-                      limited: bool = False) -> None:
-        _resolve(self.core.release(holder, usage, limited))
+                      limited: bool = False, retry_after: float | None = None) -> None:
+        _resolve(self.core.release(holder, usage, limited, retry_after))
+        self._resume_later()
 
     async def forget(self, holder: str) -> None:
         _resolve(self.core.forget(holder))
@@ -112,6 +115,16 @@ class _AsyncGate:
 
     async def stats(self) -> dict[str, int]:
         return self.core.stats()
+
+    def _resume_later(self) -> None:
+        left = self.core.pause_left()
+        if left > 0 and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(left, self._resume)
+
+    def _resume(self) -> None:
+        self._timer = None
+        _resolve(self.core.resume())
+        self._resume_later()  # paused again meanwhile
 
 
 def _resolve(woken: list[tuple[Any, bool]]) -> None:
@@ -130,8 +143,8 @@ class _ActorGate:
         return bool(ray.get(self.actor.acquire.remote(holder)))
 
     def release(self, holder: str, usage: Mapping[str, int] | None = None,
-                limited: bool = False) -> None:
-        ray.get(self.actor.release.remote(holder, dict(usage or {}), limited))
+                limited: bool = False, retry_after: float | None = None) -> None:
+        ray.get(self.actor.release.remote(holder, dict(usage or {}), limited, retry_after))
 
     def forget(self, holder: str) -> None:
         ray.get(self.actor.forget.remote(holder))

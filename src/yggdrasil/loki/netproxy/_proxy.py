@@ -33,13 +33,12 @@ import shutil
 import socket
 import stat
 import threading
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from ..errors import ToolError
-from ..sandbox import listening_socket
+from ..sandbox import LazyServer, listening_socket
 from ._hosts import AllowedHosts, normal_host
 from ._policy import AddressPolicy, resolve_host
 
@@ -95,22 +94,14 @@ class NetProxy:
 
     def __init__(self, rules: ProxyRules) -> None:
         self.rules = rules
-        self._lock = threading.Lock()
-        self._server: _Server | None = None
+        self._server = LazyServer(self, lambda: _Server(rules))
 
     @property
     def control_path(self) -> str:
-        with self._lock:
-            if self._server is None:
-                self._server = _Server(self.rules)
-                weakref.finalize(self, self._server.stop)
-            return self._server.path
+        return self._server.get().path
 
     def close(self) -> None:
-        with self._lock:
-            if self._server is not None:
-                self._server.stop()
-                self._server = None
+        self._server.close()
 
 
 class _Server:

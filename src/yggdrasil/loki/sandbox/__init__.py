@@ -31,7 +31,7 @@ from ._imports import guard_imports
 from ._isolation import IsolationStatus, isolation_status
 from ._kill import kill_carrying, running_since
 from ._landlock import SandboxStatus, landlock_status, launcher_argv
-from ._listen import listening_socket
+from ._listen import LazyServer, listening_socket
 from ._namespace import MOUNT_KINDS
 from ._proc import HELD_OPEN, Capture, Completed, Process, Sink, cut_note, run_process
 from ._readonly import binary_paths, interpreter_paths, read_only_argv
@@ -47,6 +47,7 @@ __all__ = [
     "Exec",
     "FencedWorker",
     "IsolationStatus",
+    "LazyServer",
     "Process",
     "SandboxStatus",
     "Session",

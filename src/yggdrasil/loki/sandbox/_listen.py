@@ -1,11 +1,16 @@
 """The toolbox's own listening sockets (the command proxy's control socket, the rules
-supervisor's): each in a new folder only this user can enter."""
+supervisor's): each in a new folder only this user can enter, and the holder that starts
+such a server on first use and stops it with its owner."""
 
 from __future__ import annotations
 
 import os
 import socket
 import tempfile
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
 SUN_PATH_MAX = 107  # bytes of a socket's path the kernel takes (sockaddr_un.sun_path less NUL)
 SHORT_TMP = "/tmp"  # where a socket goes when the temp folder is too deep for its path
@@ -30,3 +35,36 @@ def listening_socket(prefix: str, name: str) -> tuple[str, str, socket.socket]:
         os.rmdir(folder) if not os.listdir(folder) else None
         raise
     return folder, path, sock
+
+
+class _Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Stoppable)
+
+
+class LazyServer(Generic[S]):
+    """A server started by ``start`` on first ``get``, stopped by ``close`` or when
+    ``owner`` is garbage-collected (the server holds no reference to its owner)."""
+
+    def __init__(self, owner: object, start: Callable[[], S]) -> None:
+        self._owner = weakref.ref(owner)
+        self._start = start
+        self._lock = threading.Lock()
+        self._server: S | None = None
+
+    def get(self) -> S:
+        with self._lock:
+            if self._server is None:
+                self._server = self._start()
+                owner = self._owner()
+                if owner is not None:
+                    weakref.finalize(owner, self._server.stop)
+            return self._server
+
+    def close(self) -> None:
+        with self._lock:
+            if self._server is not None:
+                self._server.stop()
+                self._server = None

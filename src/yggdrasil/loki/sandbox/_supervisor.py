@@ -31,13 +31,12 @@ import shutil
 import socket
 import stat
 import threading
-import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import _usernotif
-from ._listen import listening_socket
+from ._listen import LazyServer, listening_socket
 from ._loader import is_loader, loaded
 from ._seccomp import load_library
 from ._sockets import SocketPlaces, answer_connect
@@ -97,25 +96,18 @@ class Supervisor:
     """One per toolbox, started on first use; stopped when closed or collected."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._server: _Server | None = None
+        self._server = LazyServer(self, _Server)
 
     def session(self, decide: Decide | None = None, sockets: Sequence[str] | None = None,
                 note: Callable[[str], None] = lambda _: None) -> Session:
         """A session stopping execs (``decide``) and UNIX connects outside ``sockets``
         (absolute places; ``note`` gets each refusal)."""
-        with self._lock:
-            if self._server is None:
-                self._server = _Server()
-                weakref.finalize(self, self._server.stop)
-            places = SocketPlaces(sockets, note) if sockets is not None else None
-            return self._server.open(Session(self._server, decide, places))
+        server = self._server.get()
+        places = SocketPlaces(sockets, note) if sockets is not None else None
+        return server.open(Session(server, decide, places))
 
     def close(self) -> None:
-        with self._lock:
-            if self._server is not None:
-                self._server.stop()
-                self._server = None
+        self._server.close()
 
 
 class _Server:

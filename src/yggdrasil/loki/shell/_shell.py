@@ -443,13 +443,15 @@ class Shell:
                              guard=(session.path, session.token, session.calls)
                              if session else None)
 
-    def _denied_note(self, done: Completed, fence: Fence, masked: Sequence[str]) -> str:
-        """Why a failed command met 'Permission denied': a protected file, or the fence."""
+    def _denied_note(self, done: Completed, fence: Fence, masked: Sequence[str],
+                     refused: Refusals) -> str:
+        """Why a failed command met 'Permission denied': a protected file, or the fence
+        (unless the supervisor's refusals, a UNIX socket's say, already tell why)."""
         if done.exit_code == 0 or not (fence.abi or masked):
             return ""
         secret, other = _denied_lines(done.stderr.text(), masked)
         note = _PROTECTED_NOTE if secret else ""
-        if other and fence.abi:
+        if other and fence.abi and not refused.lines:
             note += _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK)
         return note
 
@@ -498,7 +500,7 @@ class Shell:
             self.jobs.resume()
         text = done.observation()
         for extra in (refused.text(), proxy_section(notes.take()), _changed_section(changes),
-                      self._denied_note(done, fence, masked), put_back_note(put_back)):
+                      self._denied_note(done, fence, masked, refused), put_back_note(put_back)):
             if extra:
                 text += extra if text.endswith("\n") else "\n" + extra
         return text
