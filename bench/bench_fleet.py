@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -77,12 +78,15 @@ def loop_baseline(repo: Path, count: int) -> float:
 
 def fleet_run(root: Path, tasks: list[Task], backend: str, workers: int, name: str,
               **options: Any) -> dict[str, float]:
-    """One run: its wall time, its makespan and mean attempt time (from the records)."""
+    """One run: its wall time, its makespan and mean attempt time (from the records),
+    and on the local backend the CPU time per attempt (this process and its workers, with
+    everything they ran: they are its children)."""
     fleet = Fleet(backend=backend, workers=workers, out=root / f"out-{name}",
                   cache_dir=root / "cache", **options)
-    started = time.perf_counter()
+    started, before = time.perf_counter(), _cpu()
     results = list(fleet.run(tasks))
     wall = time.perf_counter() - started
+    cpu = (_cpu() - before) / len(tasks)
     bad = [r.reason for r in results if r.status != "done" or r.verified is False]
     if bad:
         raise SystemExit(f"{name}: {len(bad)} tasks failed: {bad[0]}")
@@ -90,7 +94,17 @@ def fleet_run(root: Path, tasks: list[Task], backend: str, workers: int, name: s
     makespan = max(a["ended_at"] for a in attempts) - min(a["started_at"] for a in attempts)
     mean = sum(a["ended_at"] - a["started_at"] for a in attempts) / len(attempts)
     return {"wall": wall, "makespan": makespan, "attempt": mean,
-            "limited": fleet.status.rate_limited}
+            "limited": fleet.status.rate_limited, "cpu": cpu if backend == "local" else 0.0}
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its children it has waited for."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _cpu_cell(run: dict[str, float]) -> str:
+    return f"{run['cpu']:.3f}" if run["cpu"] else "-"
 
 
 class _Slow(BaseHTTPRequestHandler):
@@ -189,8 +203,8 @@ def throughput(root: Path, repo: Path, backends: list[str], args: Any) -> None:
     print(f"1. throughput: {n} tasks, engine answers in {args.delay}s (2 answers per task), "
           f"1 worker vs {w}; ray: a cluster the fleet starts itself, each run\n")
     print(f"| backend | 1 worker wall s | {w} wall s | speed-up | 1 worker makespan s | "
-          f"{w} makespan s | speed-up | engine wait alone s |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          f"{w} makespan s | speed-up | engine wait alone s | CPU s/task, 1 / {w} |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     wait = n * 2 * args.delay
     with slow_server(args.delay) as url:
         engine = {"engine": "openai", "model": "slow", "base_url": url, "api_key": "x"}
@@ -203,15 +217,15 @@ def throughput(root: Path, repo: Path, backends: list[str], args: Any) -> None:
             print(f"| {backend} | {one['wall']:.2f} | {many['wall']:.2f} | "
                   f"x{one['wall'] / many['wall']:.2f} | {one['makespan']:.2f} | "
                   f"{many['makespan']:.2f} | x{one['makespan'] / many['makespan']:.2f} | "
-                  f"{wait:.1f} |", flush=True)
+                  f"{wait:.1f} | {_cpu_cell(one)} / {_cpu_cell(many)} |", flush=True)
 
 
 def overhead(root: Path, repo: Path, backends: list[str], args: Any) -> None:
     print(f"\n2. overhead: {args.tasks} tasks (3 steps each, scripted: no model time), "
           "1 worker, with and without a verify command\n")
     print("| backend | verify | attempt s (records) | fleet wall s/task | "
-          "Loki.act loop s/task | attempt beyond Loki.act |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+          "Loki.act loop s/task | attempt beyond Loki.act | CPU s/task |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     scripts = root / "scripts"
     scripts.mkdir(exist_ok=True)
     base = loop_baseline(repo, args.tasks) / args.tasks
@@ -227,7 +241,7 @@ def overhead(root: Path, repo: Path, backends: list[str], args: Any) -> None:
                             engine="scripted", model=str(scripts / "{id}.jsonl"))
             print(f"| {backend} | {label} | {ran['attempt']:.3f} | "
                   f"{ran['wall'] / args.tasks:.3f} | {base:.3f} | "
-                  f"{(ran['attempt'] - base) * 1000:.0f} ms |", flush=True)
+                  f"{(ran['attempt'] - base) * 1000:.0f} ms | {_cpu_cell(ran)} |", flush=True)
 
 
 def rate_limits(root: Path, repo: Path, args: Any) -> None:

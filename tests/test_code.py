@@ -403,6 +403,47 @@ def test_python_outlines_agree_with_ast_on_real_stdlib_code(tmp_path: Path) -> N
     assert total > 500 and agree / total >= 0.99, (agree, total)
 
 
+def test_a_fresh_copy_of_a_large_repository_is_not_sent_to_a_pool_again(tmp_path: Path) -> None:
+    """A tree large enough for the parse pool: what the pool parsed is kept by the
+    process, and a second copy is answered from it (no pool started, no parse again)."""
+    from yggdrasil.loki.code._pool import MIN_FILES
+    from yggdrasil.loki.code._roots import held_for
+    from yggdrasil.loki.files import Root
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("the parse pool needs two cores")
+    outlines = []
+    for name in ("copy1", "copy2"):
+        for i in range(MIN_FILES + 10):
+            (tmp_path / name / f"p{i // 50}").mkdir(parents=True, exist_ok=True)
+            (tmp_path / name / f"p{i // 50}" / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+        index = held_for(Root(tmp_path / name), False).index
+        index.scan()
+        outlines.append([index.entries[f"p{i // 50}/m{i}.py"].outline for i in range(MIN_FILES + 10)])
+    assert [s.name for s in outlines[1][7].symbols] == ["f7"]
+    assert all(a is b for a, b in zip(*outlines, strict=True))  # the pool's parses, kept
+
+
+def test_a_process_told_to_parse_alone_starts_no_pool(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """LOKI_PARSE_PROCESSES=1 (a fleet worker's, one of many on the node): a large tree is
+    parsed in the process itself."""
+    from yggdrasil.loki.code import _pool
+    from yggdrasil.loki.code._roots import held_for
+    from yggdrasil.loki.files import Root
+
+    def no_pool(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a parse pool was started")
+
+    monkeypatch.setenv("LOKI_PARSE_PROCESSES", "1")
+    monkeypatch.setattr(_pool, "ProcessPoolExecutor", no_pool)
+    for i in range(_pool.MIN_FILES + 10):
+        (tmp_path / f"alone{i}.py").write_text(f"def alone{i}():\n    return {i}\n")
+    index = held_for(Root(tmp_path), False).index
+    index.scan()
+    assert [s.name for s in index.entries["alone3.py"].outline.symbols] == ["alone3"]
+
+
 def test_a_fresh_copy_of_a_repository_is_not_parsed_again(tmp_path: Path) -> None:
     """A fleet worker runs attempt after attempt, each on a fresh working copy (a new
     root): files whose contents it parsed before are not parsed again, and a changed file

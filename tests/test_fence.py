@@ -363,6 +363,17 @@ def test_commands_keep_their_bytecode_out_of_the_root(root: Path) -> None:
     assert not (root / "__pycache__").exists()
 
 
+def test_commands_python_reads_the_installed_bytecode_of_its_start_up_modules(
+        root: Path) -> None:
+    """The bytecode cache outside the root hides the installed modules' bytecode: without
+    links to it, every Python a command starts compiles its start-up modules again."""
+    box = filesystem_toolbox(root)
+    out = box.call("run", {"command": f"{sys.executable} -v -c pass 2>&1 | "
+                                      "grep -c \"code object from '.*encodings/__init__\""})
+    assert out.startswith("exit=0\nstdout:\n1\n"), out
+    assert not (root / "__pycache__").exists()
+
+
 # -- where namespaces are missing: say so, and require refuses -----------------------------
 
 _NO_NAMESPACES = r"""

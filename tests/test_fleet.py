@@ -94,6 +94,33 @@ def test_verify_sees_only_the_patch_not_what_else_the_agent_left(tmp_path: Path)
     assert result.verified is False and result.verify_exit == 1
 
 
+def test_verify_and_the_next_attempt_see_the_commit_whatever_the_agent_left(
+        tmp_path: Path) -> None:
+    """verify runs in the agent's copy put back to the commit, and the worker's next
+    attempt reuses that copy: neither sees anything of the agent's but its patch (ignored
+    files, a nested repository, a .gitattributes that would convert files on checkout, a
+    .git of its own), and the next one is at its own commit."""
+    repo = tmp_path / "repo"
+    first = make_repo(repo, {"a.txt": "one\n", ".gitignore": "*.local\n.gitattributes\nn/\n"})
+    make_repo(repo, {"a.txt": "two\n"}, "second")
+    mess = ("echo cheat > pass.local; printf '* text eol=crlf\\n' > .gitattributes; "
+            "git init -q n; echo changed > a.txt; (rm -f .git && echo 'gitdir: /x' > .git); "
+            "true")
+    clean = ("test ! -e pass.local && test ! -e .gitattributes && test ! -e n && "
+             "grep -q gitdir: .git && test \"$(ls -A)\" = \"$(printf '{files}')\" && "
+             "printf '{text}' | cmp - a.txt")
+    write_script(tmp_path / "s", "mess", run(mess), done())
+    write_script(tmp_path / "s", "older", done())
+    tasks = [Task(id="mess", repo=str(repo), prompt="x",
+                  verify=clean.format(files=".git\\n.gitignore\\na.txt", text="changed\\n")),
+             Task(id="older", repo=str(repo), prompt="x", commit=first,
+                  verify=clean.format(files=".git\\n.gitignore\\na.txt", text="one\\n"))]
+    results = list(fleet(tmp_path, str(tmp_path / "s" / "{id}.jsonl"), workers=1).run(tasks))
+    assert [r.verified for r in results] == [True, True], [r.verify_output for r in results]
+    assert results[0].files_changed == ["a.txt"] and results[1].patch == ""
+    assert leftovers(tmp_path / "cache") == []
+
+
 def test_verify_is_fenced(tmp_path: Path) -> None:
     """verify runs code the model wrote: it cannot write outside its fresh copy."""
     outside = tmp_path / "outside"

@@ -15,12 +15,18 @@ fleet attempt's TMPDIR, deleted when the attempt ends: every later pool of the p
 then failed to start). Nor do they re-run the main script, which multiprocessing does
 by default (a script calling the toolbox without ``if __name__ == "__main__":`` would run
 again in each worker).
+
+What the pool parsed is kept here like what this process parsed itself, and a tree whose
+first batch is all known (a fleet worker's next copy of a repository) is answered here
+without starting a pool. ``LOKI_PARSE_PROCESSES`` caps the pool's processes (``1``: no
+pool): a fleet's workers set it, being already one process per core or more.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.machinery
+import itertools
 import multiprocessing
 import os
 import sys
@@ -63,7 +69,7 @@ class _Parsed:
         if len(src) > PARSED_FILE:
             names, counts = identifiers(src)
             return names, counts, extract(lang, src)
-        key = (lang.name, hashlib.blake2b(src, digest_size=16).digest())
+        key = _key(lang, src)
         with self.lock:
             found = self.found.get(key)
             if found is not None:
@@ -71,16 +77,33 @@ class _Parsed:
                 return found[0]
         names, counts = identifiers(src)
         made = (names, counts, extract(lang, src))
+        self.keep(lang, src, made)
+        return made
+
+    def known(self, lang: Language, src: bytes) -> bool:
+        """Whether :meth:`get` would answer from what it keeps."""
+        with self.lock:
+            return len(src) <= PARSED_FILE and _key(lang, src) in self.found
+
+    def keep(self, lang: Language, src: bytes, made: Parsed) -> None:
+        """Keep ``made`` (parsed elsewhere: a pool worker) as the parse of ``src``."""
+        if len(src) > PARSED_FILE:
+            return
+        key = _key(lang, src)
         with self.lock:
             if key not in self.found:
                 self.found[key] = (made, len(src))
                 self.held += len(src)
             while self.held > self.limit:
                 self.held -= self.found.popitem(last=False)[1][1]
-        return made
 
 
-parse_one = _Parsed().get
+def _key(lang: Language, src: bytes) -> tuple[str, bytes]:
+    return lang.name, hashlib.blake2b(src, digest_size=16).digest()
+
+
+_PARSED = _Parsed()
+parse_one = _PARSED.get
 
 
 def _parse_batch(batch: list[tuple[str, bytes]]) -> list[Parsed]:
@@ -92,11 +115,17 @@ def _parse_batch(batch: list[tuple[str, bytes]]) -> list[Parsed]:
     return out
 
 
+PROCESSES_VAR = "LOKI_PARSE_PROCESSES"  # at most this many parse processes (1: none)
+
+
 def _workers() -> int:
     try:
-        return min(8, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return min(8, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    with suppress(ValueError):  # a process that is itself one of many workers says 1
+        cores = min(cores, int(os.environ.get(PROCESSES_VAR) or cores))
+    return min(8, cores)
 
 
 def parse_all(jobs: Iterable[Job], count: int,
@@ -106,12 +135,20 @@ def parse_all(jobs: Iterable[Job], count: int,
     if count < MIN_FILES or workers < 2:
         yield from _here(jobs, progress)
         return
+    # A tree this process has parsed before (a fleet worker's next copy of a repository)
+    # is answered from what it keeps: no pool to start, nothing parsed twice.
+    jobs = iter(jobs)
+    first = _batch(jobs)
+    jobs = itertools.chain(first, jobs)
+    if all(_PARSED.known(lang, src) for _, lang, src in first):
+        yield from _here(jobs, progress)
+        return
     pool = _started(workers)
     if pool is None:
         yield from _here(jobs, progress)
         return
     try:
-        yield from _in_pool(pool, iter(jobs), workers * _AHEAD, progress)
+        yield from _in_pool(pool, jobs, workers * _AHEAD, progress)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -182,6 +219,9 @@ def _in_pool(pool: ProcessPoolExecutor, jobs: Iterator[Job], ahead: int,
             results = future.result()
         except Exception:  # a worker died (a grammar crashed on a file): parse here
             results = [parse_one(lang, src) for _, lang, src in batch]
+        else:
+            for (_, lang, src), parsed in zip(batch, results, strict=True):
+                _PARSED.keep(lang, src, parsed)
         for (rel, _, _), parsed in zip(batch, results, strict=True):
             yield rel, parsed
         done += len(batch)

@@ -4,12 +4,15 @@ Runs in a worker process (a local pool process or a Ray worker) and never raises
 returns a plain dict, ``{"ok": True, "result": {...}, "transcript": ...}`` or
 ``{"ok": False, "error": ..., "final": ..., "transcript": ...}`` (``final``: a retry
 cannot help). Everything it makes lives in one scratch folder of the node's fleet cache,
-removed at the end; a worker killed midway leaves it to the next attempt's sweep.
+removed at the end; a worker killed midway leaves it to the next attempt's sweep. The
+working copy alone outlives the attempt: parked for the worker's next one (see
+``_copies``), verify having run in it once restored to the commit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import re
 import secrets
@@ -35,7 +38,7 @@ from ._scratch import MARKER, Workspace
 from ._task import Task
 from ._urls import local_folder
 
-__all__ = ["Settings", "run_attempt"]
+__all__ = ["Settings", "run_attempt", "warm_up"]
 
 OUTPUT_KEPT = 4_000  # characters of setup/verify output kept in a result or a reason
 _EXIT = re.compile(r"exit=(-?\d+)")
@@ -61,6 +64,28 @@ class Settings:
     run: str = ""  # this fleet run's id (``auto`` fetches a mirror once per run)
 
 
+# The SDK an engine imports when it is made (half a second for openai): imported once
+# per worker, before its first attempt.
+_ENGINE_SDKS = {"openai": "openai", "ollama": "openai", "anthropic": "anthropic"}
+
+
+def warm_up(settings: Settings) -> None:
+    """What a worker imports once, before its first attempt: the engine's SDK (the agent
+    and the tools are imported with this module)."""
+    _one_process()
+    sdk = _ENGINE_SDKS.get(settings.engine) if isinstance(settings.engine, str) else None
+    if sdk:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(sdk)
+
+
+def _one_process() -> None:
+    """A worker is one of a fleet's many: the repository map of a copy is parsed in it,
+    not by a pool of parse processes of its own (``LOKI_PARSE_PROCESSES``, read by the
+    code index): on a node running a worker per core, such pools only fight over them."""
+    os.environ.setdefault("LOKI_PARSE_PROCESSES", "1")
+
+
 class AttemptError(Exception):
     """The attempt failed; ``final`` when retrying cannot help."""
 
@@ -79,6 +104,7 @@ def run_attempt(task: Task, settings: Settings, gate: GateClient, holder: str,
     """
     node = node or socket.gethostname()
     stamp = {"node": node, "started_at": time.time()}
+    _one_process()  # also on a worker nobody warmed (a cluster the fleet joined)
     with contextlib.suppress(Exception):  # a check-in is worth no failed attempt
         gate.begin(holder, node)
     outcome = _run(task, settings, gate, holder)
@@ -149,14 +175,15 @@ def _attempt(task: Task, settings: Settings, gate: GateClient, holder: str, scra
                                "(max_patch_bytes); the agent made huge changes", final=True,
                                transcript=_read(log))
         files = snapshots.changed(before, after)
+        result = {"commit": copy.commit, "patch": patch.decode("utf-8", "surrogateescape"),
+                  "files_changed": files, "steps": len(act.steps),
+                  "stop_reason": act.stop_reason, "answer": act.answer, "usage": act.usage,
+                  "model": act.model, "tokens_replayed": replayed}
+        if task.verify:
+            copy = _verify_copy(task, copy, scratch, space)
+            result.update(_verify(task, settings, space, scratch, copy, patch, deadline))
     finally:
-        copy.remove()
-    result = {"commit": copy.commit, "patch": patch.decode("utf-8", "surrogateescape"),
-              "files_changed": files, "steps": len(act.steps), "stop_reason": act.stop_reason,
-              "answer": act.answer, "usage": act.usage, "model": act.model,
-              "tokens_replayed": replayed}
-    if task.verify:
-        result.update(_verify(task, settings, space, scratch, copy.commit, patch, deadline))
+        copy.park(space)
     return result, _read(log)
 
 
@@ -212,32 +239,45 @@ def _engine(task: Task, settings: Settings) -> Engine:
                          retry=RetryPolicy(attempts=1), **settings.engine_options)
 
 
-def _verify(task: Task, settings: Settings, space: Workspace, scratch: Path, commit: str,
-            patch: bytes, deadline: float) -> dict[str, Any]:
-    """``task.verify`` in a fresh copy (set up, then only the patch applied), fenced."""
+def _verify_copy(task: Task, copy: WorkingCopy, scratch: Path,
+                 space: Workspace) -> WorkingCopy:
+    """The copy verify runs in, as a fresh one would be at the same commit: the agent's
+    own restored (only what the agent changed is rewritten), else (a folder copy, a tree
+    git could not restore) a fresh copy, the agent's removed."""
+    if copy.admin is not None:
+        try:
+            copy.restore()
+            return copy
+        except (GitError, OSError):
+            pass
+    copy.remove()
+    return WorkingCopy.create(task, scratch / "verify" / task.id, space,
+                              commit=copy.commit or None)
+
+
+def _verify(task: Task, settings: Settings, space: Workspace, scratch: Path,
+            copy: WorkingCopy, patch: bytes, deadline: float) -> dict[str, Any]:
+    """``task.verify`` in ``copy`` (as at the commit: set up, then only the patch
+    applied), fenced."""
     assert task.verify is not None
-    fresh = WorkingCopy.create(task, scratch / "verify" / task.id, space, commit=commit or None)
-    try:
-        if task.setup:
-            _setup(task, fresh.path, deadline)
-        if patch:
-            try:
-                Snapshots(scratch / "verify.git", fresh.path).apply(patch)
-            except GitError as exc:
-                return {"verified": False, "verify_exit": None,
-                        "verify_output": _tail(f"the patch does not apply: {exc}")}
-        # the task author's command, graded apart from the agent: nothing is protected
-        # (but it runs code the agent wrote: the node's other scratch folders stay hidden)
-        with filesystem_toolbox(fresh.path, settings=settings.toolbox, protect=(), rules=(),
-                                rules_default="allow", mcp_servers=(),
-                                hidden=_hidden(task, space, settings)) as box:
-            try:
-                said = box.call("run", {"command": task.verify,
-                                        "timeout": min(3600.0, _left(deadline))})
-            finally:
-                box.discard_undo()
-    finally:
-        fresh.remove()
+    if task.setup:
+        _setup(task, copy.path, deadline)
+    if patch:
+        try:
+            Snapshots(scratch / "verify.git", copy.path).apply(patch)
+        except GitError as exc:
+            return {"verified": False, "verify_exit": None,
+                    "verify_output": _tail(f"the patch does not apply: {exc}")}
+    # the task author's command, graded apart from the agent: nothing is protected
+    # (but it runs code the agent wrote: the node's other scratch folders stay hidden)
+    with filesystem_toolbox(copy.path, settings=settings.toolbox, protect=(), rules=(),
+                            rules_default="allow", mcp_servers=(),
+                            hidden=_hidden(task, space, settings)) as box:
+        try:
+            said = box.call("run", {"command": task.verify,
+                                    "timeout": min(3600.0, _left(deadline))})
+        finally:
+            box.discard_undo()
     found = _EXIT.match(said)
     code = int(found.group(1)) if found else None
     if code is None or _killed(code):  # not the patch's verdict: the node's (OOM, a kill)

@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["GitError", "Snapshots", "git", "git_bounded", "git_env", "mirror_lock"]
+__all__ = ["GitError", "Snapshots", "bare_repository", "git", "git_bounded", "git_env", "mirror_lock"]
 
 # Settings every call gets: never run a hook; only git's own transports (never ext:: or
 # fd::, which run commands or use inherited descriptors, nor a remote helper a repo URL
@@ -90,6 +90,16 @@ def mirror_lock(mirror: Path) -> Iterator[None]:
         yield
 
 
+def bare_repository(git_dir: Path) -> None:
+    """An empty bare repository in ``git_dir`` (a new folder), written here rather than by
+    ``git init``: what git needs and nothing else (no hook samples), and no process."""
+    git_dir.mkdir()
+    for folder in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+        (git_dir / folder).mkdir(parents=True)
+    (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
+    (git_dir / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = true\n")
+
+
 class Snapshots:
     """Trees of ``work_tree`` stored in ``git_dir``, a git folder made for it alone.
 
@@ -101,7 +111,7 @@ class Snapshots:
     def __init__(self, git_dir: Path, work_tree: Path, objects: Path | None = None) -> None:
         self.git_dir = git_dir
         self.work_tree = work_tree
-        git(["init", "--quiet", "--bare", str(git_dir)])
+        bare_repository(git_dir)
         if objects is not None:
             (git_dir / "objects" / "info" / "alternates").write_text(f"{objects}\n")
         self.env = {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(work_tree),

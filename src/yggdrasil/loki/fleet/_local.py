@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.managers import BaseManager
 from typing import Any
 
-from ._attempt import Settings, run_attempt
+from ._attempt import Settings, run_attempt, warm_up
 from ._gate import Gate
 from ._scratch import MARKER, Workspace, kill_marked
 from ._task import Task
@@ -47,10 +47,6 @@ class _GateManager(BaseManager):
 
 
 _GateManager.register("Gate", Gate)
-
-# The SDK an engine imports when it is made (half a second for openai): imported once
-# per worker, when it starts.
-_ENGINE_SDKS = {"openai": "openai", "ollama": "openai", "anthropic": "anthropic"}
 
 
 @dataclass(eq=False)
@@ -193,10 +189,7 @@ def _serve(conn: Connection, settings: Settings, gate: Any) -> None:
     # attempt does not die of it on its own with a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _watch_driver()
-    sdk = _ENGINE_SDKS.get(settings.engine) if isinstance(settings.engine, str) else None
-    if sdk:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(sdk)
+    warm_up(settings)
     while True:
         try:
             message = conn.recv()

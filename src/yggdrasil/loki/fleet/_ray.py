@@ -14,7 +14,9 @@ node when the fleet ends.
 A cluster the fleet starts itself (no address, Ray not yet initialised) is given the CPUs
 ``workers`` attempts need (``workers * cpus_per_task``, at least the machine's): Ray
 would otherwise start one CPU per core, and run no more attempts at once than that. On a
-cluster it joins, a fleet asking for more than the cluster has says so in ``notes``.
+cluster it joins, a fleet asking for more than the cluster has says so in ``notes``. Its
+workers are started and warmed (the agent and the engine's SDK imported) before the first
+attempt, as the local backend's are, so that no attempt pays for another's start.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from ray.exceptions import (
 )
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ._attempt import Settings, run_attempt
+from ._attempt import Settings, run_attempt, warm_up
 from ._gate import GateCore
 from ._scratch import Workspace
 from ._task import Task
@@ -47,6 +49,7 @@ __all__ = ["RayBackend"]
 
 SWEEP_TIMEOUT = 60.0
 PROBE_TIMEOUT = 10.0
+WARM_TIMEOUT = 60.0  # the longest a fleet-started cluster's workers are waited for
 
 
 def check_reachable(address: str | None) -> None:
@@ -72,7 +75,18 @@ class _AsyncGate:
 
     def __init__(self, limit: int) -> None:
         self.core = GateCore(limit)
+        self.arrived = 0
+        self.all_there = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
+
+    async def gather(self, count: int, timeout: float) -> None:
+        """Return once ``count`` callers are waiting here (or after ``timeout``): a
+        barrier, which keeps that many Ray tasks running at once, each on a worker."""
+        self.arrived += 1
+        if self.arrived >= count:
+            self.all_there.set()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.all_there.wait(), timeout)
 
     async def acquire(self, holder: str) -> bool:
         future = asyncio.get_running_loop().create_future()
@@ -151,8 +165,13 @@ def _attempt_on_worker(task: Task, settings: Settings, actor: Any, holder: str) 
     return run_attempt(task, settings, _ActorGate(actor), holder, node=node)
 
 
+def _warm_worker(settings: Settings, actor: Any, count: int) -> None:
+    warm_up(settings)
+    ray.get(actor.gather.remote(count, WARM_TIMEOUT))
+
+
 def _sweep_node(cache_dir: str) -> int:
-    return Workspace(cache_dir).sweep()
+    return Workspace(cache_dir).sweep(parked=True)  # the run is over: what workers keep too
 
 
 def code_runtime_env() -> dict[str, Any]:
@@ -192,6 +211,20 @@ class RayBackend:
         self.remote = ray.remote(_attempt_on_worker).options(
             num_cpus=cpus_per_task, resources=dict(resources or {}) or None, max_retries=0)
         self.settings_ref = ray.put(settings)  # stored once, not sent with every task
+        if self.started_ray:
+            self._warm(workers, cpus_per_task, dict(resources or {}))
+
+    def _warm(self, workers: int, cpus_per_task: float, resources: dict[str, float]) -> None:
+        """Start the workers of a cluster the fleet started before the first attempt, as
+        the local backend does: each Ray worker process starts, imports the agent and the
+        engine's SDK once (a second of CPU or more each), so attempts do not pay for it
+        while others run. One task per worker, held at a barrier until all have started
+        (else Ray would run them one after the other on the first worker up)."""
+        warm = ray.remote(_warm_worker).options(
+            num_cpus=cpus_per_task, resources=resources or None, max_retries=0)
+        refs = [warm.remote(self.settings_ref, self.actor, workers) for _ in range(workers)]
+        with contextlib.suppress(GetTimeoutError, RayError):  # a cold worker is no failure
+            ray.get(refs, timeout=WARM_TIMEOUT + PROBE_TIMEOUT)
 
     def _check_capacity(self, workers: int, cpus_per_task: float,
                         resources: dict[str, float]) -> None:

@@ -5,6 +5,8 @@ process (host, pid and start time) and the marker its commands carry in their en
 (``LOKI_FLEET_ATTEMPT``). A worker killed mid-task cannot clean up, so every attempt first
 sweeps: a folder whose owner is gone is removed, after killing any process still carrying
 its marker (a command the dead worker had started), and the mirrors forget its worktrees.
+A worker also keeps a ``parked.<random>/`` folder of its own (the working copies it reuses
+from one attempt to the next), swept the same way when it is gone, and when a run ends.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import fcntl
 import json
 import os
+import secrets
 import shutil
 import socket
 import tempfile
@@ -28,6 +31,7 @@ __all__ = ["MARKER", "Workspace", "default_cache", "kill_marked", "prune"]
 
 MARKER = "LOKI_FLEET_ATTEMPT"
 ABANDONED = 600.0  # seconds after which a scratch folder that never got an owner is swept
+_PARKING: dict[tuple[Path, int], Path] = {}  # (cache, pid): that process's parking folder
 
 
 def default_cache() -> str:
@@ -67,8 +71,24 @@ class Workspace:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def sweep(self) -> int:
-        """Remove the folders of attempts whose process is gone; how many were removed."""
+    def parking(self) -> Path:
+        """This process's folder for what it keeps from one attempt to the next (its
+        working copies), made on first use: owned like a scratch folder, so it is swept
+        once the process is gone, and by ``sweep(parked=True)`` when a run ends."""
+        key = (self.root, os.getpid())
+        folder = _PARKING.get(key)
+        if folder is None or not folder.is_dir():
+            folder = Path(tempfile.mkdtemp(prefix="parked.", dir=self.work))
+            owner = {"pid": os.getpid(), "start": running_since(os.getpid()),
+                     "marker": secrets.token_hex(8), "host": socket.gethostname(),
+                     "parked": True}
+            (folder / "owner").write_text(json.dumps(owner))
+            _PARKING[key] = folder
+        return folder
+
+    def sweep(self, parked: bool = False) -> int:
+        """Remove the folders of attempts whose process is gone (``parked``: and what
+        live processes keep between attempts, at the end of a run); how many."""
         with self._lock() as locked:
             if not locked:
                 return 0  # another worker on this node is sweeping right now
@@ -78,9 +98,11 @@ class Workspace:
                 if owner is None:
                     if not _abandoned(folder):
                         continue  # not a scratch folder, or one being made right now
-                elif owner["host"] != socket.gethostname() \
-                        or alive(owner["pid"], owner["start"]):
-                    continue  # not ours to judge (a cache shared by nodes), or alive
+                elif owner["host"] != socket.gethostname():
+                    continue  # not ours to judge (a cache shared by nodes)
+                elif alive(owner["pid"], owner["start"]):
+                    if not (parked and owner.get("parked") is True):
+                        continue
                 else:
                     kill_marked(owner["marker"])
                 shutil.rmtree(folder, ignore_errors=True)

@@ -34,6 +34,7 @@ from ..sandbox import (
     run_process,
     scrubbed,
 )
+from ._bytecode import seed
 from ._changes import changed_section, put_back_note
 from ._cmdline import reads_commands
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
@@ -404,6 +405,8 @@ class Shell:
         if self._pycache is None:
             self._pycache = Path(tempfile.mkdtemp(prefix="loki-pycache-"))
             weakref.finalize(self, shutil.rmtree, self._pycache, ignore_errors=True)
+            # the installed start-up modules' bytecode: no compiling them at every start
+            seed(self._pycache, [str(self.root.path), *map(str, self.writable)])
         return self._pycache
 
     @contextmanager
