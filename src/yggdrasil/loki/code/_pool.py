@@ -25,17 +25,16 @@ pool): a fleet's workers set it, being already one process per core or more.
 from __future__ import annotations
 
 import hashlib
-import importlib.machinery
 import itertools
 import multiprocessing
 import os
-import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 
+from ..sandbox import main_not_rerun
 from ._extract import Outline, extract, identifiers
 from ._languages import Language, by_grammar
 
@@ -160,7 +159,7 @@ def _started(workers: int) -> ProcessPoolExecutor | None:
     except (OSError, ValueError):
         return None
     try:
-        with _main_not_rerun():
+        with main_not_rerun():
             for _ in range(workers):  # each submit starts a worker, while the script is hidden
                 pool.submit(_ready)
     except (OSError, ValueError, RuntimeError):  # RuntimeError: BrokenProcessPool
@@ -171,22 +170,6 @@ def _started(workers: int) -> ProcessPoolExecutor | None:
 
 def _ready() -> None:
     """A worker's first job: nothing (it makes the pool start the worker)."""
-
-
-@contextmanager
-def _main_not_rerun() -> Iterator[None]:
-    """While processes start, present the main script as a package's ``__main__``, which
-    multiprocessing never re-runs in a new process (the workers need nothing from it)."""
-    main = sys.modules.get("__main__")
-    if main is None or getattr(getattr(main, "__spec__", None), "name", None):
-        yield  # run with -m (or no script): nothing is re-run anyway
-        return
-    saved = getattr(main, "__spec__", None)
-    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
-    try:
-        yield
-    finally:
-        main.__spec__ = saved
 
 
 def give_back() -> None:

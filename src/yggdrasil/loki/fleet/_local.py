@@ -18,20 +18,17 @@ nothing running.
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.machinery
 import multiprocessing
 import os
 import secrets
 import signal
-import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.managers import BaseManager
 from typing import Any
 
+from ..sandbox import main_not_rerun
 from ._attempt import Settings, run_attempt, warm_up
 from ._gate import Gate
 from ._scratch import MARKER, Workspace, kill_marked
@@ -73,7 +70,7 @@ class LocalBackend:
         self.idle: list[_Worker] = []
         address = f"\0loki-fleet-gate-{os.getpid()}-{secrets.token_hex(8)}"
         self.manager = _GateManager(address=address, ctx=self.ctx)
-        with _main_not_rerun():
+        with main_not_rerun():
             self.manager.start(initializer=_watch_driver)
         self.gate: Any = self.manager.Gate(limit)  # type: ignore[attr-defined]
 
@@ -126,7 +123,7 @@ class LocalBackend:
         receive, send = self.ctx.Pipe(duplex=True)
         process = self.ctx.Process(target=_serve, args=(send, self.settings, self.gate),
                                    name="loki-fleet worker", daemon=True)
-        with _main_not_rerun():
+        with main_not_rerun():
             process.start()
         send.close()
         return _Worker(process, receive)
@@ -149,28 +146,6 @@ class LocalBackend:
         worker.conn.close()
         Workspace(self.settings.cache_dir).sweep()  # its commands, its working copy
         return died(worker.process.exitcode)
-
-
-@contextlib.contextmanager
-def _main_not_rerun() -> Iterator[None]:
-    """Start processes without re-running the driver's script in them.
-
-    multiprocessing re-runs the main script in every new process (as ``__mp_main__``),
-    which runs the fleet again unless the script guards it with ``if __name__ ==
-    "__main__":``. The workers need nothing from it (they run library code), so while a
-    process starts the script is presented as a package's ``__main__``, which is never
-    re-run. A callable engine factory must therefore live in an importable module.
-    """
-    main = sys.modules.get("__main__")
-    if main is None or getattr(getattr(main, "__spec__", None), "name", None):
-        yield  # run with -m (or no script at all): nothing is re-run anyway
-        return
-    saved = main.__spec__
-    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
-    try:
-        yield
-    finally:
-        main.__spec__ = saved
 
 
 def died(exitcode: int | None) -> str:

@@ -35,6 +35,7 @@ from ._listen import LazyServer, listening_socket
 from ._namespace import MOUNT_KINDS
 from ._proc import HELD_OPEN, Capture, Completed, Process, Sink, cut_note, run_process
 from ._readonly import binary_paths, interpreter_paths, read_only_argv
+from ._spawn import main_not_rerun
 from ._supervisor import Decide, Exec, Session, Supervisor
 from ._worker import FencedWorker, WorkerFailed, WorkerLimits
 
@@ -67,6 +68,7 @@ __all__ = [
     "landlock_status",
     "launcher_argv",
     "listening_socket",
+    "main_not_rerun",
     "read_only_argv",
     "run_process",
     "running_since",
