@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ..settings import Settings, field_names, trust_project
+from ..settings import field_names, trust_project
 from ._common import EXIT_OK, CliError, wrap
 from ._toolbox import add_settings_flags, cli_settings
 
@@ -33,7 +33,8 @@ def add_config(commands: Any) -> None:
 
 def run_config(args: argparse.Namespace) -> int:
     settings = cli_settings(args)
-    rows = [(name, _value(settings, name), settings.origin(name)) for name in field_names()]
+    dumped = settings.model_dump(mode="json")  # once, not once per field
+    rows = [(name, _value(dumped, name), settings.origin(name)) for name in field_names()]
     if args.json:
         print(json.dumps({"settings": {n: v for n, v, _ in rows},
                           "origins": {n: o for n, _, o in rows},
@@ -46,8 +47,8 @@ def run_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _value(settings: Settings, dotted: str) -> Any:
-    value: Any = settings.model_dump(mode="json")
+def _value(dumped: dict[str, Any], dotted: str) -> Any:
+    value: Any = dumped
     for part in dotted.split("."):
         value = value[part]
     return value

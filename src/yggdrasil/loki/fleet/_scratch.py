@@ -62,10 +62,7 @@ class Workspace:
     @contextlib.contextmanager
     def scratch(self, task_id: str, marker: str) -> Iterator[Path]:
         """A fresh folder for one attempt, owned by this process; removed afterwards."""
-        folder = Path(tempfile.mkdtemp(prefix=f"{task_id}.", dir=self.work))
-        owner = {"pid": os.getpid(), "start": running_since(os.getpid()), "marker": marker,
-                 "host": socket.gethostname()}
-        (folder / "owner").write_text(json.dumps(owner))
+        folder = self._owned(f"{task_id}.", marker)
         try:
             yield folder
         finally:
@@ -78,12 +75,17 @@ class Workspace:
         key = (self.root, os.getpid())
         folder = _PARKING.get(key)
         if folder is None or not folder.is_dir():
-            folder = Path(tempfile.mkdtemp(prefix="parked.", dir=self.work))
-            owner = {"pid": os.getpid(), "start": running_since(os.getpid()),
-                     "marker": secrets.token_hex(8), "host": socket.gethostname(),
-                     "parked": True}
-            (folder / "owner").write_text(json.dumps(owner))
+            folder = self._owned("parked.", secrets.token_hex(8), parked=True)
             _PARKING[key] = folder
+        return folder
+
+    def _owned(self, prefix: str, marker: str, **more: object) -> Path:
+        """A new folder in ``work/`` owned by this process (``owner`` says who: what
+        ``sweep`` judges it by)."""
+        folder = Path(tempfile.mkdtemp(prefix=prefix, dir=self.work))
+        owner = {"pid": os.getpid(), "start": running_since(os.getpid()), "marker": marker,
+                 "host": socket.gethostname(), **more}
+        (folder / "owner").write_text(json.dumps(owner))
         return folder
 
     def sweep(self, parked: bool = False) -> int:
