@@ -3,13 +3,16 @@
 1. Throughput: N tasks whose engine waits (an OpenAI-compatible server on 127.0.0.1 that
    takes ``--delay`` seconds per answer, two answers per task), with 1 and then
    ``--workers`` workers, on the local backend and on a Ray cluster the fleet starts
-   itself (each run starts and stops its own). Wall time, and the makespan from the
-   attempts' records (first start to last end: the same work without starting the
-   workers, or the cluster); the speed-up of each.
+   itself (each run starts and stops its own). Wall time, the time before the first
+   attempt started (the workers, and on Ray the cluster, starting), and the makespan from
+   the attempts' records (first start to last end: the same work without that start);
+   the speed-up of each.
 2. Overhead per attempt: N small tasks (read a file, write one, done; scripted engine,
-   no model) with a verify command, 1 worker: the mean attempt time from the records
-   (copy, agent, snapshots and diff, verify in a fresh copy), against ``Loki.act`` called
-   N times in a loop on one folder with the same fenced toolbox.
+   no model), without a verify command and with ``true`` and ``python3 -c pass``, 1
+   worker: the mean attempt time from the records (copy, agent, snapshots and diff,
+   verify in the restored copy), against ``Loki.act`` called N times in a loop on one
+   folder with the same fenced toolbox; and beyond that, less the verify command's own
+   time run bare (what the user's tests cost wherever they run).
 3. 429s: N slow tasks with ``--workers`` workers behind a gate of half, then a quarter
    as many requests (the endpoint's concurrency), the endpoint answering 429 (Retry-After
    1 s) to 30% of requests at random, against the same endpoint answering none: the
@@ -83,7 +86,7 @@ def fleet_run(root: Path, tasks: list[Task], backend: str, workers: int, name: s
     everything they ran: they are its children)."""
     fleet = Fleet(backend=backend, workers=workers, out=root / f"out-{name}",
                   cache_dir=root / "cache", **options)
-    started, before = time.perf_counter(), _cpu()
+    started, before, epoch = time.perf_counter(), _cpu(), time.time()
     results = list(fleet.run(tasks))
     wall = time.perf_counter() - started
     cpu = (_cpu() - before) / len(tasks)
@@ -94,6 +97,7 @@ def fleet_run(root: Path, tasks: list[Task], backend: str, workers: int, name: s
     makespan = max(a["ended_at"] for a in attempts) - min(a["started_at"] for a in attempts)
     mean = sum(a["ended_at"] - a["started_at"] for a in attempts) / len(attempts)
     return {"wall": wall, "makespan": makespan, "attempt": mean,
+            "startup": min(a["started_at"] for a in attempts) - epoch,
             "limited": fleet.status.rate_limited, "cpu": cpu if backend == "local" else 0.0}
 
 
@@ -202,9 +206,10 @@ def throughput(root: Path, repo: Path, backends: list[str], args: Any) -> None:
     n, w = args.slow_tasks, args.workers
     print(f"1. throughput: {n} tasks, engine answers in {args.delay}s (2 answers per task), "
           f"1 worker vs {w}; ray: a cluster the fleet starts itself, each run\n")
-    print(f"| backend | 1 worker wall s | {w} wall s | speed-up | 1 worker makespan s | "
-          f"{w} makespan s | speed-up | engine wait alone s | CPU s/task, 1 / {w} |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(f"| backend | 1 worker wall s | {w} wall s | speed-up | before the first attempt "
+          f"s, 1 / {w} | 1 worker makespan s | {w} makespan s | speed-up | "
+          f"engine wait alone s | CPU s/task, 1 / {w} |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     wait = n * 2 * args.delay
     with slow_server(args.delay) as url:
         engine = {"engine": "openai", "model": "slow", "base_url": url, "api_key": "x"}
@@ -215,33 +220,48 @@ def throughput(root: Path, repo: Path, backends: list[str], args: Any) -> None:
             one = fleet_run(root, tasks, backend, 1, f"one-{backend}", **engine)
             many = fleet_run(root, tasks, backend, w, f"many-{backend}", **engine)
             print(f"| {backend} | {one['wall']:.2f} | {many['wall']:.2f} | "
-                  f"x{one['wall'] / many['wall']:.2f} | {one['makespan']:.2f} | "
+                  f"x{one['wall'] / many['wall']:.2f} | "
+                  f"{one['startup']:.2f} / {many['startup']:.2f} | {one['makespan']:.2f} | "
                   f"{many['makespan']:.2f} | x{one['makespan'] / many['makespan']:.2f} | "
                   f"{wait:.1f} | {_cpu_cell(one)} / {_cpu_cell(many)} |", flush=True)
 
 
 def overhead(root: Path, repo: Path, backends: list[str], args: Any) -> None:
     print(f"\n2. overhead: {args.tasks} tasks (3 steps each, scripted: no model time), "
-          "1 worker, with and without a verify command\n")
+          "1 worker, without a verify command and with two; a verify command's own time "
+          "(run bare, unfenced, in the repository) is the user's tests, not the fleet's\n")
     print("| backend | verify | attempt s (records) | fleet wall s/task | "
-          "Loki.act loop s/task | attempt beyond Loki.act | CPU s/task |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+          "Loki.act loop s/task | verify alone s | attempt beyond Loki.act | "
+          "beyond Loki.act and verify alone | CPU s/task |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     scripts = root / "scripts"
     scripts.mkdir(exist_ok=True)
     base = loop_baseline(repo, args.tasks) / args.tasks
     for backend in backends:
-        for verify in (None, "python3 -c pass"):
-            label = "python3 -c pass" if verify else "none"
-            tasks = [Task(id=f"{backend}-{'v' if verify else 'n'}{i}", repo=str(repo),
-                          prompt="write b", verify=verify) for i in range(args.tasks)]
+        for verify in (None, "true", "python3 -c pass"):
+            label = verify or "none"
+            alone = bare_run(repo, verify, args.tasks) if verify else 0.0
+            tasks = [Task(id=f"{backend}-{label[:4]}{i}", repo=str(repo), prompt="write b",
+                          verify=verify) for i in range(args.tasks)]
             for task in tasks:
                 (scripts / f"{task.id}.jsonl").write_text(
                     "".join(json.dumps(s) + "\n" for s in SCRIPT))
             ran = fleet_run(root, tasks, backend, 1, f"over-{backend}-{label[:4]}",
                             engine="scripted", model=str(scripts / "{id}.jsonl"))
             print(f"| {backend} | {label} | {ran['attempt']:.3f} | "
-                  f"{ran['wall'] / args.tasks:.3f} | {base:.3f} | "
-                  f"{(ran['attempt'] - base) * 1000:.0f} ms | {_cpu_cell(ran)} |", flush=True)
+                  f"{ran['wall'] / args.tasks:.3f} | {base:.3f} | {alone:.3f} | "
+                  f"{(ran['attempt'] - base) * 1000:.0f} ms | "
+                  f"{(ran['attempt'] - base - alone) * 1000:.0f} ms | {_cpu_cell(ran)} |",
+                  flush=True)
+
+
+def bare_run(repo: Path, command: str, count: int) -> float:
+    """The mean time of ``command`` run by the shell in ``repo``, no fence, no fleet."""
+    subprocess.run(command, shell=True, cwd=repo, check=True)  # warm the caches
+    started = time.perf_counter()
+    for _ in range(count):
+        subprocess.run(command, shell=True, cwd=repo, check=True)
+    return (time.perf_counter() - started) / count
 
 
 def rate_limits(root: Path, repo: Path, args: Any) -> None:

@@ -31,6 +31,8 @@ from fleet_kit import (
     write_script,
 )
 from yggdrasil.loki.fleet import Fleet, Task
+from yggdrasil.loki.fleet._attempt import Settings
+from yggdrasil.loki.fleet._local import Zygote
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -113,15 +115,79 @@ def test_a_killed_driver_leaves_nothing_once_resumed(tmp_path: Path, system_tmp:
     try:
         wait_for(lambda: attempt_pids(tmp_path / "cache", "slow"), timeout=60)
         wait_for(marked_processes, timeout=30)  # its `sleep 30` runs
+        started = descendants(driver.pid)  # the gate's manager, the zygote, its worker
+        assert len(started) >= 3, started
     finally:
         driver.kill()
         driver.wait()
     assert marked_processes(settle=10) == []  # the workers stopped what they started
+    wait_for(lambda: not any(alive(pid) for pid in started), timeout=15)
     assert tmp_files(system_tmp) == []  # the attempt's temporary files are in its scratch
     write_script(tmp_path / "s", "slow", run("echo b > b.txt"), done())
     [result] = fleet(tmp_path, model).run([Task(id="slow", repo=str(repo), prompt="x")])
     assert result.status == "done" and result.files_changed == ["b.txt"]
     assert tmp_files(system_tmp) == [] and leftovers(tmp_path / "cache") == []
+
+
+def test_workers_are_forked_from_the_fleets_own_warm_zygote(tmp_path: Path) -> None:
+    """One interpreter imports the agent; workers are its children (forked, not started
+    fresh), it has no thread to fork, and it says how each worker ended. A zygote that
+    died is replaced by the next fork."""
+    zygote = Zygote(Settings(engine="scripted", cache_dir=str(tmp_path / "cache")))
+    try:
+        first, first_conn = zygote.fork()
+        second, second_conn = zygote.fork()
+        parent = zygote.process.pid
+        assert parent_of(first.pid) == parent_of(second.pid) == parent
+        assert "Threads:\t1\n" in Path(f"/proc/{parent}/status").read_text()
+        first.kill()
+        first.join(5)
+        assert first.exitcode == -signal.SIGKILL and not first.is_alive()
+        with pytest.raises(EOFError):  # nobody else holds its end: the driver sees the death
+            first_conn.recv()
+        second_conn.send(None)  # the gate it would use
+        second_conn.send(None)  # stop
+        second.join(5)
+        assert second.exitcode == 0
+        zygote.process.kill()
+        zygote.process.join()
+        third, third_conn = zygote.fork()
+        assert parent_of(third.pid) == zygote.process.pid != parent
+        third_conn.close()  # a worker whose driver went away before giving it work
+        third.join(5)
+        assert third.exitcode == 0
+    finally:
+        zygote.close()
+    assert not zygote.process.is_alive()
+
+
+def parent_of(pid: int) -> int:
+    raw = Path(f"/proc/{pid}/stat").read_bytes()
+    return int(raw[raw.rfind(b")") + 2 :].split()[1])
+
+
+def descendants(pid: int) -> list[int]:
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and alive(int(entry.name)):
+                try:
+                    if parent_of(int(entry.name)) == parent:
+                        found.append(int(entry.name))
+                        frontier.append(int(entry.name))
+                except OSError:
+                    continue
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie, dead but not yet reaped by its parent, is not)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return raw[raw.rfind(b")") + 2 :].split()[0] != b"Z"
 
 
 def test_a_second_fleet_works_after_the_first_ones_tmpdir_is_gone(

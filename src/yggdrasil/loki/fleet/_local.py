@@ -1,11 +1,18 @@
 """The local backend: a warm worker process per slot on this machine, no Ray needed.
 
-Each slot's worker is started once (``spawn``: a fresh interpreter with the driver's
-``sys.path``, which imports the agent and the engine's SDK once) and then runs attempt
-after attempt, as Ray reuses its workers: an attempt costs a message, not a process. It
-sends each result back through its pipe; a pipe that closes without one means the worker
-died (killed, crashed), and the driver says so and starts another for the slot. A worker
-is retired after :data:`USES` attempts (whatever a long run leaks goes with it).
+Each slot's worker is started once and then runs attempt after attempt, as Ray reuses its
+workers: an attempt costs a message, not a process. It sends each result back through its
+pipe; a pipe that closes without one means the worker died (killed, crashed), and the
+driver says so and starts another for the slot. A worker is retired after :data:`USES`
+attempts (whatever a long run leaks goes with it).
+
+Workers are forked from the fleet's own zygote: one interpreter started fresh (``spawn``,
+with the driver's ``sys.path``) that imports the agent and the engine's SDK once (~2 s of
+CPU with the openai SDK), starts no thread, and forks a worker whenever the driver asks.
+Eight slots so cost one import, not eight racing for the cores. The zygote is the
+workers' parent: it reports how each one ended. It is the fleet's, not multiprocessing's
+process-global fork server, so nothing depends on a temp folder an earlier fleet's caller
+may have removed.
 
 The rate gate lives in a manager process every worker reaches over an abstract UNIX
 socket (no file: nothing to leave behind, and nothing that depends on a temp folder that
@@ -22,8 +29,12 @@ import multiprocessing
 import os
 import secrets
 import signal
+import sys
 import threading
+import time
+import traceback
 from dataclasses import dataclass
+from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 from multiprocessing.managers import BaseManager
 from typing import Any
@@ -48,7 +59,7 @@ _GateManager.register("Gate", Gate)
 
 @dataclass(eq=False)
 class _Worker:
-    process: Any  # a multiprocessing Process of the spawn context
+    process: _Forked
     conn: Connection
     uses: int = 0
 
@@ -73,6 +84,7 @@ class LocalBackend:
         with main_not_rerun():
             self.manager.start(initializer=_watch_driver)
         self.gate: Any = self.manager.Gate(limit)  # type: ignore[attr-defined]
+        self.zygote = Zygote(settings)
 
     def start(self, task: Task, holder: str) -> _Attempt:
         worker = self.idle.pop() if self.idle else self._spawn()
@@ -116,17 +128,15 @@ class LocalBackend:
                 worker.process.join()
             worker.conn.close()
         self.idle = []
+        self.zygote.close()
         self.manager.shutdown()
         Workspace(self.settings.cache_dir).sweep()
 
     def _spawn(self) -> _Worker:
-        receive, send = self.ctx.Pipe(duplex=True)
-        process = self.ctx.Process(target=_serve, args=(send, self.settings, self.gate),
-                                   name="loki-fleet worker", daemon=True)
-        with main_not_rerun():
-            process.start()
-        send.close()
-        return _Worker(process, receive)
+        process, conn = self.zygote.fork()
+        with contextlib.suppress(OSError):  # died at once: the attempt reads as its death
+            conn.send(self.gate)
+        return _Worker(process, conn)
 
     def _reuse(self, worker: _Worker) -> None:
         if worker.uses < USES:
@@ -156,6 +166,178 @@ def died(exitcode: int | None) -> str:
             name = f"signal {-exitcode}"
         return f"the worker process died (killed by {name})"
     return f"the worker process died (exit code {exitcode}) before sending a result"
+
+
+class Zygote:
+    """The fleet's warm interpreter its workers are forked from (see the module doc)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.lock = threading.Lock()
+        self._start()
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, theirs = ctx.Pipe(duplex=True)
+        self.process = ctx.Process(target=_zygote, args=(theirs, self.settings),
+                                   name="loki-fleet zygote", daemon=True)
+        with main_not_rerun():
+            self.process.start()
+        theirs.close()
+
+    def fork(self) -> tuple[_Forked, Connection]:
+        """A new worker and the driver's end of its pipe (its first message: the gate)."""
+        ours, theirs = multiprocessing.Pipe(duplex=True)
+        try:
+            with self.lock:
+                for again in (True, False):  # a zygote that died is replaced, once
+                    try:
+                        self.conn.send(("fork",))
+                        reduction.send_handle(self.conn, theirs.fileno(), self.process.pid)
+                        pid: int = self.conn.recv()
+                        break
+                    except (EOFError, OSError):
+                        if not again:
+                            raise
+                        self._restart()
+        finally:
+            theirs.close()
+        return _Forked(self, pid), ours
+
+    def wait(self, pid: int, timeout: float | None) -> int | None:
+        """How worker ``pid`` ended (a multiprocessing exit code: -N for signal N), or
+        None when it still runs after ``timeout`` seconds (None: until it ends)."""
+        try:
+            with self.lock:
+                self.conn.send(("wait", pid, timeout))
+                code: int | None = self.conn.recv()
+                return code
+        except (EOFError, OSError):  # the zygote is gone: the worker is nobody's child now
+            return _gone_by(pid, timeout)
+
+    def close(self) -> None:
+        """Stop the zygote; it kills whatever worker it still has (none, normally)."""
+        with self.lock, contextlib.suppress(OSError):
+            self.conn.send(None)
+        self.process.join(10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+    def _restart(self) -> None:
+        self.conn.close()
+        self.process.join(1)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self._start()
+
+
+class _Forked:
+    """A worker forked by the zygote, with the part of multiprocessing.Process's interface
+    the backend uses; its end is learnt from the zygote, its parent."""
+
+    def __init__(self, zygote: Zygote, pid: int) -> None:
+        self.zygote, self.pid = zygote, pid
+        self.exitcode: int | None = None
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.exitcode is None:
+            self.exitcode = self.zygote.wait(self.pid, timeout)
+
+    def is_alive(self) -> bool:
+        return self.exitcode is None
+
+    def kill(self) -> None:
+        if self.exitcode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+def _gone_by(pid: int, timeout: float | None) -> int | None:
+    """For an orphaned worker (its zygote died): None while it runs, else -SIGKILL, the
+    only end the driver gives one (its real status went to whoever reaped it)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return -signal.SIGKILL
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        time.sleep(0.01)
+
+
+def _zygote(conn: Connection, settings: Settings) -> None:
+    """The zygote: import what a worker needs, then fork one per request of the driver,
+    and tell it how a worker ended. It never starts a thread (forking one that holds a
+    lock would hand the child a lock nobody releases)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    warm_up(settings)
+    driver = multiprocessing.parent_process()
+    children: set[int] = set()
+    watched = [conn] + ([driver.sentinel] if driver is not None else [])
+    while True:
+        ready = wait(watched)
+        message = None
+        if conn in ready:
+            with contextlib.suppress(EOFError, OSError):
+                message = conn.recv()
+        if message is None:  # told to stop, or the driver is gone
+            break
+        if message[0] == "fork":
+            fd = reduction.recv_handle(conn)
+            pid = os.fork()
+            if pid == 0:
+                conn.close()
+                _forked_worker(fd, settings)
+            os.close(fd)
+            children.add(pid)
+            conn.send(pid)
+        else:
+            _, pid, timeout = message
+            code = _reap(pid, timeout)
+            if code is not None:
+                children.discard(pid)
+            conn.send(code)
+    for pid in children:  # the driver closed its workers first: these are stragglers
+        if _reap(pid, 5) is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            _reap(pid, None)
+
+
+def _reap(pid: int, timeout: float | None) -> int | None:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            done, status = os.waitpid(pid, 0 if deadline is None else os.WNOHANG)
+        except ChildProcessError:
+            return -signal.SIGKILL  # not ours, or reaped already
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        time.sleep(0.005)
+
+
+def _forked_worker(fd: int, settings: Settings) -> None:
+    """A worker forked by the zygote; exits the process whatever happens."""
+    code = 1
+    try:
+        conn = Connection(fd)
+        gate = conn.recv()
+        _serve(conn, settings, gate)
+        code = 0
+    except (EOFError, OSError):
+        code = 0  # the driver went away before giving us work
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def _serve(conn: Connection, settings: Settings, gate: Any) -> None:

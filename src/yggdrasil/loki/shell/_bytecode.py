@@ -62,15 +62,19 @@ def startup_bytecode() -> tuple[tuple[str, str], ...]:
 
 def seed(prefix: Path, writable: Sequence[str]) -> None:
     """Link the start-up modules' installed bytecode into the new cache ``prefix``,
-    leaving out any under ``writable`` (where a command could have planted it)."""
+    leaving out any under ``writable`` (where a command could have planted it). Each
+    folder is made once (on a busy disk a folder or a link can cost a millisecond)."""
     places = [os.path.realpath(p) for p in writable]
+    made: set[str] = set()
     for folder, cached in startup_bytecode():
         if any(_under(os.path.realpath(folder), place) for place in places):
             continue
-        link = prefix / folder.lstrip(os.sep) / os.path.basename(cached)
+        home = os.path.join(prefix, folder.lstrip(os.sep))
         try:
-            link.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(cached, link)
+            if home not in made:
+                os.makedirs(home, exist_ok=True)
+                made.add(home)
+            os.symlink(cached, os.path.join(home, os.path.basename(cached)))
         except OSError:
             return  # a cache without them only costs time
 
