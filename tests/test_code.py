@@ -272,6 +272,32 @@ def test_repo_map_ranks_what_is_used_and_stays_in_budget(root: Path, box: Toolbo
         "ERROR: argument 'budget' must be between 200 and 100000, got 50")
 
 
+def test_a_tree_seen_at_another_path_gets_its_map_without_ranking_it_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a fleet worker's next copy of a repository: the same sources elsewhere reuse the
+    map made from them; a file changed in place, even to the same size and time, does not."""
+    made: list[int] = []
+    real = Code._map
+    monkeypatch.setattr(Code, "_map", lambda self, *a: made.append(1) or real(self, *a))
+    files = {"core/models.py": "class Account:\n    def balance(self):\n        return 0\n",
+             "views/v.py": "from core.models import Account\n\ndef view():\n"
+                           "    return Account().balance()\n"}
+    maps = []
+    for name in ("one", "two"):
+        write(tmp_path / name, files)
+        with filesystem_toolbox(tmp_path / name, sandbox="off") as box:
+            maps.append(box.call("repo_map", {}))
+    assert maps[0] == maps[1] and "class Account" in maps[0] and len(made) == 1
+    models = tmp_path / "two" / "core/models.py"
+    before = models.stat()
+    models.write_text(files["core/models.py"].replace("Account", "Ledgers"))
+    os.utime(models, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert models.stat().st_size == before.st_size
+    with filesystem_toolbox(tmp_path / "two", sandbox="off") as box:
+        again = box.call("repo_map", {})
+    assert "class Ledgers" in again and "class Account" not in again and len(made) == 2
+
+
 def test_loki_act_puts_a_small_map_in_the_first_message(
         app: Path, server: FakeModelServer) -> None:
     server.queue(openai_reply("Done."), openai_reply("Done."))

@@ -149,6 +149,7 @@ def test_workers_are_forked_from_the_fleets_own_warm_zygote(tmp_path: Path) -> N
         second_conn.send(None)  # stop
         second.join(5)
         assert second.exitcode == 0
+        orphan, _orphan_conn = zygote.fork()
         zygote.process.kill()
         zygote.process.join()
         third, third_conn = zygote.fork()
@@ -156,6 +157,11 @@ def test_workers_are_forked_from_the_fleets_own_warm_zygote(tmp_path: Path) -> N
         third_conn.close()  # a worker whose driver went away before giving it work
         third.join(5)
         assert third.exitcode == 0
+        orphan.join(0.2)  # not the new zygote's child: it still runs, and is said to
+        assert orphan.is_alive()
+        orphan.kill()
+        orphan.join(5)
+        assert orphan.exitcode == -signal.SIGKILL and not alive(orphan.pid)
     finally:
         zygote.close()
     assert not zygote.process.is_alive()

@@ -8,9 +8,12 @@ back to what grep can say: lines that look like definitions, or where a name is 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import stat
+import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Annotated
 
@@ -39,6 +42,7 @@ __all__ = ["MAX_BUDGET", "MIN_BUDGET", "Code"]
 
 MIN_BUDGET, MAX_BUDGET = 200, 100_000  # repo_map's budget, in characters
 _FOLDER_FILES = 200  # files a folder outline parses; the rest are counted
+_MAPS_KEPT = 8  # maps kept by content, per process (see _Maps)
 _FALLBACK_HITS = 20
 _INSTALL = "pip install 'yggdrasil-loki[code]'"
 # Lines that look like definitions in most languages; valid for ripgrep and Python re alike.
@@ -184,16 +188,19 @@ class Code:
         kept = held.maps.get(key)
         if kept is not None and kept[0] == scan.version:
             return kept[1]  # answered from the kept listing, and nothing changed since
-        mapped = self._map(scan, budget)
+        files = [(rel, e) for rel, e in scan.files if e.outline is not None and e.outline.symbols]
+        notes = [n for n in [*scan_notes(scan), skip_note(scan.skipped, False)] if n]
+        content = _MAPS.key(scan.start, budget, files, notes)
+        mapped = _MAPS.get(content) or self._map(scan, files, notes, budget)
+        _MAPS.put(content, mapped)
         if scan.version is not None:
             if len(held.maps) > 16:
                 held.maps.clear()
             held.maps[key] = (scan.version, mapped)
         return mapped
 
-    def _map(self, scan: Scan, budget: int) -> str:
-        files = [(rel, e) for rel, e in scan.files if e.outline is not None and e.outline.symbols]
-        notes = [n for n in [*scan_notes(scan), skip_note(scan.skipped, False)] if n]
+    def _map(self, scan: Scan, files: list[tuple[str, Entry]], notes: list[str],
+             budget: int) -> str:
         if not files:
             return "\n".join([f"no definitions found under {scan.start}", *notes])
         total = sum(len(e.outline.symbols) for _, e in files if e.outline is not None)
@@ -253,6 +260,49 @@ class Code:
         scan = held.index.scan(path, **options)  # type: ignore[arg-type]
         held.saved()
         return scan
+
+
+class _Maps:
+    """Repository maps kept by what they were made from: every mapped file's path and the
+    digest of its source, and the notes. A tree seen before at another path (a fleet
+    worker's next copy of a repository, restored to the same commit) gets its map without
+    ranking it again. A file whose digest is not known (loaded from the disk cache) makes
+    the map not kept."""
+
+    def __init__(self) -> None:
+        self.kept: OrderedDict[bytes, str] = OrderedDict()
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def key(start: str, budget: int, files: list[tuple[str, Entry]],
+            notes: list[str]) -> bytes | None:
+        digest = hashlib.blake2b(f"{start}\0{budget}\0".encode(), digest_size=20)
+        for rel, entry in files:
+            if not entry.digest:
+                return None
+            digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + entry.digest)
+        digest.update("\0".join(notes).encode("utf-8", "surrogateescape"))
+        return digest.digest()
+
+    def get(self, key: bytes | None) -> str | None:
+        if key is None:
+            return None
+        with self.lock:
+            found = self.kept.get(key)
+            if found is not None:
+                self.kept.move_to_end(key)
+            return found
+
+    def put(self, key: bytes | None, mapped: str) -> None:
+        if key is None:
+            return
+        with self.lock:
+            self.kept[key] = mapped
+            while len(self.kept) > _MAPS_KEPT:
+                self.kept.popitem(last=False)
+
+
+_MAPS = _Maps()
 
 
 def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, Symbol]]:

@@ -202,18 +202,20 @@ class Zygote:
                         self._restart()
         finally:
             theirs.close()
-        return _Forked(self, pid), ours
+        return _Forked(self, pid, self.process), ours
 
-    def wait(self, pid: int, timeout: float | None) -> int | None:
-        """How worker ``pid`` ended (a multiprocessing exit code: -N for signal N), or
-        None when it still runs after ``timeout`` seconds (None: until it ends)."""
-        try:
-            with self.lock:
-                self.conn.send(("wait", pid, timeout))
-                code: int | None = self.conn.recv()
-                return code
-        except (EOFError, OSError):  # the zygote is gone: the worker is nobody's child now
-            return _gone_by(pid, timeout)
+    def wait(self, worker: _Forked, timeout: float | None) -> int | None:
+        """How ``worker`` ended (a multiprocessing exit code: -N for signal N), or None
+        when it still runs after ``timeout`` seconds (None: until it ends)."""
+        if worker.parent is self.process:
+            try:
+                with self.lock:
+                    self.conn.send(("wait", worker.pid, timeout))
+                    code: int | None = self.conn.recv()
+                    return code
+            except (EOFError, OSError):
+                pass
+        return _gone_by(worker.pid, timeout)  # its zygote died: it is nobody's child now
 
     def close(self) -> None:
         """Stop the zygote; it kills whatever worker it still has (none, normally)."""
@@ -238,13 +240,13 @@ class _Forked:
     """A worker forked by the zygote, with the part of multiprocessing.Process's interface
     the backend uses; its end is learnt from the zygote, its parent."""
 
-    def __init__(self, zygote: Zygote, pid: int) -> None:
-        self.zygote, self.pid = zygote, pid
+    def __init__(self, zygote: Zygote, pid: int, parent: Any) -> None:
+        self.zygote, self.pid, self.parent = zygote, pid, parent
         self.exitcode: int | None = None
 
     def join(self, timeout: float | None = None) -> None:
         if self.exitcode is None:
-            self.exitcode = self.zygote.wait(self.pid, timeout)
+            self.exitcode = self.zygote.wait(self, timeout)
 
     def is_alive(self) -> bool:
         return self.exitcode is None
@@ -257,16 +259,23 @@ class _Forked:
 
 def _gone_by(pid: int, timeout: float | None) -> int | None:
     """For an orphaned worker (its zygote died): None while it runs, else -SIGKILL, the
-    only end the driver gives one (its real status went to whoever reaped it)."""
+    only end the driver gives one (its real status went to whoever reaps it)."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return -signal.SIGKILL
+    while _running(pid):
         if deadline is not None and time.monotonic() >= deadline:
             return None
         time.sleep(0.01)
+    return -signal.SIGKILL
+
+
+def _running(pid: int) -> bool:
+    """Alive, and not a zombie (dead, waiting for a parent that may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return False
+    return raw[raw.rfind(b")") + 2 :][:1] != b"Z"
 
 
 def _zygote(conn: Connection, settings: Settings) -> None:
