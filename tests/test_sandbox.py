@@ -409,3 +409,24 @@ def test_status_says_when_a_hidden_path_is_not_hidden(tmp_path: Path,
         in box.status
     out = box.call("run", {"command": "cat .ssh/id_ed25519"})
     assert "PRIVATE KEY" not in out and "Permission denied" in out
+
+
+@landlock
+@pytest.mark.skipif(not ISOLATED, reason="no namespaces here")
+def test_the_launcher_starts_light(tmp_path: Path) -> None:
+    """It runs before every command: with every layer on, it imports none of the standard
+    modules that cost milliseconds each (typing, contextlib, enum, importlib.util...)."""
+    from yggdrasil.loki.sandbox import launcher_argv
+
+    argv = launcher_argv(sys.executable, [str(tmp_path)], network=False,
+                         abi=STATUS.abi, argv=["true"], namespaces=True, no_setid=True,
+                         mounts=[("tmpfs", "/tmp"), ("bind", str(tmp_path))])
+    done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "ctypes" in imported  # the list is read
+    heavy = {"typing", "contextlib", "enum", "importlib.util", "re", "collections", "signal",
+             "functools", "socket", "selectors"}
+    assert imported & heavy == set(), done.stderr

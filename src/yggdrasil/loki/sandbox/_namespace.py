@@ -52,13 +52,17 @@ against a nested namespace).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
-import signal
 import stat
 import struct
-from collections.abc import Callable, Sequence
+
+TYPE_CHECKING = False  # typing and enum (which `signal` pulls in) cost ~10 ms per command
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import Callable, Sequence
+else:
+    import _signal as signal
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -126,10 +130,13 @@ def _loopback_up() -> None:
     import _socket  # the C module: `socket` would pull in enum and selectors
     import fcntl
 
-    with contextlib.closing(_socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)) as sock:
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+    try:
         req = struct.pack("16sH22x", b"lo", 0)
         flags = struct.unpack_from("H", fcntl.ioctl(sock.fileno(), _SIOCGIFFLAGS, req), 16)[0]
         fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | _IFF_UP))
+    finally:
+        sock.close()
 
 
 # -- the mount plan ---------------------------------------------------------------------
@@ -140,8 +147,10 @@ def apply_mounts(plan: Sequence[tuple[str, str]]) -> None:
     sources = {}
     for kind, path in plan:  # open every source before anything hides it
         if kind.startswith("bind") and path not in sources:
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 sources[path] = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                pass
     blank = _blank_file(plan) if any(kind == "protect" for kind, _ in plan) else None
     try:
         for kind, path in plan:
@@ -253,8 +262,10 @@ def _reach(path: str) -> int | None:
                                      "run it again")
         return fd
     except BaseException:
-        with contextlib.suppress(OSError):
+        try:
             os.close(fd)
+        except OSError:
+            pass
         raise
 
 
@@ -325,8 +336,10 @@ def _echo(control: object) -> None:
             return
         if not data:
             return
-        with contextlib.suppress(OSError):
+        try:
             os.write(2, data)
+        except OSError:
+            pass
 
 
 # -- PID 1 and the launcher's wait ------------------------------------------------------
@@ -375,8 +388,10 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
     code = 127
     try:
         _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the launcher died: end
-        with contextlib.suppress(SetupError):  # a host /proc the kernel will not re-mount
+        try:  # a host /proc the kernel will not re-mount
             _mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        except SetupError:
+            pass
         child = os.fork()
         if child == 0:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
@@ -406,14 +421,18 @@ def _wait_for_init(init: int, starter: int, report: int, orphan_check: float) ->
         if info is None:
             if os.getppid() != starter and not stopped:  # the agent is gone: end it all
                 stopped = True
-                with contextlib.suppress(ProcessLookupError):
+                try:
                     os.kill(init, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             continue
         if info.si_signo == signal.SIGTERM:
             if info.si_pid == starter:  # the agent: out of time
                 stopped = True
-                with contextlib.suppress(ProcessLookupError):
+                try:
                     os.kill(init, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             continue
         pid, status = os.waitpid(init, os.WNOHANG)
         if pid == init:

@@ -15,12 +15,16 @@ Standard library only and no package imports: the launcher runs with ``-I -S``.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import resource
-import signal
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # typing and enum (which `signal` pulls in) cost ~10 ms per command
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import Callable
+else:
+    import _signal as signal
 
 _PR_SET_CHILD_SUBREAPER = 36
 _WAITED = {signal.SIGCHLD, signal.SIGTERM}
@@ -84,7 +88,7 @@ def _wait_for(child: int, starter: int) -> int | None:
 
 def _children() -> list[int]:
     me, found = os.getpid(), []
-    with contextlib.suppress(OSError):
+    try:
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
@@ -95,6 +99,8 @@ def _children() -> list[int]:
                 continue
             if int(raw[raw.rfind(b")") + 2 :].split()[1]) == me:
                 found.append(int(name))
+    except OSError:
+        pass
     return found
 
 
@@ -105,8 +111,10 @@ def kill_children() -> None:
     while idle < _IDLE_ROUNDS:
         found = _children()
         for pid in found:
-            with contextlib.suppress(ProcessLookupError):
+            try:
                 os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         try:
             pid, _ = os.waitpid(-1, 0 if found else os.WNOHANG)
         except ChildProcessError:
@@ -123,10 +131,14 @@ def pass_on(status: int | None) -> int:
     if code >= 0:
         return code
     # Die of the same signal (no core file of ours in the root), as exec'ing did before.
-    with contextlib.suppress(OSError, ValueError):
+    try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    with contextlib.suppress(OSError, ValueError):
+    except (OSError, ValueError):
+        pass
+    try:
         signal.signal(-code, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {-code})
     os.kill(os.getpid(), -code)
     return 128 - code
