@@ -1,7 +1,9 @@
 """What a fleet costs per attempt, how it scales with workers, and what 429s cost it.
 
-1. Throughput: N tasks whose engine waits (an OpenAI-compatible server on 127.0.0.1 that
-   takes ``--delay`` seconds per answer, two answers per task), with 1 and then
+1. Throughput: ``--scale-tasks`` tasks (160: 20 per worker, so that the model's time, not
+   starting 8 workers or a cluster, dominates) whose engine waits (an OpenAI-compatible
+   server on 127.0.0.1 that takes ``--delay`` seconds per answer, two answers per task),
+   with 1 and then
    ``--workers`` workers, on the local backend and on a Ray cluster the fleet starts
    itself (each run starts and stops its own). Wall time, the time before the first
    attempt started (the workers, and on Ray the cluster, starting), and the makespan from
@@ -24,7 +26,7 @@
    endpoint, from ``--workers`` threads that wait ``--overhead`` seconds per task (the
    issue's target per attempt) instead of running an agent.
 
-Usage: PYTHONPATH=src python bench/bench_fleet.py [--slow-tasks 40] [--workers 8]
+Usage: PYTHONPATH=src python bench/bench_fleet.py [--scale-tasks 160] [--slow-tasks 40] [--workers 8]
        [--tasks 20] [--delay 0.5] [--no-ray] [--only workers,overhead,429,gate] [--repeat 1]
        [--overhead 0.3]
 """
@@ -168,7 +170,10 @@ def slow_server(delay: float, limited_share: float = 0.0) -> Iterator[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=20)
-    parser.add_argument("--slow-tasks", type=int, default=40)
+    parser.add_argument("--scale-tasks", type=int, default=160,
+                        help="tasks of the throughput section: 20 per worker at 8 workers, "
+                             "so that the model's time dominates starting them (and Ray)")
+    parser.add_argument("--slow-tasks", type=int, default=40, help="tasks of the 429 sections")
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--no-ray", action="store_true")
@@ -203,7 +208,7 @@ def main() -> None:
 
 
 def throughput(root: Path, repo: Path, backends: list[str], args: Any) -> None:
-    n, w = args.slow_tasks, args.workers
+    n, w = args.scale_tasks, args.workers
     print(f"1. throughput: {n} tasks, engine answers in {args.delay}s (2 answers per task), "
           f"1 worker vs {w}; ray: a cluster the fleet starts itself, each run\n")
     print(f"| backend | 1 worker wall s | {w} wall s | speed-up | before the first attempt "
