@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,9 @@ from fleet_kit import (
     write_script,
 )
 from yggdrasil.loki.fleet import Fleet, Task
-from yggdrasil.loki.fleet._attempt import Settings
-from yggdrasil.loki.fleet._local import Zygote
+from yggdrasil.loki.fleet._attempt import Settings, warm_up
+from yggdrasil.loki.fleet._local import _work, died
+from yggdrasil.loki.fleet._zygote import Zygote
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -132,17 +134,20 @@ def test_a_killed_driver_leaves_nothing_once_resumed(tmp_path: Path, system_tmp:
 def test_workers_are_forked_from_the_fleets_own_warm_zygote(tmp_path: Path) -> None:
     """One interpreter imports the agent; workers are its children (forked, not started
     fresh), it has no thread to fork, and it says how each worker ended. A zygote that
-    died is replaced by the next fork."""
-    zygote = Zygote(Settings(engine="scripted", cache_dir=str(tmp_path / "cache")))
+    died is replaced by the next fork; a worker it left behind is still watched (by its
+    pidfd), and said to have ended in a way nobody knows."""
+    settings = Settings(engine="scripted", cache_dir=str(tmp_path / "cache"))
+    zygote = Zygote(partial(warm_up, settings), partial(_work, settings))
     try:
         first, first_conn = zygote.fork()
         second, second_conn = zygote.fork()
         parent = zygote.process.pid
         assert parent_of(first.pid) == parent_of(second.pid) == parent
         assert "Threads:\t1\n" in Path(f"/proc/{parent}/status").read_text()
-        first.kill()
+        os.kill(first.pid, signal.SIGTERM)
         first.join(5)
-        assert first.exitcode == -signal.SIGKILL and not first.is_alive()
+        assert first.exitcode == -signal.SIGTERM and not first.is_alive()
+        assert died(first) == "the worker process died (killed by SIGTERM)"
         with pytest.raises(EOFError):  # nobody else holds its end: the driver sees the death
             first_conn.recv()
         second_conn.send(None)  # the gate it would use
@@ -161,10 +166,13 @@ def test_workers_are_forked_from_the_fleets_own_warm_zygote(tmp_path: Path) -> N
         assert orphan.is_alive()
         orphan.kill()
         orphan.join(5)
-        assert orphan.exitcode == -signal.SIGKILL and not alive(orphan.pid)
+        assert not orphan.is_alive() and not alive(orphan.pid)
+        assert orphan.exitcode is None and "how is unknown" in died(orphan)
     finally:
         zygote.close()
     assert not zygote.process.is_alive()
+    with pytest.raises(OSError, match="closed"):
+        zygote.fork()
 
 
 def parent_of(pid: int) -> int:
