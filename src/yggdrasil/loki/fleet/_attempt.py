@@ -181,7 +181,9 @@ def _attempt(task: Task, settings: Settings, gate: GateClient, holder: str, scra
                   "model": act.model, "tokens_replayed": replayed}
         if task.verify:
             copy = _verify_copy(task, copy, scratch, space)
-            result.update(_verify(task, settings, space, scratch, copy, patch, deadline))
+            if copy.path != snapshots.work_tree:  # a fresh copy: a git folder of its own
+                snapshots = Snapshots(scratch / "verify.git", copy.path)
+            result.update(_verify(task, settings, space, snapshots, copy, patch, deadline))
     finally:
         copy.park(space)
     return result, _read(log)
@@ -255,16 +257,16 @@ def _verify_copy(task: Task, copy: WorkingCopy, scratch: Path,
                               commit=copy.commit or None)
 
 
-def _verify(task: Task, settings: Settings, space: Workspace, scratch: Path,
+def _verify(task: Task, settings: Settings, space: Workspace, snapshots: Snapshots,
             copy: WorkingCopy, patch: bytes, deadline: float) -> dict[str, Any]:
-    """``task.verify`` in ``copy`` (as at the commit: set up, then only the patch
-    applied), fenced."""
+    """``task.verify`` in ``copy`` (as at the commit: set up, then only the patch applied
+    through ``snapshots``, whose work tree it is), fenced."""
     assert task.verify is not None
     if task.setup:
         _setup(task, copy.path, deadline)
     if patch:
         try:
-            Snapshots(scratch / "verify.git", copy.path).apply(patch)
+            snapshots.apply(patch)
         except GitError as exc:
             return {"verified": False, "verify_exit": None,
                     "verify_output": _tail(f"the patch does not apply: {exc}")}
