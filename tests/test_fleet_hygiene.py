@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from fleet_kit import (
 from yggdrasil.loki.fleet import Fleet, Task
 from yggdrasil.loki.fleet._attempt import Settings, warm_up
 from yggdrasil.loki.fleet._local import _work, died
+from yggdrasil.loki.fleet._scratch import Workspace
 from yggdrasil.loki.fleet._zygote import Zygote
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -173,6 +175,29 @@ def test_workers_are_forked_from_the_fleets_own_warm_zygote(tmp_path: Path) -> N
     assert not zygote.process.is_alive()
     with pytest.raises(OSError, match="closed"):
         zygote.fork()
+
+
+def test_a_scratch_folder_says_whose_it_is_until_the_last(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its owner record goes last: a worker killed while removing it (its driver died)
+    leaves a folder the next sweep judges by its dead owner, not an ownerless one."""
+    space = Workspace(tmp_path / "cache")
+    removals: list[set[str]] = []
+    real = shutil.rmtree
+
+    def watched(path: str | os.PathLike[str], *args: object, **kwargs: object) -> None:
+        removals.append({p.name for p in Path(space.work).rglob("*")})
+        real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    with space.scratch("t1", "m") as folder:
+        (folder / "copy" / "src").mkdir(parents=True)
+        (folder / "copy" / "src" / "a.py").write_text("x = 1\n")
+        (folder / "transcript.jsonl").write_text("{}\n")
+        monkeypatch.setattr(shutil, "rmtree", watched)
+    assert removals and all("owner" in seen for seen in removals[:-1])
+    assert "transcript.jsonl" not in removals[-1] and "copy" not in removals[-1]
+    assert list(space.work.iterdir()) == [] or [p.name for p in space.work.iterdir()] == [
+        ".sweep.lock"]
 
 
 def parent_of(pid: int) -> int:

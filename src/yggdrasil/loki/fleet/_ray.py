@@ -138,19 +138,31 @@ class _ActorGate:
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor
+        self.sent: list[Any] = []  # calls not waited for yet (see release)
+
+    def settle(self) -> None:
+        """Wait for the calls sent without waiting: once an attempt's result is back,
+        the gate has counted its requests."""
+        sent, self.sent = self.sent, []
+        ray.get(sent)
 
     def acquire(self, holder: str) -> bool:
         return bool(ray.get(self.actor.acquire.remote(holder)))
 
     def release(self, holder: str, usage: Mapping[str, int] | None = None,
                 limited: bool = False, retry_after: float | None = None) -> None:
-        ray.get(self.actor.release.remote(holder, dict(usage or {}), limited, retry_after))
+        # Sent, not waited for until the attempt ends (a round trip costs 3-25 ms, per
+        # model call): the actor may run it after this worker's next acquire, which then
+        # waits a moment for the slot it frees; one lost with a dying worker is freed by
+        # the driver's forget.
+        self.sent.append(self.actor.release.remote(holder, dict(usage or {}), limited,
+                                                   retry_after))
 
     def forget(self, holder: str) -> None:
         ray.get(self.actor.forget.remote(holder))
 
     def begin(self, holder: str, node: str) -> None:
-        ray.get(self.actor.begin.remote(holder, node))
+        self.sent.append(self.actor.begin.remote(holder, node))  # as release
 
     def started(self, holders: Sequence[str]) -> dict[str, tuple[float, str]]:
         return dict(ray.get(self.actor.started.remote(list(holders))))
@@ -162,7 +174,11 @@ class _ActorGate:
 def _attempt_on_worker(task: Task, settings: Settings, actor: Any, holder: str) -> dict[str, Any]:
     context = ray.get_runtime_context()
     node = f"{ray.util.get_node_ip_address()} ({context.get_node_id()[:8]})"
-    return run_attempt(task, settings, _ActorGate(actor), holder, node=node)
+    gate = _ActorGate(actor)
+    try:
+        return run_attempt(task, settings, gate, holder, node=node)
+    finally:
+        gate.settle()
 
 
 def _warm_worker(settings: Settings, actor: Any, count: int) -> None:

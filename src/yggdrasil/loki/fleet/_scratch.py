@@ -66,7 +66,7 @@ class Workspace:
         try:
             yield folder
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_owned(folder)
 
     def parking(self) -> Path:
         """This process's folder for what it keeps from one attempt to the next (its
@@ -107,7 +107,7 @@ class Workspace:
                         continue
                 else:
                     kill_marked(owner["marker"])
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_owned(folder)
                 removed += 1
             if removed:
                 self.prune()
@@ -134,6 +134,22 @@ def prune(mirror: Path) -> None:
     does not guard its list of worktrees against concurrent writers)."""
     with mirror_lock(mirror), contextlib.suppress(GitError):
         git(["--git-dir", str(mirror), "worktree", "prune"])
+
+
+def remove_owned(folder: Path) -> None:
+    """Remove an owned folder, its owner record last: a process killed half-way through
+    (a worker whose driver died) leaves a folder that still says whose it was, swept as
+    soon as that process is gone, not one that waits :data:`ABANDONED` seconds."""
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name == "owner":
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _abandoned(folder: Path) -> bool:
