@@ -37,6 +37,7 @@ from yggdrasil.loki.fleet._attempt import Settings, warm_up
 from yggdrasil.loki.fleet._local import _work, died
 from yggdrasil.loki.fleet._scratch import Workspace
 from yggdrasil.loki.fleet._zygote import Zygote
+from yggdrasil.loki.sandbox import running_since
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -222,11 +223,7 @@ def descendants(pid: int) -> list[int]:
 
 def alive(pid: int) -> bool:
     """Running (a zombie, dead but not yet reaped by its parent, is not)."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return raw[raw.rfind(b")") + 2 :].split()[0] != b"Z"
+    return bool(running_since(pid))
 
 
 def test_a_second_fleet_works_after_the_first_ones_tmpdir_is_gone(

@@ -177,12 +177,9 @@ def _work(settings: Settings, conn: Connection) -> None:
 
 
 def _serve(conn: Connection, settings: Settings, gate: Any) -> None:
-    """A worker: run the attempts the driver sends, one at a time, until told to stop."""
-    # Ctrl-C reaches the whole process group: the driver handles it (and kills us), so an
-    # attempt does not die of it on its own with a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """A worker: run the attempts the driver sends, one at a time, until told to stop.
+    What it needs was imported, and Ctrl-C set aside, by the zygote it was forked from."""
     _watch_driver()
-    warm_up(settings)
     while True:
         try:
             message = conn.recv()

@@ -32,7 +32,7 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 
-from ..sandbox import main_not_rerun
+from ..sandbox import main_not_rerun, running_since
 
 __all__ = ["Worker", "Zygote"]
 
@@ -169,21 +169,11 @@ class Worker:
             poll.register(self.pidfd, select.POLLIN)
             return not poll.poll(None if timeout is None else max(0, int(timeout * 1000)))
         deadline = None if timeout is None else time.monotonic() + timeout
-        while _running(self.pid):
+        while running_since(self.pid):  # '' once it is gone, or a zombie
             if deadline is not None and time.monotonic() >= deadline:
                 return True
             time.sleep(0.01)
         return False
-
-
-def _running(pid: int) -> bool:
-    """Alive, and not a zombie (dead, waiting for a parent that may never reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return False
-    return raw[raw.rfind(b")") + 2 :][:1] != b"Z"
 
 
 # -- the zygote's side ----------------------------------------------------------------------
@@ -194,7 +184,9 @@ def _zygote(conn: Connection, prepare: Callable[[], None],
     """Run ``prepare``, then fork a worker per request of the driver and say how each
     ended. It never starts a thread: forking a process that holds a lock in another
     thread hands the child a lock nobody will release."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    # Ctrl-C reaches the whole process group: the driver handles it (and kills what it
+    # must), so neither the zygote nor a worker forked from it dies of it on its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     prepare()
     driver = multiprocessing.parent_process()
     children: set[int] = set()

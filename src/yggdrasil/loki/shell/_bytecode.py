@@ -26,6 +26,8 @@ import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 
+from ._fence import _under_any
+
 __all__ = ["seed"]
 
 _PROBE = ("import json, sys; print(json.dumps([(m.__file__, m.__cached__) for m in "
@@ -35,9 +37,10 @@ _PROBE_TIMEOUT = 20.0
 
 
 @functools.cache
-def startup_bytecode() -> tuple[tuple[str, str], ...]:
-    """(source folder, installed .pyc) of each module this interpreter imports as it
-    starts, from its library folders, whose bytecode is on disk; () when it cannot say."""
+def startup_bytecode() -> tuple[tuple[str, str, str], ...]:
+    """(source folder, its real path, installed .pyc) of each module this interpreter
+    imports as it starts, from its library folders, whose bytecode is on disk; () when it
+    cannot say."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPYCACHEPREFIX", "PYTHONPATH", "PYTHONSTARTUP")}
     try:
@@ -53,10 +56,11 @@ def startup_bytecode() -> tuple[tuple[str, str], ...]:
     kept = []
     for source, cached in found:
         folder = os.path.dirname(source)
+        real = os.path.realpath(folder)
         usual = os.path.join(folder, "__pycache__", os.path.basename(cached))
         if (os.path.isabs(source) and cached == usual and os.path.isfile(cached)
-                and any(_under(os.path.realpath(folder), top) for top in tops)):
-            kept.append((folder, cached))
+                and _under_any(real, tops)):
+            kept.append((folder, real, cached))
     return tuple(kept)
 
 
@@ -66,8 +70,8 @@ def seed(prefix: Path, writable: Sequence[str]) -> None:
     folder is made once (on a busy disk a folder or a link can cost a millisecond)."""
     places = [os.path.realpath(p) for p in writable]
     made: set[str] = set()
-    for folder, cached in startup_bytecode():
-        if any(_under(os.path.realpath(folder), place) for place in places):
+    for folder, real, cached in startup_bytecode():
+        if _under_any(real, places):
             continue
         home = os.path.join(prefix, folder.lstrip(os.sep))
         try:
@@ -77,7 +81,3 @@ def seed(prefix: Path, writable: Sequence[str]) -> None:
             os.symlink(cached, os.path.join(home, os.path.basename(cached)))
         except OSError:
             return  # a cache without them only costs time
-
-
-def _under(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
