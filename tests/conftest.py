@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,28 @@ import pytest
 from fake_servers import FakeModelServer, clear_engine_env, serve
 from readable import new_base, readable_copy
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto`` (pyproject's addopts): twice the cores, since most tests
+    wait on a child process, a server or a job; at most 8 (each worker holds ~300 MB)."""
+    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+
+
+def once_per_run(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+                 ) -> Path:
+    """``folder`` made by ``make(folder)`` once for the whole run: the xdist workers share
+    the base temp folder's parent, and the first to take the lock makes it."""
+    base = factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = shared / name
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".made").exists():
+            folder.mkdir(exist_ok=True)
+            make(folder)
+            (folder / ".made").touch()
+    return folder
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -93,14 +116,18 @@ def other_mcp_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     """
     installed = _mcp_major(sys.executable)
     want = "mcp>=2,<3" if installed == 1 else "mcp>=1.24,<2"
-    venv = tmp_path_factory.mktemp("other-mcp") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                   check=True, timeout=300)
-    python = str(venv / "bin" / "python")
-    pip = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                          want], capture_output=True, text=True, timeout=600)
-    if pip.returncode != 0:
-        pytest.fail(f"could not install {want} for the second-SDK tests: {pip.stderr[-2000:]}")
+
+    def make(folder: Path) -> None:
+        venv = folder / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                       check=True, timeout=300)
+        pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                              "--disable-pip-version-check", want],
+                             capture_output=True, text=True, timeout=600)
+        if pip.returncode != 0:
+            pytest.fail(f"could not install {want} for the second-SDK tests: {pip.stderr[-2000:]}")
+
+    python = str(once_per_run(tmp_path_factory, "other-mcp", make) / "venv" / "bin" / "python")
     assert _mcp_major(python) == (2 if installed == 1 else 1)
     return python
 
@@ -111,3 +138,17 @@ def mcp_python(request: pytest.FixtureRequest) -> str:
     if request.param == "installed":
         return sys.executable
     return str(request.getfixturevalue("other_mcp_python"))
+
+
+@pytest.fixture(scope="session")
+def ray_head() -> Iterator[object]:
+    """The run's one Ray cluster: a head node with 2 CPUs (ray_nodes.RayNode), shared by the
+    Ray tests, which are one xdist_group so that one worker runs them all."""
+    pytest.importorskip("ray")
+    from ray_nodes import RayNode
+
+    node = RayNode(2)
+    try:
+        yield node
+    finally:
+        node.stop()

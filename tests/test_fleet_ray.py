@@ -1,4 +1,4 @@
-"""Fleets on a real local Ray cluster (``ray.init(num_cpus=2)``, started once per module).
+"""Fleets on a real Ray cluster: the run's one head node with 2 CPUs (conftest ``ray_head``).
 
 The same batch as on the local backend must give the same results; a killed Ray worker,
 a hung attempt and a 429 behave as they do there (the gate is a Ray actor here).
@@ -31,20 +31,27 @@ from fleet_kit import (
     run,
     write_script,
 )
+from ray_nodes import RayNode, ray_env
 from yggdrasil.loki.fleet import Fleet, Task
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cluster() -> Iterator[None]:
-    """One local Ray cluster for the module; its workers import this checkout's code."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             logging_level="WARNING", runtime_env={"env_vars": {"PYTHONPATH": SRC}})
-    try:
-        yield
-    finally:
-        ray.shutdown()
+def cluster(ray_head: RayNode) -> Iterator[None]:
+    """This process is a driver of the run's cluster for the module; its workers import
+    this checkout's code."""
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in ray_env({}).items():
+            env.setenv(name, value)
+        env.delenv("RAY_ADDRESS", raising=False)
+        ray.init(address=ray_head.address, include_dashboard=False, log_to_driver=False,
+                 logging_level="WARNING", runtime_env={"env_vars": {"PYTHONPATH": SRC}})
+        try:
+            yield
+        finally:
+            ray.shutdown()
 
 
 def fleet(tmp_path: Path, model: str, backend: str = "ray", **options: object) -> Fleet:

@@ -1,6 +1,7 @@
-"""`loki fleet --backend ray --address ...` as a real subprocess, on a real Ray cluster that
-the test starts with `ray start --head` (and, for a lost node, a second `ray start` node
-that it kills mid-task). The clusters are stopped by their own process ids at the end.
+"""`loki fleet --backend ray --address ...` as a real subprocess, on the run's real Ray
+cluster, started with `ray start --head` (conftest ``ray_head``), and, for a lost node, a
+second `ray start` node that the test kills mid-task. Nodes are stopped by their own
+process ids at the end.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,17 +23,15 @@ from ray_nodes import RayNode, free_port, ray_env
 from test_fleet_cli import tasks_file
 
 pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")
 
 CLI_TIMEOUT = 300  # a driver that hangs fails the test instead of the suite
 
 
-@pytest.fixture(scope="module")
-def head() -> Iterator[RayNode]:
-    node = RayNode(2)
-    try:
-        yield node
-    finally:
-        node.stop()
+@pytest.fixture
+def head(ray_head: RayNode) -> RayNode:
+    """The run's one cluster (conftest ``ray_head``)."""
+    return ray_head
 
 
 def driver_env(tmp_path: Path) -> dict[str, str]:

@@ -13,6 +13,7 @@ from fleet_kit import done, make_repo, run, write_script
 from yggdrasil.loki.fleet import Fleet, Task
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")  # beside the run's cluster, not beside its tests
 
 
 def test_a_fleet_started_cluster_runs_as_many_attempts_as_workers(tmp_path: Path) -> None:

@@ -122,11 +122,10 @@ def command_pids(root: Path) -> list[int]:
 
 
 @pytest.fixture
-def tmpdir_(root: Path) -> Path:
-    """The server's TMPDIR (undo copies, scratch folders), apart from the root."""
-    folder = root.parent / "server-tmp"
-    folder.mkdir()
-    return folder
+def tmpdir_(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's TMPDIR (undo copies, scratch folders), apart from the root; short, so
+    that the rules supervisor's socket fits a socket path there (under xdist too)."""
+    return tmp_path_factory.mktemp("st")
 
 
 def test_a_cancelled_request_stops_its_command_and_reads_answer_meanwhile(
