@@ -8,6 +8,7 @@ JSON; test_fence.py asserts on them for both users. Nothing here decides pass or
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -65,6 +66,19 @@ def _unix_listener(path: Path) -> Iterator[list[bytes]]:
         path.unlink(missing_ok=True)
 
 
+def _after_a_control(listeners: list[Path], heard: list[list[bytes]]) -> list[list[bytes]]:
+    """What each listener heard before a connection of ours, once ours arrived (a listener
+    accepts in order: what came before it has been heard)."""
+    for path in listeners:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as ours:
+            ours.connect(str(path))
+            ours.sendall(b"control")
+    deadline = time.monotonic() + 30
+    while not all(b"control" in h for h in heard) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [h[: h.index(b"control")] if b"control" in h else h for h in heard]
+
+
 _CONNECT = """
 import socket, sys
 for path in sys.argv[1:]:
@@ -97,8 +111,7 @@ def sockets(work: Path) -> Facts:
             heard = [stack.enter_context(_unix_listener(p)) for p in listeners]
             ssh = box.call("run", {"command": f"SSH_AUTH_SOCK={agent_sock} ssh-add -l; echo rc=$?"})
             probe = box.call("run", {"command": "python3 probe.py " + " ".join(map(str, listeners))})
-            time.sleep(0.3)
-            hits = sum(len(h) for h in heard)
+            hits = sum(len(h) for h in _after_a_control(listeners, heard))
             listing = box.call("run", {"command": f"ls {tmp} /dev/shm; echo listed"})
     finally:
         subprocess.run(["kill", agent_pid], check=False)
@@ -119,24 +132,32 @@ def tmux(work: Path) -> Facts:
     try:
         out = box.call("run", {"command": f"{' '.join(server)} new-window -d 'touch {far}/pwned'; "
                                           "echo rc=$?"})
-        time.sleep(1.0)
+        # the server runs windows in the order asked: once ours has run, theirs had
+        subprocess.run([*server, "new-window", "-d", f"touch {far}/ours"], check=True,
+                       env={**os.environ, "TMUX": ""})
+        deadline = time.monotonic() + 30
+        while not (far / "ours").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
     finally:
         subprocess.run([*server, "kill-server"], check=False, capture_output=True)
         shutil.rmtree(sock.parent, ignore_errors=True)
-    return {"out": out, "pwned": (far / "pwned").exists()}
+    return {"out": out, "pwned": (far / "pwned").exists(), "ours": (far / "ours").exists()}
 
 
 # Each level leaves the session, clears its environment (only a reaper can find it),
 # leaves 40 sleepers and waits for the next level: 2,400 processes to kill and reap, and
-# the deepest one is re-parented only when all 60 above it are dead.
+# the deepest one is re-parented only when all 60 above it are dead. Every one of them
+# holds the lock on tree.lock (fd 9, inherited): it is free once the last one is gone. The
+# deepest edits settings.py as soon as it sees `go`, which the test makes after the kill.
 _ESCAPE = """
+exec 9>>tree.lock; flock 9 && echo locked
 deep() {
   if [ "$1" -gt 0 ]; then
     for i in $(seq 40); do sleep 600 & done
     setsid env -i PATH="$PATH" bash -c "$(declare -f deep); deep $(($1 - 1))" &
     wait
   else
-    touch deepest; sleep 15; echo 'PWNED = True' >> settings.py
+    touch deepest; while [ ! -e go ]; do sleep 0.05; done; echo 'PWNED = True' >> settings.py
   fi
 }
 deep 60 &
@@ -146,16 +167,37 @@ sleep 600
 """
 
 
+def _seconds_until_free(lock: Path, deadline: float) -> float | None:
+    """Seconds until no process holds ``lock`` (None: one still did at ``deadline``)."""
+    started = time.monotonic()
+    with lock.open("a") as held:
+        while True:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return time.monotonic() - started
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.02)
+
+
 def escape(work: Path) -> Facts:
-    """60 nested background shells and 2,400 sleepers; the deepest edits settings.py later."""
+    """60 nested background shells and 2,400 sleepers; the deepest edits settings.py when
+    told to, if it still lives after the command's timeout."""
     root, _far, box = _setup(work)
     (root / "settings.py").write_text("DEBUG = False\n")
     out = box.call("run", {"command": _ESCAPE, "timeout": 10})
     changed = list(box.changed)
-    time.sleep(12)  # the deepest shell writes 15 s after it started, if it still lives
+    freed = _seconds_until_free(root / "tree.lock", time.monotonic() + 20)
+    (root / "go").touch()  # a survivor writes now: wait for that when one held the lock
+    deadline = time.monotonic() + 5
+    while freed is None and "PWNED" not in (root / "settings.py").read_text() \
+            and time.monotonic() < deadline:
+        time.sleep(0.02)
     seen = box.call("run", {"command": "ls -d /proc/[0-9]* | wc -l"})
     return {"out": out[:300], "settings": (root / "settings.py").read_text(),
-            "changed": changed, "processes_seen": int(seen.split("\n")[2])}
+            "changed": changed, "lock_freed_after": freed,
+            "processes_seen": int(seen.split("\n")[2])}
 
 
 _NETWORK = """

@@ -151,7 +151,7 @@ def test_tmux_cannot_open_a_window_outside_the_fence(work: Path, user: str) -> N
     if shutil.which("tmux") is None:
         pytest.skip("needs tmux")
     seen = attack("tmux", work, user)
-    assert not seen["pwned"] and "rc=1" in seen["out"], seen
+    assert seen["ours"] and not seen["pwned"] and "rc=1" in seen["out"], seen
 
 
 @isolated
@@ -159,6 +159,8 @@ def test_tmux_cannot_open_a_window_outside_the_fence(work: Path, user: str) -> N
 def test_nothing_outlives_a_command_however_deep_it_forks(work: Path, user: str) -> None:
     seen = attack("escape", work, user)
     assert seen["out"].startswith("exit=timeout") and "spawned" in seen["out"], seen
+    assert "locked" in seen["out"], seen  # the tree held tree.lock, and
+    assert seen["lock_freed_after"] is not None, seen  # every process of it is gone
     assert seen["settings"] == "DEBUG = False\n", seen
     # Its own PID namespace: a command sees its init, its shell, ls and wc, not the host.
     assert seen["processes_seen"] <= 5, seen
