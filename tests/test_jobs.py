@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs_kit import read_until_exit, sections, start, started_id, wait_for_file
+from jobs_kit import GUARD, read_until_exit, sections, start, started_id, wait_for_file
 from procs import NS_PID, settles_dead
-from yggdrasil.loki.shell import JobLimits
+from yggdrasil.loki.shell import JobLimits, _jobs
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 
@@ -101,8 +101,12 @@ def test_a_job_printing_a_gigabyte_keeps_the_agent_memory_flat(box: Toolbox) -> 
 
 def test_a_middle_cut_keeps_the_buffer_size_and_says_so(root: Path) -> None:
     with filesystem_toolbox(root, job_buffer=4096) as box:
-        job, _ = start(box, "sleep 1.2; seq 1 100000; echo last")
-        time.sleep(3)  # let it all come without reading
+        job, _ = start(box, "while [ ! -e go ]; do sleep 0.01; done; seq 1 100000; echo last")
+        (root / "go").touch()  # after the start's first look: it reads none of it
+        deadline = time.monotonic() + GUARD
+        while not re.search(rf"job {job}  exit=0 ", box.call("jobs", {})):  # no read meanwhile
+            assert time.monotonic() < deadline, box.call("jobs", {})
+            time.sleep(0.02)
         state, out, _ = sections(box.call("job_output", {"job": job, "wait": 5}))
     assert state == "exit=0"
     assert out.startswith("1\n2\n3\n") and out.endswith("99999\n100000\nlast\n")
@@ -199,16 +203,22 @@ def test_what_a_job_changes_after_the_last_call_is_settled_when_it_ends(
     assert box.changes["late.txt"] == "created"
 
 
-def test_the_call_that_shows_a_jobs_exit_shows_what_it_changed(root: Path, box: Toolbox) -> None:
+def test_the_call_that_shows_a_jobs_exit_shows_what_it_changed(
+        root: Path, box: Toolbox, monkeypatch: pytest.MonkeyPatch) -> None:
     # The job's end settles in its watcher thread while job_output returns on the same end:
-    # twenty rounds, so that a race between the two cannot pass by luck.
+    # twenty rounds, so that a race between the two cannot pass by luck. Each job ends when
+    # told to, after its start returned (which waits 0.05 s here, not its usual second).
+    monkeypatch.setattr(_jobs, "FIRST_LOOK", 0.05)
     for n in range(20):
-        job, _ = start(box, f"sleep 1.1; echo {n} > made-by-job-{n}.txt; echo wrote")
+        job, _ = start(box, f"while [ ! -e go-{n} ]; do sleep 0.01; done; "
+                            f"echo {n} > made-by-job-{n}.txt; echo wrote")
+        (root / f"go-{n}").touch()
         while True:
             obs = box.call("job_output", {"job": job, "wait": 2})
             if sections(obs)[0].startswith("exit="):
                 break
-        assert f"changed:\ncreated made-by-job-{n}.txt\n" in obs, (n, obs)
+        # (go-N, made while the job ran, is in its changes too)
+        assert f"created made-by-job-{n}.txt\n" in obs.partition("\nchanged:\n")[2], (n, obs)
         assert f"made-by-job-{n}.txt" in box.changed, (n, box.changed)
 
 
