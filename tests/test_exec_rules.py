@@ -251,16 +251,25 @@ def test_no_rules_no_exec_supervision(tmp_path: Path) -> None:
 
 
 def test_a_slow_confirm_pauses_only_that_program(tmp_path: Path) -> None:
+    """While the user is asked about git push, the rest of the command goes on: the answer
+    comes only once the shell has written a file meanwhile. (Its loop uses builtins only:
+    an exec of the same command waits while the user is asked; it is not what this tests.)"""
     def confirm(action: str) -> bool:
-        time.sleep(1.0)
+        (tmp_path / "asked").touch()
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "meanwhile.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
         return False
 
     found = Work(tmp_path)
     box = filesystem_toolbox(tmp_path, allow_shell=True, rules=[("ask", "git push")],
                              confirm=confirm)
     try:
-        out = box.call("run", {"command": f"cd w && echo push {PUSH} | xargs git; echo after"})
+        out = box.call("run", {"command": f"(cd w && echo push {PUSH} | xargs git; echo after) & "
+                                          "while [ ! -e asked ]; do :; done; "
+                                          "echo yes > meanwhile.txt; wait"})
         assert "after" in out and "the user declined" in out, out
+        assert (tmp_path / "meanwhile.txt").read_text() == "yes\n"
         assert found.landed() == []
     finally:
         box.close()

@@ -91,7 +91,8 @@ def test_a_killed_worker_leaves_nothing(tmp_path: Path, system_tmp: Path) -> Non
 
     def kill_once() -> None:
         pids = wait_for(lambda: attempt_pids(tmp_path / "cache", "slow"))
-        time.sleep(0.5)
+        # mid-command: it wrote b.txt in its working copy and sleeps
+        wait_for(lambda: list((tmp_path / "cache" / "work").glob("slow.*/**/b.txt")))
         os.kill(pids[0], signal.SIGKILL)
         killed.append(pids[0])
 

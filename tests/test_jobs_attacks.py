@@ -21,7 +21,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # A job that leaves processes every way it can: a grandchild, a daemon in its own
 # session (setsid), a double fork whose middle process exits at once, then waits.
-ESCAPES = ("import os, subprocess, time\n"
+ESCAPES = ("import os, signal, subprocess\n"
            "ns = os.readlink('/proc/self/ns/pid')\n"
            "def note(name, pid): open(name, 'w').write(f'{pid} {ns}')\n"
            "note('child.pid', subprocess.Popen(['sleep', '300']).pid)\n"
@@ -32,11 +32,11 @@ ESCAPES = ("import os, subprocess, time\n"
            "    if os.fork() == 0:\n"
            "        os.closerange(0, 3)\n"
            "        note('double.pid', os.getpid())\n"
-           "        time.sleep(300)\n"
+           "        signal.pause()\n"
            "    os._exit(0)\n"
            "note('main.pid', os.getpid())\n"
            "print('all started', flush=True)\n"
-           "time.sleep(300)\n")
+           "signal.pause()\n")  # until it is killed
 PIDFILES = ("main.pid", "child.pid", "daemon.pid", "double.pid")
 
 
@@ -84,10 +84,10 @@ def test_a_job_ignoring_sigint_and_sigterm_is_killed(root: Path, sandbox: str) -
 
 
 def test_a_job_ignoring_only_sigint_ends_on_sigterm(root: Path) -> None:
-    code = ("import signal, time\n"
+    code = ("import signal\n"
             "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
             "print('ready')\n"
-            "time.sleep(300)\n")
+            "signal.pause()\n")  # until a signal ends it
     with filesystem_toolbox(root) as box:
         job = started_id(box.call("run_python", {"code": code, "background": True}))
         state = box.call("job_stop", {"job": job}).splitlines()[0]
@@ -222,7 +222,12 @@ def _agent(root: Path, tmp: Path, body: str) -> subprocess.Popen[str]:
 def test_jobs_end_when_the_interpreter_exits_without_close(root: Path) -> None:
     tmp = root.parent / "agent-tmp"
     tmp.mkdir()
-    agent = _agent(root, tmp, "import time; time.sleep(0.5)\n")  # then exits: atexit
+    # once the job wrote its pid files, the agent exits: atexit must end the job
+    agent = _agent(root, tmp, "import os, time\n"
+                              f"names = [os.path.join({str(root)!r}, n) for n in {PIDFILES!r}]\n"
+                              "while not all(os.path.exists(n) and os.path.getsize(n)"
+                              " for n in names):\n"
+                              "    time.sleep(0.02)\n")
     out, _ = agent.communicate(timeout=GUARD)
     assert agent.returncode == 0 and out.startswith("started job 1:")
     assert all(settles_dead(root / name) for name in PIDFILES)
@@ -232,7 +237,7 @@ def test_jobs_end_when_the_interpreter_exits_without_close(root: Path) -> None:
 def test_jobs_end_when_the_agent_is_killed_outright(root: Path) -> None:
     tmp = root.parent / "agent-tmp"
     tmp.mkdir()
-    agent = _agent(root, tmp, "import time; time.sleep(300)\n")
+    agent = _agent(root, tmp, "import signal; signal.pause()\n")  # until it is killed
     try:
         assert agent.stdout is not None and agent.stdout.readline().startswith("started job 1:")
         for name in PIDFILES:

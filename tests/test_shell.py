@@ -38,12 +38,12 @@ def test_timeout_kills_grandchildren(root: Path, box: Toolbox) -> None:
 
 
 def test_timeout_kills_a_child_that_left_the_process_group(root: Path, box: Toolbox) -> None:
-    code = ("import os, subprocess, time\n"
+    code = ("import os, signal, subprocess\n"
             "p = subprocess.Popen(['sleep', '300'], process_group=0)\n"
             "open('moved.pid', 'w').write(f\"{p.pid} {os.readlink('/proc/self/ns/pid')}\")\n"
             "assert os.getpgid(p.pid) != os.getpgid(0)\n"
             "print('moved', flush=True)\n"
-            "time.sleep(300)\n")
+            "signal.pause()\n")  # until the timeout kills it
     out = box.call("run_python", {"code": code, "timeout": 2})
     assert out.startswith("exit=timeout") and "moved" in out
     assert settles_dead(root / "moved.pid")

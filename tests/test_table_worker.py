@@ -296,9 +296,14 @@ def test_a_cancelled_call_stops_the_worker_and_the_next_starts_a_fresh_one(
                 outcome.append(str(exc))
 
     try:
+        assert worker.call("echo", {"text": "started"}) == {"ok": "started"}
         caller = threading.Thread(target=call)
         caller.start()
-        time.sleep(0.5)
+        wchan = Path(f"/proc/{worker.pid()}/wchan")
+        deadline = time.monotonic() + 30
+        while "nanosleep" not in wchan.read_text():  # the worker is in the sleep call
+            assert time.monotonic() < deadline and caller.is_alive(), outcome
+            time.sleep(0.01)
         event.set()
         caller.join(30)
         assert not caller.is_alive()  # not the 100 s sleep nor the 120 s limit
