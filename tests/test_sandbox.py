@@ -421,8 +421,9 @@ def test_the_launcher_starts_light(tmp_path: Path) -> None:
     argv = launcher_argv(sys.executable, [str(tmp_path)], network=False,
                          abi=STATUS.abi, argv=["true"], namespaces=True, no_setid=True,
                          mounts=[("tmpfs", "/tmp"), ("bind", str(tmp_path))])
+    # cwd: the launcher re-enters it after mounting, and a checkout in /tmp is under the tmpfs
     done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
                 if line.startswith("import time:")}

@@ -33,7 +33,7 @@ def test_the_ordinary_user_tests_pass_from_a_clone_in_a_private_folder(tmp_path:
     shutil.copy(HERE.parent / "pyproject.toml", clone / "pyproject.toml")
     env = {**os.environ, "PYTHONPATH": str(clone / "src")}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-n", "0",
          *ORDINARY_USER_TESTS],
         cwd=clone, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
