@@ -179,14 +179,15 @@ def _parse(lang: Language, src: bytes) -> tuple[Any, int]:
     Some inputs make a grammar slow (``a<a<a<...`` costs C++'s grammar ~7 s per MB),
     and tree-sitter 0.26 has no timeout (its chunked-input mode, which could stop early,
     leaks every chunk). So a large file is first parsed on a ``_PROBE``-byte prefix; when
-    that is slower than ``_PROBE_SECONDS``, the prefix's tree is the answer.
+    that is slower than ``_PROBE_SECONDS``, the prefix's tree is the answer. Slower in this
+    thread's CPU time: on a busy machine the wall clock judged ordinary files slow.
     """
     parser = _parser(lang)
     if len(src) <= _PARSE_WHOLE:
         return parser.parse(src), 0
-    started = time.monotonic()
+    started = time.thread_time()
     prefix = parser.parse(src[:_PROBE])
-    if time.monotonic() - started > _PROBE_SECONDS:
+    if time.thread_time() - started > _PROBE_SECONDS:
         return prefix, src.count(b"\n", 0, _PROBE) + 1
     return parser.parse(src), 0
 
