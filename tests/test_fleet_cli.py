@@ -14,12 +14,16 @@ from cli_run import child_env, loki
 from fleet_kit import done, make_repo, marked_processes, run, wait_for, write_script
 
 
-def tasks_file(tmp_path: Path, ids: list[str], *, sleep: float = 0.0) -> Path:
+def tasks_file(tmp_path: Path, ids: list[str], *, sleep: float = 0.0,
+               until: Path | None = None) -> Path:
+    """Tasks that each write <id>.txt, after ``sleep`` seconds or once ``until`` exists
+    (a path outside /tmp, which a fenced command sees as its own)."""
     repo = tmp_path / "repo"
     if not repo.exists():
         make_repo(repo, {"a.txt": "a\n"})
     for name in ids:
         steps = [run(f"sleep {sleep}")] if sleep else []
+        steps += [run(f"while [ ! -e {until} ]; do sleep 0.05; done")] if until else []
         write_script(tmp_path / "scripts", name, *steps, run(f"echo {name} > {name}.txt"), done())
     path = tmp_path / "tasks.jsonl"
     path.write_text("".join(json.dumps({"id": n, "repo": "repo", "prompt": "x",

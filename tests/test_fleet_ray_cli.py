@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -134,24 +136,30 @@ def _descends_from(pid: int, ancestor: int) -> bool:
 
 def test_a_lost_node_retries_its_task_on_another(tmp_path: Path, head: RayNode) -> None:
     """A second node joins the cluster; its raylet is killed while it runs a task. The task
-    is retried on the head node, the others go on, and the driver does not hang."""
+    is retried on the head node, the others go on, and the driver does not hang. Each task
+    waits for `go` (three tasks, three CPUs: one runs on the second node), made once the
+    node is lost."""
     side = RayNode(1, address=head.address)
+    gate = Path(tempfile.mkdtemp(prefix="loki-gate-", dir="/var/tmp"))
     try:
         ids = ["n0", "n1", "n2"]
-        tasks = tasks_file(tmp_path, ids, sleep=4.0)
+        tasks = tasks_file(tmp_path, ids, until=gate / "go")
         lost: list[str] = []
 
         def kill_the_side_node() -> None:
-            deadline = time.monotonic() + CLI_TIMEOUT
-            raylet = side.raylet()
-            while not lost and time.monotonic() < deadline:
-                for name in ids:
-                    if any(_descends_from(pid, raylet) for pid in attempt_pids(tmp_path / "cache",
-                                                                              name)):
-                        os.kill(raylet, signal.SIGKILL)  # the node is lost mid-task
-                        lost.append(name)
-                        return
-                time.sleep(0.05)
+            deadline = time.monotonic() + CLI_TIMEOUT / 2
+            try:
+                raylet = side.raylet()
+                while not lost and time.monotonic() < deadline:
+                    for name in ids:
+                        if any(_descends_from(pid, raylet)
+                               for pid in attempt_pids(tmp_path / "cache", name)):
+                            os.kill(raylet, signal.SIGKILL)  # the node is lost mid-task
+                            lost.append(name)
+                            return
+                    time.sleep(0.05)
+            finally:
+                (gate / "go").touch()
 
         watcher = threading.Thread(target=kill_the_side_node, daemon=True)
         watcher.start()
@@ -169,4 +177,5 @@ def test_a_lost_node_retries_its_task_on_another(tmp_path: Path, head: RayNode) 
         assert leftovers(tmp_path / "cache") == [] and marked_processes() == []
     finally:
         side.stop()
+        shutil.rmtree(gate, ignore_errors=True)
     assert head.proc.poll() is None  # the head node lived through it

@@ -5,11 +5,14 @@ starts its own and shuts it down when it ends."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 
-from fleet_kit import done, make_repo, run, write_script
+from fleet_kit import attempt_pids, done, make_repo, run, wait_for, write_script
 from yggdrasil.loki.fleet import Fleet, Task
 
 ray = pytest.importorskip("ray")
@@ -21,12 +24,29 @@ def test_a_fleet_started_cluster_runs_as_many_attempts_as_workers(tmp_path: Path
     repo = tmp_path / "repo"
     make_repo(repo, {"a.txt": "a\n"})
     scripts = tmp_path / "s"
+    # each attempt waits for `go` (outside /tmp: a command's /tmp is its own), made once all
+    # four run; had Ray run fewer at once, they would end in turns after the wait below
+    gate = Path(tempfile.mkdtemp(prefix="loki-gate-", dir="/var/tmp"))
     for i in range(4):
-        write_script(scripts, f"t{i}", run("sleep 4"), done())
+        write_script(scripts, f"t{i}", run(f"while [ ! -e {gate}/go ]; do sleep 0.05; done"),
+                     done())
     tasks = [Task(id=f"t{i}", repo=str(repo), prompt="x") for i in range(4)]
     ran = Fleet("scripted", model=str(scripts / "{id}.jsonl"), backend="ray", workers=4,
                 out=tmp_path / "out", cache_dir=tmp_path / "cache")
-    results = list(ran.run(tasks))
+
+    def open_the_gate() -> None:
+        try:
+            wait_for(lambda: all(attempt_pids(tmp_path / "cache", t.id) for t in tasks), 120)
+        finally:
+            (gate / "go").touch()
+
+    opener = threading.Thread(target=open_the_gate, daemon=True)
+    opener.start()
+    try:
+        results = list(ran.run(tasks))
+    finally:
+        opener.join(5)
+        shutil.rmtree(gate, ignore_errors=True)
     assert not ray.is_initialized()  # the fleet's cluster is gone with it
     assert [r.status for r in results] == ["done"] * 4, [r.reason for r in results]
     spans = [(r.attempts[0]["started_at"], r.attempts[0]["ended_at"]) for r in results]
