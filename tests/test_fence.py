@@ -8,6 +8,7 @@ the tests run as root (``setpriv``). The child prints what it saw; the assertion
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from readable import new_base, readable_copy
 from yggdrasil.loki.sandbox import isolation_status
 from yggdrasil.loki.tools import filesystem_toolbox, sandbox_status
 
@@ -43,13 +45,21 @@ def _as_nobody(argv: list[str]) -> list[str]:
     return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
 
 
-def _nobody_runner() -> tuple[list[str], str] | None:
+@functools.cache
+def _nobody_runner() -> tuple[list[str], str, Path] | None:
     """A command prefix that runs ``python ARGS`` as uid 65534 with this interpreter and its
-    packages; None when there is none. An interpreter under /root (0700, pyenv) is bound
-    at a path uid 65534 can reach, in a mount namespace of the child only."""
+    packages, the PYTHONPATH it needs and the tests folder it reads; None when there is
+    none. An interpreter under /root (0700, pyenv) is bound at a path uid 65534 can reach,
+    in a mount namespace of the child only; the checkout, which may sit where that user
+    cannot enter (a 0700 folder), is a copy that user can read (readable.py)."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         return None
-    prefixes = [([*_as_nobody([sys.executable])], SRC)]
+    base = new_base("loki-fence-checkout-")
+    if base is None:
+        return None
+    atexit.register(shutil.rmtree, base, ignore_errors=True)
+    src, tests = (str(p) for p in readable_copy(base))
+    prefixes = [([*_as_nobody([sys.executable])], src)]
     if sys.prefix == sys.base_prefix and shutil.which("unshare"):
         where = tempfile.mkdtemp(prefix="loki-python-", dir="/var/tmp")
         atexit.register(shutil.rmtree, where, ignore_errors=True)
@@ -59,16 +69,13 @@ def _nobody_runner() -> tuple[list[str], str] | None:
                   f'setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups "{where}/{rel}" "$@"')
         site = os.path.relpath(sysconfig.get_paths()["purelib"], sys.prefix)
         prefixes.append((["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
-                          "python"], f"{SRC}{os.pathsep}{where}/{site}"))
+                          "python"], f"{src}{os.pathsep}{where}/{site}"))
     for prefix, path in prefixes:
         done = subprocess.run([*prefix, "-c", _CHECK], env={"PYTHONPATH": path,
                               "PATH": os.defpath}, capture_output=True)
         if done.returncode == 0:
-            return prefix, path
+            return prefix, path, Path(tests)
     return None
-
-
-NOBODY_RUNNER = _nobody_runner()
 
 
 @pytest.fixture
@@ -83,12 +90,13 @@ def attack(name: str, work: Path, user: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": SRC, "HOME": str(work / "home")}
     argv = [sys.executable, str(HERE / "fence_attacks.py"), name, str(work)]
     if user == "nobody":
-        if NOBODY_RUNNER is None:
+        runner = _nobody_runner()
+        if runner is None:
             pytest.skip("switching to an ordinary user needs root, setpriv and a Python that "
                         f"uid {NOBODY} can run with this checkout on its path")
         os.chown(work, NOBODY, NOBODY)
-        argv = [*NOBODY_RUNNER[0], *argv[1:]]
-        env["PYTHONPATH"] = NOBODY_RUNNER[1]
+        argv = [*runner[0], str(runner[2] / "fence_attacks.py"), *argv[2:]]
+        env["PYTHONPATH"] = runner[1]
         env = {k: v for k, v in env.items() if not k.startswith(("PYTEST", "COV"))}
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
