@@ -36,7 +36,7 @@ def test_a_fleet_started_cluster_runs_as_many_attempts_as_workers(tmp_path: Path
 
     def open_the_gate() -> None:
         try:
-            wait_for(lambda: all(attempt_pids(tmp_path / "cache", t.id) for t in tasks), 120)
+            wait_for(lambda: all(attempt_pids(tmp_path / "cache", t.id) for t in tasks), 300)
         finally:
             (gate / "go").touch()
 

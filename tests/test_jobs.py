@@ -174,6 +174,11 @@ def test_a_job_changes_files_between_calls_and_revert_covers_it(root: Path, box:
     (root / "old.txt").write_text("old\n")
     job, _ = start(box, "for i in 1 2 3; do echo $i > made$i.txt; sleep 0.3; done; "
                         "echo gone > made2.txt; rm made3.txt")
+    deadline = time.monotonic() + GUARD  # its last step done (no tool call meanwhile: one
+    while (root / "made3.txt").exists() or not (root / "made2.txt").exists() \
+            or (root / "made2.txt").read_text() != "gone\n":  # could see made3 come)
+        assert time.monotonic() < deadline, sorted(p.name for p in root.iterdir())
+        time.sleep(0.02)
     box.call("write_file", {"path": "mine.txt", "content": "by the tool\n"})
     read_until_exit(box, job)
     obs = box.call("job_output", {"job": job})
