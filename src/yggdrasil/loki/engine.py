@@ -1,4 +1,4 @@
-"""The brain: the engine protocol, what an engine returns, and how one is chosen.
+"""The engine: its protocol, what an engine returns, and how one is chosen (public face).
 
 An :class:`Engine` is a model behind an API. It takes the conversation (neutral
 messages), the system prompt and, for native tool calling, the toolbox's neutral tool
@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .brain import (
+from .engines import (
     DEFAULT_TIMEOUT,
     Completion,
     Decision,

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..brain import Completion, Decision, Engine, Message, NotADecision, decisions_from
+from ..engines import Completion, Decision, Engine, Message, NotADecision, decisions_from
 from ..errors import ContextLengthError, EngineError, ToolsUnsupportedError
 from ..files import clip_text
 from ..toolbox import Observation, Toolbox
