@@ -1,8 +1,8 @@
 """The confined file layer: the one place that decides what a path means (internal).
 
 Owns ``Root`` (every path resolved and opened inside the agent root, no symlink followed
-out), the file tools (list, read a window, write, edit, apply a patch), the forgiving
-edit matcher, patches, diffs, the stale-view guard, the syntax gate,
+out), the file tools (list, read a window, write, edit, apply a patch), their edit
+machinery in ``edits/`` (the forgiving matcher, patches, diffs), the stale-view guard, the syntax gate,
 the run's journal (what each touched path was, and how to put it back), the protected
 paths ``Root`` refuses (``Protection``, ``DEFAULT_PROTECTED``), the files git takes
 commands from that the tools never write (``_gitfiles``) and the bounds on
@@ -13,7 +13,6 @@ this package; it imports only ``yggdrasil.loki.errors`` and ``yggdrasil.io``.
 from __future__ import annotations
 
 from ._approvals import Answer, Approvals, answer_of
-from ._diff import ConfirmAction
 from ._files import Confirm, Files
 from ._gitfiles import SETTINGS_FILE, settings_path
 from ._journal import Diff, Journal, Reverted
@@ -41,6 +40,7 @@ from ._protect import (
 )
 from ._root import DIR_FLAGS, READ_FLAGS, Root, resolve_inside
 from ._syntax import OnSyntaxError, SyntaxGate, syntax_problem
+from .edits import ConfirmAction
 
 __all__ = [
     "DEFAULT_PROTECTED",

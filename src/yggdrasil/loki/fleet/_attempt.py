@@ -38,14 +38,14 @@ from ._scratch import MARKER, Workspace
 from ._task import Task
 from ._urls import local_folder
 
-__all__ = ["Settings", "run_attempt", "warm_up"]
+__all__ = ["AttemptSettings", "run_attempt", "warm_up"]
 
 OUTPUT_KEPT = 4_000  # characters of setup/verify output kept in a result or a reason
 _EXIT = re.compile(r"exit=(-?\d+)")
 
 
 @dataclass
-class Settings:
+class AttemptSettings:
     """How every attempt of a fleet runs (sent to the workers with each task)."""
 
     engine: str | Callable[[Task], Engine]
@@ -69,7 +69,7 @@ class Settings:
 _ENGINE_SDKS = {"openai": "openai", "ollama": "openai", "anthropic": "anthropic"}
 
 
-def warm_up(settings: Settings) -> None:
+def warm_up(settings: AttemptSettings) -> None:
     """What a worker imports once, before its first attempt: the engine's SDK (the agent
     and the tools are imported with this module)."""
     _one_process()
@@ -95,7 +95,7 @@ class AttemptError(Exception):
         self.transcript = transcript
 
 
-def run_attempt(task: Task, settings: Settings, gate: GateClient, holder: str,
+def run_attempt(task: Task, settings: AttemptSettings, gate: GateClient, holder: str,
                 node: str = "") -> dict[str, Any]:
     """Run one attempt of ``task``; a plain dict, never an exception (see the module doc).
 
@@ -111,7 +111,7 @@ def run_attempt(task: Task, settings: Settings, gate: GateClient, holder: str,
     return {**outcome, **stamp, "ended_at": time.time()}
 
 
-def _run(task: Task, settings: Settings, gate: GateClient, holder: str) -> dict[str, Any]:
+def _run(task: Task, settings: AttemptSettings, gate: GateClient, holder: str) -> dict[str, Any]:
     started = time.monotonic()
     space = Workspace(settings.cache_dir)
     space.sweep()
@@ -156,7 +156,7 @@ def _temp_in(folder: Path) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _attempt(task: Task, settings: Settings, gate: GateClient, holder: str, scratch: Path,
+def _attempt(task: Task, settings: AttemptSettings, gate: GateClient, holder: str, scratch: Path,
              space: Workspace, *, deadline: float) -> tuple[dict[str, Any], str]:
     copy = WorkingCopy.create(task, scratch / task.id, space, refresh=settings.refresh,
                               run=settings.run)
@@ -200,7 +200,7 @@ def _setup(task: Task, path: Path, deadline: float) -> None:
                            final=not done.timed_out and not _killed(done.exit_code))
 
 
-def _hidden(task: Task, space: Workspace, settings: Settings) -> tuple[str, ...]:
+def _hidden(task: Task, space: Workspace, settings: AttemptSettings) -> tuple[str, ...]:
     """What an attempt's commands may not read besides the usual credential stores: the
     node's scratch folders (this attempt's snapshots and transcript, which hold copies of
     the root's protected files, and other attempts' copies) and the task's own folder when
@@ -211,7 +211,7 @@ def _hidden(task: Task, space: Workspace, settings: Settings) -> tuple[str, ...]
     return (*settings.toolbox.fence.hidden, str(space.work), *((source,) if source else ()))
 
 
-def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Path,
+def _act(task: Task, settings: AttemptSettings, gate: GateClient, holder: str, root: Path,
          log: Path, hidden: tuple[str, ...]) -> Any:
     try:
         engine = GatedEngine(_engine(task, settings), gate, holder, settings.retry)
@@ -231,7 +231,7 @@ def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Pa
         raise AttemptError(f"{type(exc).__name__}: {exc}", transcript=_read(log)) from exc
 
 
-def _engine(task: Task, settings: Settings) -> Engine:
+def _engine(task: Task, settings: AttemptSettings) -> Engine:
     """This task's engine, built not to retry: the gate retries, fleet-wide."""
     if callable(settings.engine):
         return settings.engine(task)
@@ -257,7 +257,7 @@ def _verify_copy(task: Task, copy: WorkingCopy, scratch: Path,
                               commit=copy.commit or None)
 
 
-def _verify(task: Task, settings: Settings, space: Workspace, snapshots: Snapshots,
+def _verify(task: Task, settings: AttemptSettings, space: Workspace, snapshots: Snapshots,
             copy: WorkingCopy, patch: bytes, deadline: float) -> dict[str, Any]:
     """``task.verify`` in ``copy`` (as at the commit: set up, then only the patch applied
     through ``snapshots``, whose work tree it is), fenced."""

@@ -30,7 +30,7 @@ from ._walk import IGNORE_NAMES, read_ignore_text
 Backend = Literal["auto", "rg", "python"]
 
 
-class Engine(Protocol):
+class SearchEngine(Protocol):
     name: str
 
     def find(self, query: Query, accept: Accept) -> Found: ...
@@ -50,7 +50,7 @@ class Search:
         """ripgrep's globs for the root's protected files (the root never changes them)."""
         return rg_overrides(self.root.protect)
 
-    def engine(self) -> Engine:
+    def engine(self) -> SearchEngine:
         if self.backend == "python":
             return PythonEngine(self.root)
         exe = find_rg()

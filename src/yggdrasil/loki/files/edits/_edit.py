@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ToolError
+from ...errors import ToolError
+from .._text import printable
 from ._diff import trimmed
 from ._match import IGNORED, LOOSEST, MAX_PLACES, NOTES, Lines, adapt
 from ._nearmiss import near_miss
 from ._slips import unblanked, unnumbered
-from ._text import printable
 
 MAX_EDITS = 100  # edits in one edit_file call
 MAX_SPANS = 1_000  # changed places of one replace_all recorded for its diff
