@@ -26,11 +26,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from io import BufferedReader
-from typing import IO, Protocol
-
-from yggdrasil.io import human_size
+from typing import IO, Any, Protocol
 
 from ..errors import ToolError
+from ..results import CommandResult, StreamOutput
 from ._cancel import current_cancel
 from ._kill import kill_pipe_holders, kill_tree, signal_command, start_time
 
@@ -70,17 +69,14 @@ class Capture:
         """Bytes dropped from the middle."""
         return self.total - len(self.head) - len(self.tail)
 
-    def text(self) -> str:
+    def output(self) -> StreamOutput:
+        """What was kept, decoded (head and tail apart when bytes were cut between them)."""
         head = self.head.decode("utf-8", "replace")
         tail = self.tail.decode("utf-8", "replace")
-        if self.cut <= 0:
-            return head + tail
-        return f"{head}\n{cut_note(self.cut)}\n{tail}"
+        return StreamOutput(head=head, tail=tail, cut=max(0, self.cut), bytes=self.total)
 
-
-def cut_note(size: int, why: str = "") -> str:
-    """The line where ``size`` bytes of output were cut (``why``: a clause saying why)."""
-    return f"[... {human_size(size)} of output cut from the middle{why} ...]"
+    def text(self) -> str:
+        return self.output().text()
 
 
 class Sink(Protocol):
@@ -105,23 +101,16 @@ class Completed:
     held_open: bool = False  # a process that escaped the kill still holds stdout/stderr
     cancelled: bool = False  # stopped through its cancel event (see ``_cancel``)
 
-    def observation(self) -> str:
-        if self.cancelled:
-            first = ("exit=cancelled (stopped on request with its whole process tree; "
-                     "partial output below)")
-        elif self.timed_out:
-            first = (f"exit=timeout (killed after {self.timeout:g}s with its whole process "
-                     "tree; partial output below)")
-        else:
-            first = f"exit={self.exit_code}"
-        text = f"{first}\nstdout:\n{self.stdout.text()}\nstderr:\n{self.stderr.text()}"
-        if self.held_open:
-            text += ("" if text.endswith("\n") else "\n") + HELD_OPEN
-        return text
-
-
-HELD_OPEN = ("[a background process that left the session still holds the output open; "
-             "output after this point is not shown]\n")
+    def result(self, **more: Any) -> CommandResult:
+        """The command's typed result; ``more``: the fields a caller adds (what changed,
+        what the fence refused)."""
+        code = self.exit_code if not (self.timed_out or self.cancelled) else None
+        killed = signal.Signals(-code).name if code is not None and code < 0 and \
+            -code in signal.valid_signals() else None
+        return CommandResult(exit_code=code, timed_out=self.timed_out and not self.cancelled,
+                             cancelled=self.cancelled, timeout=self.timeout, signal=killed,
+                             stdout=self.stdout.output(), stderr=self.stderr.output(),
+                             held_open=self.held_open, **more)
 
 
 # -- running ------------------------------------------------------------------------------
