@@ -54,6 +54,7 @@ from ._render import (
     text_result,
     tool_result,
 )
+from ._search import FoundFiles, GrepMatches, Match, SearchSkips, match_line, skip_note
 
 __all__ = [
     "MAX_CHANGE_LINES",
@@ -66,6 +67,8 @@ __all__ = [
     "CommandResult",
     "ErrorResult",
     "FileChange",
+    "FoundFiles",
+    "GrepMatches",
     "ImagePart",
     "JobInput",
     "JobList",
@@ -73,10 +76,12 @@ __all__ = [
     "JobRow",
     "JobStarted",
     "JobState",
+    "Match",
     "Part",
     "Refusal",
     "RemoteResult",
     "Result",
+    "SearchSkips",
     "StreamOutput",
     "TextPart",
     "ToolResult",
@@ -90,6 +95,7 @@ __all__ = [
     "human_size",
     "job_state",
     "json_text",
+    "match_line",
     "plain",
     "printable",
     "remote_error",
@@ -98,6 +104,7 @@ __all__ = [
     "renders",
     "retexted",
     "shows",
+    "skip_note",
     "text_result",
     "tool_result",
 ]
