@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from typing import Literal
 
 import pytest
@@ -231,7 +232,11 @@ def test_a_tool_answering_neither_text_nor_a_model_is_an_error_saying_what_is_al
                          "model")
 
 
-def test_errors_and_refusals_are_typed_with_their_category_and_rule(tmp_path) -> None:
+def test_errors_and_refusals_are_typed_with_their_category_and_rule(
+        tmp_path, monkeypatch: pytest.MonkeyPatch,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    # the system temp dir elsewhere: the root's files are real assets, their edits asked about
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path_factory.mktemp("systemtmp")))
     (tmp_path / "app.py").write_text("x = 1\n")
     box = filesystem_toolbox(tmp_path, confirm=lambda action: False,
                              rules=[("deny", "git push")])
