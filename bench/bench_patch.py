@@ -47,7 +47,8 @@ import warnings
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from yggdrasil.loki.files import _apply, _files, _journal, _root
+from yggdrasil.loki.files import _files, _journal, _root
+from yggdrasil.loki.files.edits import _apply
 from yggdrasil.loki.tools import filesystem_toolbox
 
 PHASES: dict[str, list[float]] = {}

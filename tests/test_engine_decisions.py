@@ -90,7 +90,7 @@ def test_a_brace_heavy_reply_is_bounded() -> None:
 
 
 def test_deeply_nested_args_are_an_error_not_a_crash() -> None:
-    from yggdrasil.loki.brain import decode_arguments
+    from yggdrasil.loki.engines import decode_arguments
 
     deep = "[" * 5_000 + "]" * 5_000
     decision = parse_decision('{"tool": "list_dir", "args": "' + deep + '"}')

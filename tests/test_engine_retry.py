@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from yggdrasil.loki.brain import RetryPolicy, parse_retry_after, retry_call, status_error
+from yggdrasil.loki.engines import RetryPolicy, parse_retry_after, retry_call, status_error
 from yggdrasil.loki.errors import (
     EngineAuthError,
     EngineError,

@@ -33,7 +33,7 @@ from fleet_kit import (
     write_script,
 )
 from yggdrasil.loki.fleet import Fleet, Task
-from yggdrasil.loki.fleet._attempt import Settings, warm_up
+from yggdrasil.loki.fleet._attempt import AttemptSettings, warm_up
 from yggdrasil.loki.fleet._local import _work, died
 from yggdrasil.loki.fleet._scratch import Workspace
 from yggdrasil.loki.fleet._zygote import Zygote
@@ -140,7 +140,7 @@ def test_workers_are_forked_from_the_fleets_own_warm_zygote(tmp_path: Path) -> N
     fresh), it has no thread to fork, and it says how each worker ended. A zygote that
     died is replaced by the next fork; a worker it left behind is still watched (by its
     pidfd), and said to have ended in a way nobody knows."""
-    settings = Settings(engine="scripted", cache_dir=str(tmp_path / "cache"))
+    settings = AttemptSettings(engine="scripted", cache_dir=str(tmp_path / "cache"))
     zygote = Zygote(partial(warm_up, settings), partial(_work, settings))
     try:
         first, first_conn = zygote.fork()

@@ -334,7 +334,7 @@ def test_a_new_file_below_a_file_is_refused_before_anything_changes(root: Path, 
 
 def test_what_a_patch_may_read_and_rework_is_bounded(root: Path, box: Toolbox,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from yggdrasil.loki.files import _apply
+    from yggdrasil.loki.files.edits import _apply
 
     monkeypatch.setattr(_apply, "MAX_PATCH_BYTES", 1000)  # the real one is 256 MB
     body = "".join(f"line {j}\n" for j in range(100))  # 790 bytes

@@ -1,4 +1,4 @@
-"""The brain: the engine protocol, what an engine returns, and how one is chosen.
+"""The engine: its protocol, what an engine returns, and how one is chosen (public face).
 
 An :class:`Engine` is a model behind an API. It takes the conversation (neutral
 messages), the system prompt and, for native tool calling, the toolbox's neutral tool
@@ -9,7 +9,11 @@ Neutral messages are plain dicts, one of::
 
     {"role": "user", "content": "..."}
     {"role": "assistant", "content": "...", "tool_calls": [{"id", "name", "args"}]}
-    {"role": "tool", "tool_call_id": "...", "name": "<tool>", "content": "<observation>"}
+    {"role": "tool", "tool_call_id": "...", "name": "<tool>", "content": "<observation>",
+     "is_error": False}
+
+A tool message's ``is_error`` is true when the call failed or was refused (an engine whose
+API has a place for it, such as Anthropic's ``tool_result``, says so there).
 
 Engines are found by name through :data:`ENGINES`, a name -> ``"module:factory"`` map
 imported only when used (so vendor SDKs stay optional extras); :func:`register_engine`
@@ -23,7 +27,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .brain import (
+from .engines import (
     DEFAULT_TIMEOUT,
     Completion,
     Decision,

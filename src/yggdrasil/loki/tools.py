@@ -30,6 +30,7 @@ from .toolbox import (
     Observation,
     Tool,
     Toolbox,
+    ToolResult,
     edit_tools,
     job_tools,
     read_tools,
@@ -37,7 +38,7 @@ from .toolbox import (
     write_tools,
 )
 
-__all__ = ["DEFAULT_PROTECTED", "McpServer", "Observation", "Tool", "Toolbox",
+__all__ = ["DEFAULT_PROTECTED", "McpServer", "Observation", "Tool", "ToolResult", "Toolbox",
            "filesystem_toolbox", "sandbox_status"]
 
 

@@ -1,7 +1,7 @@
 """Claude through the Messages API and the official ``anthropic`` SDK.
 
 The SDK is imported when an engine is made, and its own retries are off: the shared
-policy in ``yggdrasil.loki.brain`` decides. Aborting at once: 401/403 (key), 400/404/422
+policy in ``yggdrasil.loki.engines`` decides. Aborting at once: 401/403 (key), 400/404/422
 (request, model name), and a prompt too long for the model. 529 (overloaded) is retried.
 """
 
@@ -11,7 +11,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..brain import (
+from ..errors import (
+    ContextLengthError,
+    EngineConfigError,
+    EngineError,
+)
+from . import (
     DEFAULT_TIMEOUT,
     Completion,
     Message,
@@ -19,11 +24,6 @@ from ..brain import (
     ToolCall,
     retry_call,
     status_error,
-)
-from ..errors import (
-    ContextLengthError,
-    EngineConfigError,
-    EngineError,
 )
 from ._sdk_errors import error_message, transport_error
 
@@ -100,9 +100,9 @@ class AnthropicEngine:
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     role, content = message["role"], message.get("content") or ""
     if role == "tool":
-        is_error = content.startswith(("ERROR:", "REFUSED:"))
         return "user", [{"type": "tool_result", "tool_use_id": message["tool_call_id"],
-                         "content": content or "(no output)", "is_error": is_error}]
+                         "content": content or "(no output)",
+                         "is_error": bool(message.get("is_error"))}]
     blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
     if role == "assistant":
         blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}

@@ -2,7 +2,7 @@
 
 OpenAI itself, and the local servers people run: Ollama (``localhost:11434/v1``), vLLM,
 the llama.cpp server, LM Studio. The SDK is imported when an engine is made, never when
-this module is, and its own retries are off: the shared policy in ``yggdrasil.loki.brain``
+this module is, and its own retries are off: the shared policy in ``yggdrasil.loki.engines``
 decides.
 Aborting at once: 401/403 (key), 400/404/422 (request, model name), context length, and
 a 429 that means the quota is spent rather than a rate limit.
@@ -16,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..brain import (
+from ..errors import (
+    ContextLengthError,
+    EngineConfigError,
+    EngineError,
+    EngineRequestError,
+    ToolsUnsupportedError,
+)
+from . import (
     DEFAULT_TIMEOUT,
     Completion,
     Message,
@@ -27,13 +34,6 @@ from ..brain import (
     ollama_url,
     retry_call,
     status_error,
-)
-from ..errors import (
-    ContextLengthError,
-    EngineConfigError,
-    EngineError,
-    EngineRequestError,
-    ToolsUnsupportedError,
 )
 from ._sdk_errors import error_message, transport_error
 

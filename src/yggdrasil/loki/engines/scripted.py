@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..brain import Completion, Message
 from ..errors import EngineConfigError, EngineRequestError
+from . import Completion, Message
 
 _TRANSCRIPT_ONLY = {"start", "step", "end", "error", "message"}
 

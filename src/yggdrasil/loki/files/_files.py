@@ -19,26 +19,31 @@ from typing import Annotated, Any
 from annotated_types import Ge
 
 from ..errors import LokiError, PathError, Refused, ToolError
-from ._apply import FileState, Plan, diffs
+from ..results import MAX_ENTRIES, clip_list, human_size
 from ._approvals import answer_of
-from ._diff import (
-    MAX_CONFIRM_LINES,
-    MAX_DIFF_LINES,
-    ConfirmAction,
-    Spans,
-    lines_of,
-    render,
-    whole,
-)
-from ._edit import apply_edits, edit_list, summary
-from ._observe import MAX_ENTRIES, clip_list, human_size
-from ._patch import parse_patch
 from ._protect import ProtectedError
 from ._root import Root, Staged
 from ._syntax import SyntaxGate
 from ._text import MAX_EDIT_BYTES, read_text, wide_codec
 from ._views import Views
 from ._window import AsUtf8, byte_window, render_window
+from .edits import (
+    MAX_CONFIRM_LINES,
+    MAX_DIFF_LINES,
+    ConfirmAction,
+    EditItem,
+    FileState,
+    Plan,
+    Spans,
+    apply_edits,
+    diffs,
+    edit_list,
+    lines_of,
+    parse_patch,
+    render,
+    summary,
+    whole,
+)
 
 __all__ = ["Confirm", "Files"]
 
@@ -153,7 +158,7 @@ class Files:
         return f"{'created' if created else 'overwrote'} {rel} ({len(data)} bytes)"
 
     def edit_file(self, path: str, old: str = "", new: str = "", replace_all: bool = False,
-                  edits: list[dict[str, Any]] | None = None) -> str:
+                  edits: list[EditItem] | None = None) -> str:
         items = edit_list(old, new, replace_all, edits)
         real = self.root.resolve(_file_path(path))
         rel = self.root.rel(real)

@@ -88,7 +88,7 @@ def is_bytecode(rel: str) -> bool:
 
 
 @dataclass
-class Entry:
+class JournalEntry:
     existed: bool  # when the run first touched it
     exists: bool  # now, as far as the toolbox has seen
     backup: Copy | None = None
@@ -127,7 +127,7 @@ class Journal:
         self.root = replace(root, git_writable=True, restores=True)
         self.git_writable = root.git_writable  # else a command's change to one is undone
         self.record = record
-        self.entries: dict[str, Entry] = {}
+        self.entries: dict[str, JournalEntry] = {}
         self.created_dirs: list[str] = []
         self._created_dirs: set[str] = set()  # the same, for membership tests
         self.originals: dict[str, tuple[Identity, Copy, int]] = {}  # see keep_originals
@@ -222,9 +222,9 @@ class Journal:
         st = self.root.stat(real)
         if st is None:
             self._note_missing_parents(real)
-            self.entries[rel] = Entry(existed=False, exists=False)
+            self.entries[rel] = JournalEntry(existed=False, exists=False)
             return
-        self.entries[rel] = Entry(existed=True, exists=True, backup=self._copy(real),
+        self.entries[rel] = JournalEntry(existed=True, exists=True, backup=self._copy(real),
                                   mode=stat.S_IMODE(st.st_mode))
 
     def _copy(self, real: Path) -> Copy:
@@ -256,14 +256,14 @@ class Journal:
             return None
 
     def after_write(self, rel: str) -> None:
-        entry = self.entries.setdefault(rel, Entry(existed=True, exists=True))
+        entry = self.entries.setdefault(rel, JournalEntry(existed=True, exists=True))
         entry.exists = True
         self._saw(rel, entry)
         self.record(rel)
 
     def after_remove(self, rel: str) -> None:
         """A tool (apply_patch) deleted ``rel``; its original was copied by before_write."""
-        entry = self.entries.setdefault(rel, Entry(existed=True, exists=False))
+        entry = self.entries.setdefault(rel, JournalEntry(existed=True, exists=False))
         entry.exists = False
         self._saw(rel, entry)
         self.record(rel)
@@ -345,13 +345,13 @@ class Journal:
                 self._saw(rel, entry, diff.seen.get(rel))
                 self.record(rel)
 
-    def _first_seen(self, rel: str, existed: bool, exists: bool) -> Entry:
+    def _first_seen(self, rel: str, existed: bool, exists: bool) -> JournalEntry:
         kept = self.originals.pop(rel, None) if existed else None
         if kept is None:
-            return Entry(existed=existed, exists=exists)
-        return Entry(existed=True, exists=exists, backup=kept[1], mode=kept[2])
+            return JournalEntry(existed=existed, exists=exists)
+        return JournalEntry(existed=True, exists=exists, backup=kept[1], mode=kept[2])
 
-    def _saw(self, rel: str, entry: Entry, known: Identity | None = None) -> None:
+    def _saw(self, rel: str, entry: JournalEntry, known: Identity | None = None) -> None:
         """Remember which file the run left at ``rel`` (created ones: revert checks it)."""
         if entry.existed:
             return
@@ -415,7 +415,7 @@ class Journal:
         self.created_dirs[:] = [d for d in self.created_dirs if d in self._created_dirs]
         return done
 
-    def _revert_one(self, rel: str, entry: Entry, done: Reverted) -> None:
+    def _revert_one(self, rel: str, entry: JournalEntry, done: Reverted) -> None:
         if not entry.existed:
             self._remove_created(rel, entry, done)
         elif entry.backup is not None:
@@ -433,7 +433,7 @@ class Journal:
             done.not_reverted[rel] = (f"{verb} by a command (run/run_python); no copy of the "
                                       "original was kept")
 
-    def _remove_created(self, rel: str, entry: Entry, done: Reverted) -> None:
+    def _remove_created(self, rel: str, entry: JournalEntry, done: Reverted) -> None:
         """Remove a file the run created, if it is still the one the run left there."""
         st = self._stat(self.root.path / PurePosixPath(rel))
         if st is None:

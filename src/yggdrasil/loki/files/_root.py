@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import overload
 
 from ..errors import PathError
+from ..results import printable
 from ._gitfiles import HOW_TO_ALLOW_GIT, git_code_path, settings_path
-from ._observe import printable
 from ._protect import Protection
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

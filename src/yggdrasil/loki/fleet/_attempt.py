@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import re
 import secrets
 import signal
 import socket
@@ -28,8 +27,10 @@ from typing import Any
 from ..agent import Loki
 from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy, create_engine
 from ..errors import EngineAuthError, EngineConfigError, EngineError
+from ..results import CommandResult
 from ..sandbox import run_process
 from ..settings import Settings as ToolboxSettings
+from ..shell import stream_of
 from ..tools import filesystem_toolbox
 from ._copies import CopyError, WorkingCopy
 from ._gate import GateClient, GatedEngine
@@ -38,14 +39,14 @@ from ._scratch import MARKER, Workspace
 from ._task import Task
 from ._urls import local_folder
 
-__all__ = ["Settings", "run_attempt", "warm_up"]
+__all__ = ["AttemptSettings", "run_attempt", "warm_up"]
 
 OUTPUT_KEPT = 4_000  # characters of setup/verify output kept in a result or a reason
-_EXIT = re.compile(r"exit=(-?\d+)")
+SETUP_LINES = 5  # last lines of a failed setup's stderr shown in its reason
 
 
 @dataclass
-class Settings:
+class AttemptSettings:
     """How every attempt of a fleet runs (sent to the workers with each task)."""
 
     engine: str | Callable[[Task], Engine]
@@ -69,7 +70,7 @@ class Settings:
 _ENGINE_SDKS = {"openai": "openai", "ollama": "openai", "anthropic": "anthropic"}
 
 
-def warm_up(settings: Settings) -> None:
+def warm_up(settings: AttemptSettings) -> None:
     """What a worker imports once, before its first attempt: the engine's SDK (the agent
     and the tools are imported with this module)."""
     _one_process()
@@ -95,7 +96,7 @@ class AttemptError(Exception):
         self.transcript = transcript
 
 
-def run_attempt(task: Task, settings: Settings, gate: GateClient, holder: str,
+def run_attempt(task: Task, settings: AttemptSettings, gate: GateClient, holder: str,
                 node: str = "") -> dict[str, Any]:
     """Run one attempt of ``task``; a plain dict, never an exception (see the module doc).
 
@@ -111,7 +112,7 @@ def run_attempt(task: Task, settings: Settings, gate: GateClient, holder: str,
     return {**outcome, **stamp, "ended_at": time.time()}
 
 
-def _run(task: Task, settings: Settings, gate: GateClient, holder: str) -> dict[str, Any]:
+def _run(task: Task, settings: AttemptSettings, gate: GateClient, holder: str) -> dict[str, Any]:
     started = time.monotonic()
     space = Workspace(settings.cache_dir)
     space.sweep()
@@ -156,7 +157,7 @@ def _temp_in(folder: Path) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _attempt(task: Task, settings: Settings, gate: GateClient, holder: str, scratch: Path,
+def _attempt(task: Task, settings: AttemptSettings, gate: GateClient, holder: str, scratch: Path,
              space: Workspace, *, deadline: float) -> tuple[dict[str, Any], str]:
     copy = WorkingCopy.create(task, scratch / task.id, space, refresh=settings.refresh,
                               run=settings.run)
@@ -195,12 +196,13 @@ def _setup(task: Task, path: Path, deadline: float) -> None:
     done = run_process(["/bin/sh", "-c", task.setup], cwd=str(path), timeout=_left(deadline))
     if done.timed_out or done.exit_code != 0:
         why = "timed out" if done.timed_out else f"exit {done.exit_code}"
+        said = last_lines(stream_of(done.stderr).text()) or "(nothing on stderr)"
         # an exit code is the same on every try; a timeout (a slow node) may not be
-        raise AttemptError(f"setup failed ({why}): {_tail(done.observation())}",
+        raise AttemptError(f"setup failed ({why}): {said}",
                            final=not done.timed_out and not _killed(done.exit_code))
 
 
-def _hidden(task: Task, space: Workspace, settings: Settings) -> tuple[str, ...]:
+def _hidden(task: Task, space: Workspace, settings: AttemptSettings) -> tuple[str, ...]:
     """What an attempt's commands may not read besides the usual credential stores: the
     node's scratch folders (this attempt's snapshots and transcript, which hold copies of
     the root's protected files, and other attempts' copies) and the task's own folder when
@@ -211,7 +213,7 @@ def _hidden(task: Task, space: Workspace, settings: Settings) -> tuple[str, ...]
     return (*settings.toolbox.fence.hidden, str(space.work), *((source,) if source else ()))
 
 
-def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Path,
+def _act(task: Task, settings: AttemptSettings, gate: GateClient, holder: str, root: Path,
          log: Path, hidden: tuple[str, ...]) -> Any:
     try:
         engine = GatedEngine(_engine(task, settings), gate, holder, settings.retry)
@@ -231,7 +233,7 @@ def _act(task: Task, settings: Settings, gate: GateClient, holder: str, root: Pa
         raise AttemptError(f"{type(exc).__name__}: {exc}", transcript=_read(log)) from exc
 
 
-def _engine(task: Task, settings: Settings) -> Engine:
+def _engine(task: Task, settings: AttemptSettings) -> Engine:
     """This task's engine, built not to retry: the gate retries, fleet-wide."""
     if callable(settings.engine):
         return settings.engine(task)
@@ -257,7 +259,7 @@ def _verify_copy(task: Task, copy: WorkingCopy, scratch: Path,
                               commit=copy.commit or None)
 
 
-def _verify(task: Task, settings: Settings, space: Workspace, snapshots: Snapshots,
+def _verify(task: Task, settings: AttemptSettings, space: Workspace, snapshots: Snapshots,
             copy: WorkingCopy, patch: bytes, deadline: float) -> dict[str, Any]:
     """``task.verify`` in ``copy`` (as at the commit: set up, then only the patch applied
     through ``snapshots``, whose work tree it is), fenced."""
@@ -276,17 +278,17 @@ def _verify(task: Task, settings: Settings, space: Workspace, snapshots: Snapsho
                             rules_default="allow", mcp_servers=(),
                             hidden=_hidden(task, space, settings)) as box:
         try:
-            said = box.call("run", {"command": task.verify,
-                                    "timeout": min(3600.0, _left(deadline))})
+            done = box.invoke("run", {"command": task.verify,
+                                      "timeout": min(3600.0, _left(deadline))})
         finally:
             box.discard_undo()
-    found = _EXIT.match(said)
-    code = int(found.group(1)) if found else None
+    ran = done.data if isinstance(done.data, CommandResult) else None
+    code = ran.exit_code if ran is not None else None
     if code is None or _killed(code):  # not the patch's verdict: the node's (OOM, a kill)
         why = (f"exit {code}" if code is not None else "timed out"
-               if said.startswith("exit=timeout") else "it could not run")
-        raise AttemptError(f"verify was killed ({why}); not graded: {_tail(said)}")
-    return {"verified": code == 0, "verify_exit": code, "verify_output": _tail(said)}
+               if ran is not None and ran.timed_out else "it could not run")
+        raise AttemptError(f"verify was killed ({why}); not graded: {_tail(done.text)}")
+    return {"verified": code == 0, "verify_exit": code, "verify_output": _tail(done.text)}
 
 
 # Signals that come from outside a command (the OOM killer, a kill, a timeout), as a
@@ -296,6 +298,12 @@ _KILLS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 def _killed(code: int | None) -> bool:
     return code is not None and (-code in _KILLS or code - 128 in _KILLS)
+
+
+def last_lines(text: str, count: int = SETUP_LINES) -> str:
+    """The last ``count`` non-blank lines of ``text``, joined by `` | ``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-count:])
 
 
 def _left(deadline: float) -> float:

@@ -22,7 +22,7 @@ from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy
 from ..loop import ProtocolName
 from ..settings import Settings as ToolboxSettings
 from ..settings import with_keywords
-from ._attempt import Settings
+from ._attempt import AttemptSettings
 from ._copies import REFRESH
 from ._report import write_report
 from ._store import ResultStore, read_results
@@ -177,7 +177,7 @@ class Fleet:
         self.limit = max_in_flight or workers
         self.out = os.fspath(out)
         self.model_name = model or (engine if isinstance(engine, str) else "custom")
-        self.settings = Settings(
+        self.settings = AttemptSettings(
             engine=engine, model=model, base_url=base_url, api_key=api_key,
             request_timeout=timeout, retry=retry or RetryPolicy(),
             engine_options=dict(engine_options), protocol=protocol,

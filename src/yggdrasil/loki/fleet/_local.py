@@ -33,7 +33,7 @@ from multiprocessing.managers import BaseManager
 from typing import Any
 
 from ..sandbox import main_not_rerun
-from ._attempt import Settings, run_attempt, warm_up
+from ._attempt import AttemptSettings, run_attempt, warm_up
 from ._gate import Gate
 from ._scratch import MARKER, Workspace, kill_marked
 from ._task import Task
@@ -70,7 +70,7 @@ class LocalBackend:
 
     starts_at_once = True  # a worker per slot: nothing waits in a queue
 
-    def __init__(self, settings: Settings, limit: int) -> None:
+    def __init__(self, settings: AttemptSettings, limit: int) -> None:
         self.settings = settings
         self.ctx = multiprocessing.get_context("spawn")
         self.idle: list[_Worker] = []
@@ -167,7 +167,7 @@ def died(worker: Worker) -> str:
     return f"the worker process died (exit code {code}) before sending a result"
 
 
-def _work(settings: Settings, conn: Connection) -> None:
+def _work(settings: AttemptSettings, conn: Connection) -> None:
     """A worker forked by the zygote: its first message is the gate, then attempts."""
     try:
         gate = conn.recv()
@@ -176,7 +176,7 @@ def _work(settings: Settings, conn: Connection) -> None:
     _serve(conn, settings, gate)
 
 
-def _serve(conn: Connection, settings: Settings, gate: Any) -> None:
+def _serve(conn: Connection, settings: AttemptSettings, gate: Any) -> None:
     """A worker: run the attempts the driver sends, one at a time, until told to stop.
     What it needs was imported, and Ctrl-C set aside, by the zygote it was forked from."""
     _watch_driver()

@@ -40,7 +40,7 @@ from ray.exceptions import (
 )
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ._attempt import Settings, run_attempt, warm_up
+from ._attempt import AttemptSettings, run_attempt, warm_up
 from ._gate import GateCore
 from ._scratch import Workspace
 from ._task import Task
@@ -172,7 +172,7 @@ class _ActorGate:
         return dict(ray.get(self.actor.stats.remote()))
 
 
-def _attempt_on_worker(task: Task, settings: Settings, actor: Any, holder: str) -> dict[str, Any]:
+def _attempt_on_worker(task: Task, settings: AttemptSettings, actor: Any, holder: str) -> dict[str, Any]:
     context = ray.get_runtime_context()
     node = f"{ray.util.get_node_ip_address()} ({context.get_node_id()[:8]})"
     gate = _ActorGate(actor)
@@ -182,7 +182,7 @@ def _attempt_on_worker(task: Task, settings: Settings, actor: Any, holder: str) 
         gate.settle()
 
 
-def _warm_worker(settings: Settings, actor: Any, count: int) -> None:
+def _warm_worker(settings: AttemptSettings, actor: Any, count: int) -> None:
     warm_up(settings)
     ray.get(actor.gather.remote(count, WARM_TIMEOUT))
 
@@ -204,7 +204,7 @@ class RayBackend:
 
     starts_at_once = False  # a task waits in Ray's queue until a node has its resources
 
-    def __init__(self, settings: Settings, limit: int, *, workers: int, address: str | None,
+    def __init__(self, settings: AttemptSettings, limit: int, *, workers: int, address: str | None,
                  cpus_per_task: float, resources: Mapping[str, float] | None = None) -> None:
         self.settings = settings
         self.started_ray = False

@@ -4,7 +4,7 @@ Owns the reason -> act -> observe loop itself (``Run``), what it says to the mod
 prompt, observation headers, corrections), the conversation and its budget, the results
 (``ActStep``, ``ActResult``, re-exported by ``yggdrasil.loki``), the JSONL transcript and
 the event stream (``events.schema.json``), the instructions (AGENTS.md) and sessions.
-The one place where an engine (``brain``) and a toolbox (``toolbox``) meet; imports those
+The one place where an engine (``engines``) and a toolbox (``toolbox``) meet; imports those
 two and ``files`` (for the observation caps), never ``agent`` above it.
 """
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..brain import Message
+from ..engines import Message
 from ._prompt import elided
 
 _HEADER = re.compile(r"Output of step (\d+) \(([^)]*)\):\n")  # observation_header's shape

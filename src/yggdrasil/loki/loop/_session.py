@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..brain import Message
+from ..engines import Message
 from ..errors import LokiError
 from ..toolbox import Toolbox
 

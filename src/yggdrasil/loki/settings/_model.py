@@ -47,7 +47,7 @@ class Group(BaseModel):
                               arbitrary_types_allowed=True)
 
 
-class Fence(Group):
+class FenceSettings(Group):
     """Where commands (run, run_python, jobs) may reach."""
 
     sandbox: SandboxMode = Field("auto", description=(
@@ -73,7 +73,7 @@ class Fence(Group):
         "variables added to the commands' (scrubbed) environment"))
 
 
-class Policy(Group):
+class PolicySettings(Group):
     """What the agent may do, whatever the fence allows."""
 
     protect: tuple[str, ...] = Field(DEFAULT_PROTECTED, description=(
@@ -89,7 +89,7 @@ class Policy(Group):
         "hook after every call; a string replaces the observation (Python only)"))
 
 
-class Jobs(Group):
+class JobsSettings(Group):
     """Background jobs (run/run_python with background=true)."""
 
     max_jobs: int = Field(8, ge=0, le=256, description="jobs running at once (0: none)")
@@ -98,27 +98,27 @@ class Jobs(Group):
         "bytes kept per stream of output not yet read (head and tail)"))
 
 
-class Editing(Group):
+class EditingSettings(Group):
     """Writes, edits and patches."""
 
     on_syntax_error: OnSyntaxError = Field("warn", description=(
         "a change that breaks a file's syntax: written with a WARNING, or refused"))
 
 
-class Code(Group):
+class CodeSettings(Group):
     """Code navigation (outline, find_symbol, repo_map)."""
 
     cache: bool | None = Field(None, description=(
         "keep the code index on disk in the user's cache folder (None: LOKI_CODE_CACHE=1)"))
 
 
-class Web(Group):
+class WebSettings(Group):
     """The web_* tools."""
 
     enabled: bool = Field(False, description="add the web_* tools")
 
 
-class Agent(Group):
+class AgentSettings(Group):
     """The loop and its engine (``Loki``, ``loki do``, fleets)."""
 
     engine: str | None = Field(None, description=(
@@ -129,7 +129,7 @@ class Agent(Group):
     max_steps: int = Field(12, ge=1, le=10_000, description="tool calls per task at most")
 
 
-class Mcp(Group):
+class McpSettings(Group):
     """``loki mcp``, the toolbox served over MCP (stdio or streamable HTTP)."""
 
     max_message_bytes: int = Field(16 << 20, ge=1, le=1 << 30, description=(
@@ -146,21 +146,21 @@ class Mcp(Group):
 class Settings(Group):
     """Every setting of a toolbox and the agent around it, grouped by concern.
 
-    Make one with keywords (``Settings(fence=Fence(sandbox="require"))``), from files
+    Make one with keywords (``Settings(fence=FenceSettings(sandbox="require"))``), from files
     with :meth:`load`, or from another with :meth:`with_values`. A loaded value remembers
     where each field came from (:meth:`origin`) and what an untrusted project file asked
     for that was ignored (:attr:`warnings`).
     """
 
     read_only: bool = Field(False, description="only the read tools")
-    fence: Fence = Field(default_factory=Fence)
-    policy: Policy = Field(default_factory=Policy)
-    jobs: Jobs = Field(default_factory=Jobs)
-    editing: Editing = Field(default_factory=Editing)
-    code: Code = Field(default_factory=Code)
-    web: Web = Field(default_factory=Web)
-    agent: Agent = Field(default_factory=Agent)
-    mcp: Mcp = Field(default_factory=Mcp)
+    fence: FenceSettings = Field(default_factory=FenceSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    jobs: JobsSettings = Field(default_factory=JobsSettings)
+    editing: EditingSettings = Field(default_factory=EditingSettings)
+    code: CodeSettings = Field(default_factory=CodeSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict, description=(
         "MCP servers whose tools join the toolbox (outside the fence): "
         "{command, args, env, cwd} or {url, headers}, and a timeout"))

@@ -14,14 +14,14 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import PathError, ToolError
+from ...errors import PathError, ToolError
+from ...results import clip_list, human_size
+from .._root import Root
+from .._text import Encoding, Text, printable, read_text
 from ._diff import MAX_DIFF_LINES, Change, Spans, lines_of, render, trimmed, whole
 from ._hunks import FileOp, Hunk
-from ._match import IGNORED, NOTES, Found, Lines, adapt
+from ._match import IGNORED, NOTES, Lines, Matched, adapt
 from ._nearmiss import near_miss
-from ._observe import clip_list, human_size
-from ._root import Root
-from ._text import Encoding, Text, printable, read_text
 
 __all__ = ["MAX_PATCH_BYTES", "FileState", "Plan", "diffs"]
 
@@ -268,7 +268,7 @@ def _place(doc: Lines, hunk: Hunk, lo: int, drift: int, where: str,
     return start, found.rung, new
 
 
-def _one_place(found: Found, hint: int | None, k: int, where: str) -> int:
+def _one_place(found: Matched, hint: int | None, k: int, where: str) -> int:
     if hint is not None and hint in found.starts:
         return hint
     if len(found.starts) == 1:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ToolError
+from ...errors import ToolError
 from ._codex import CODEX_OPS, Codex
 from ._hunks import FileOp
 from ._unified import Unified

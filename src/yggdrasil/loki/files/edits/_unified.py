@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ToolError
+from ...errors import ToolError
 from ._hunks import HUNK_NUMBERS, FileOp, Hunk, PatchReader, add_line, hint
 
 __all__ = ["Unified"]

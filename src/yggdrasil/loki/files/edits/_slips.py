@@ -21,8 +21,8 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from ..errors import ToolError
-from ._match import Found, Lines
+from ...errors import ToolError
+from ._match import Lines, Matched
 
 __all__ = ["BLANKS", "NUMBERS", "Slipped", "unblanked", "unnumbered"]
 
@@ -38,7 +38,7 @@ class Slipped:
     the file lines each place spans, and ``old``/``new`` as they apply to each place."""
 
     slip: str
-    found: Found
+    found: Matched
     want: list[str]  # old without the slip's numbers
     new: list[str]  # new without them
     spans: dict[int, int] = field(default_factory=dict)  # start -> file lines it spans
@@ -109,7 +109,7 @@ def unblanked(want: list[str], repl: list[str], body: list[str]) -> Slipped | No
     found = Lines([body[i] for i in filled]).find(dense)
     if found is None:
         return None
-    slipped = Slipped(BLANKS, Found(found.rung, []), want, repl)
+    slipped = Slipped(BLANKS, Matched(found.rung, []), want, repl)
     for s in found.starts:
         first, end = filled[s], filled[s + len(dense) - 1] + 1
         start = first - lead

@@ -12,8 +12,8 @@ import bisect
 import difflib
 from dataclasses import dataclass, field
 
-from ._observe import clip_line
-from ._text import printable
+from ...results import clip_line
+from .._text import printable
 
 __all__ = [
     "CONTEXT", "MAX_CONFIRM_LINES", "MAX_DIFF_LINES", "Change", "ConfirmAction", "Spans", "cap",

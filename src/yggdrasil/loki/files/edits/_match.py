@@ -26,9 +26,9 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from ..errors import ToolError
+from ...errors import ToolError
 
-__all__ = ["IGNORED", "LOOSEST", "NOTES", "Found", "Indent", "Lines", "adapt", "key"]
+__all__ = ["IGNORED", "LOOSEST", "NOTES", "Indent", "Lines", "Matched", "adapt", "key"]
 
 NOTES = ("", "matched ignoring line endings", "matched ignoring trailing whitespace",
          "matched ignoring indentation", "matched ignoring typographic punctuation")
@@ -126,7 +126,7 @@ class Indent:
 
 
 @dataclass
-class Found:
+class Matched:
     """The places a block matched at the first rung where it matched at all."""
 
     rung: int
@@ -176,7 +176,7 @@ class Lines:
         return found
 
     def find(self, want: list[str], *, lo: int = 0, hi: int | None = None,
-             first_rung: int = 0) -> Found | None:
+             first_rung: int = 0) -> Matched | None:
         """The first rung with any match, and its places; None when no rung matches.
 
         One place found at a strict rung is also looked for at the loosest: a slip can
@@ -201,7 +201,7 @@ class Lines:
         lengths = self._haystack(0)[1]
         return lengths[line] + line
 
-    def at(self, want: list[str], rung: int, lo: int = 0, hi: int | None = None) -> Found | None:
+    def at(self, want: list[str], rung: int, lo: int = 0, hi: int | None = None) -> Matched | None:
         """The places ``want`` matches at ``rung`` alone (None: none)."""
         starts = self.places(want, rung, lo, hi)
         indents: dict[int, Indent] = {}
@@ -211,7 +211,7 @@ class Lines:
                 if indent is not None:
                     indents[start] = indent
             starts = list(indents)
-        return Found(rung, starts, indents) if starts else None
+        return Matched(rung, starts, indents) if starts else None
 
 
 def adapt(block: list[str], want: list[str], new: list[str], rung: int,

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..errors import ToolError
+from ...errors import ToolError
 
 __all__ = ["HUNK_NUMBERS", "FileOp", "Hunk", "PatchReader", "add_line", "hint"]
 
