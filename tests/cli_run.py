@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
+# seconds: a guard against a hang, not a timing (a fleet rerun took over 60 s on a machine
+# running several suites at once)
+GUARD = 300
 
 
 def child_env(tmp_path: Path) -> dict[str, str]:
@@ -23,4 +26,4 @@ def loki(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run `python -m yggdrasil.loki ARGS` with stdin that is not a terminal."""
     return subprocess.run([sys.executable, "-m", "yggdrasil.loki", *args],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          env=child_env(tmp_path), timeout=60)
+                          env=child_env(tmp_path), timeout=GUARD)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -172,13 +173,21 @@ def test_jobs_lists_state_age_size_and_command(box: Toolbox) -> None:
 
 def test_a_job_changes_files_between_calls_and_revert_covers_it(root: Path, box: Toolbox) -> None:
     (root / "old.txt").write_text("old\n")
-    job, _ = start(box, "for i in 1 2 3; do echo $i > made$i.txt; sleep 0.3; done; "
-                        "echo gone > made2.txt; rm made3.txt")
-    deadline = time.monotonic() + GUARD  # its last step done (no tool call meanwhile: one
-    while (root / "made3.txt").exists() or not (root / "made2.txt").exists() \
-            or (root / "made2.txt").read_text() != "gone\n":  # could see made3 come)
-        assert time.monotonic() < deadline, sorted(p.name for p in root.iterdir())
-        time.sleep(0.02)
+    # It starts changing files once its start returned (the gate: outside /tmp, which is the
+    # command's own), and no tool call comes until its last step: none can see made3 come.
+    gate = Path(tempfile.mkdtemp(prefix="loki-gate-", dir="/var/tmp"))
+    try:
+        job, _ = start(box, f"while [ ! -e {gate}/go ]; do sleep 0.01; done; "
+                            "for i in 1 2 3; do echo $i > made$i.txt; sleep 0.3; done; "
+                            "echo gone > made2.txt; rm made3.txt")
+        (gate / "go").touch()
+        deadline = time.monotonic() + GUARD
+        while (root / "made3.txt").exists() or not (root / "made2.txt").exists() \
+                or (root / "made2.txt").read_text() != "gone\n":
+            assert time.monotonic() < deadline, sorted(p.name for p in root.iterdir())
+            time.sleep(0.02)
+    finally:
+        shutil.rmtree(gate, ignore_errors=True)
     box.call("write_file", {"path": "mine.txt", "content": "by the tool\n"})
     read_until_exit(box, job)
     obs = box.call("job_output", {"job": job})
