@@ -66,8 +66,9 @@ def run_suite(label: str, tree: Path, extra: list[str]) -> Run:
                    f"exit {done.returncode}: {lines[-1:] or done.stderr[-300:]}")
     slowest = [(float(m.group(1)), f"{m.group(3)} ({m.group(2)})")
                for ln in lines if (m := DURATION.match(ln))]
+    failed = [ln.split(" - ")[0] for ln in lines if ln.startswith(("FAILED ", "ERROR "))]
     return Run(label, wall, _children_cpu() - before_cpu, (before_load, os.getloadavg()[0]),
-               outcome, sorted(slowest, reverse=True)[:5])
+               "; ".join([outcome, *failed]), sorted(slowest, reverse=True)[:5])
 
 
 def show(runs: list[Run]) -> None:
