@@ -3,7 +3,8 @@
 Owns :class:`ToolResult` (content parts, the typed data, ``is_error``/``refused``, the
 files a call changed), the content parts (``TextPart``, ``ImagePart``), the base of every
 built-in tool's typed result (``Result``) with the kinds themselves (a command's exit
-and streams, background jobs...; errors and refusals), the renderer that turns a result
+and streams, background jobs, a folder's entries, a read's window, what an edit or a
+patch did with its diff...; errors and refusals), the renderer that turns a result
 into what a model reads (``render_parts``/``tool_result``: each kind registers its text
 beside its model) and the bounds on what any tool hands back (``clip_*``, ``MAX_*``).
 The hands build results; the toolbox renders them; MCP, the CLI, events, transcripts and
@@ -25,6 +26,7 @@ from ._bounds import (
     clip_text,
     human_size,
     json_text,
+    more_note,
     printable,
 )
 from ._commands import (
@@ -42,6 +44,24 @@ from ._commands import (
     cut_note,
     job_state,
 )
+from ._files import (
+    DIFF_LINE_CHARS,
+    MAX_PATCH_SUMMARY,
+    DiffHunk,
+    FileEdited,
+    FileRead,
+    FileWritten,
+    FolderEntry,
+    LandedEdit,
+    Listing,
+    LooseHunk,
+    PatchApplied,
+    PatchedFile,
+    Undone,
+    UnifiedDiff,
+    diff_lines,
+    diff_text,
+)
 from ._remote import RemoteResult, remote_error
 from ._render import (
     error_result,
@@ -56,16 +76,23 @@ from ._render import (
 )
 
 __all__ = [
+    "DIFF_LINE_CHARS",
     "MAX_CHANGE_LINES",
     "MAX_ENTRIES",
     "MAX_HITS",
     "MAX_LINE",
     "MAX_OBSERVATION",
+    "MAX_PATCH_SUMMARY",
     "MAX_READ_CHARS",
     "MAX_READ_LINES",
     "CommandResult",
+    "DiffHunk",
     "ErrorResult",
     "FileChange",
+    "FileEdited",
+    "FileRead",
+    "FileWritten",
+    "FolderEntry",
     "ImagePart",
     "JobInput",
     "JobList",
@@ -73,23 +100,33 @@ __all__ = [
     "JobRow",
     "JobStarted",
     "JobState",
+    "LandedEdit",
+    "Listing",
+    "LooseHunk",
     "Part",
+    "PatchApplied",
+    "PatchedFile",
     "Refusal",
     "RemoteResult",
     "Result",
     "StreamOutput",
     "TextPart",
     "ToolResult",
+    "Undone",
+    "UnifiedDiff",
     "changed_section",
     "clip_line",
     "clip_list",
     "clip_text",
     "cut_note",
+    "diff_lines",
+    "diff_text",
     "error_result",
     "hook_refusal",
     "human_size",
     "job_state",
     "json_text",
+    "more_note",
     "plain",
     "printable",
     "remote_error",

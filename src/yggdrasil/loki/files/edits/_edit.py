@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ToolError
+from ...results import LandedEdit
 from .._text import printable
 from ._diff import trimmed
-from ._match import IGNORED, LOOSEST, MAX_PLACES, NOTES, Lines, adapt
+from ._match import FORGIVEN, IGNORED, LOOSEST, MAX_PLACES, Lines, adapt
 from ._nearmiss import near_miss
 from ._slips import unblanked, unnumbered
 
@@ -199,13 +200,6 @@ def _when(rung: int, slip: str = "") -> str:
     return f" when {' and '.join(ignored)}" if ignored else ""
 
 
-def note(rung: int, slip: str) -> str:
-    """What a loose match forgave: ``matched ignoring indentation``; "" when exact."""
-    ignored = [slip] if slip else []
-    ignored += [NOTES[rung].removeprefix("matched ignoring ")] if rung else []
-    return f"matched ignoring {' and '.join(ignored)}" if ignored else ""
-
-
 def _blocks(old: str, new: str) -> tuple[list[str], list[str], bool, bool]:
     """``old`` and ``new`` as lists of whole lines, and whether each ends with a line break
     (a newline both start with is the previous line's, and is left out of both)."""
@@ -276,12 +270,12 @@ def edit_list(old: str, new: str, replace_all: bool,
     return items
 
 
-def summary(rel: str, landed: list[Landed]) -> str:
-    count = sum(done.count for done in landed)
-    noun = "replacement" if count == 1 else "replacements"
-    if len(landed) == 1:
-        said = note(landed[0].rung, landed[0].slip)
-        return f"edited {rel} ({count} {noun}{'; ' + said if said else ''})"
-    notes = "".join(f"; edit {n} {note(done.rung, done.slip)}"
-                    for n, done in enumerate(landed, 1) if done.rung or done.slip)
-    return f"edited {rel} ({len(landed)} edits, {count} {noun}{notes})"
+def landed_edits(landed: list[Landed]) -> list[LandedEdit]:
+    """How each edit landed, as data: its places, exact or loose, and what a loose match
+    forgave (the slip first: ``line-number prefixes``, then the rung's ``indentation``)."""
+    edits = []
+    for done in landed:
+        ignored = [what for what in (done.slip, FORGIVEN[done.rung]) if what]
+        edits.append(LandedEdit(replacements=done.count, match="loose" if ignored else "exact",
+                                ignored=ignored))
+    return edits
