@@ -118,7 +118,8 @@ class Files:
     def read_file(self, path: str, start: Annotated[int, Ge(1)] = 1,
                   end: Annotated[int, Ge(0)] = 0) -> FileRead:
         if start < 1 or end < 0 or (end and end < start):
-            raise ToolError("start is a 1-based line number and end (0 = to the end) is >= start")
+            raise ToolError("start is a 1-based line number and end (0 = to the end) is >= start",
+                            category="argument")
         real = self.root.resolve(path)
         rel = self.root.rel(real)
         with self.root.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as fh:
@@ -237,7 +238,8 @@ class Files:
                                                 state.text, changed, lines=state.lines)
                     state.lines = None  # not needed any more: memory back now
                 except ToolError as exc:
-                    raise ToolError(f"apply_patch changed nothing: {exc}") from exc
+                    raise ToolError(f"apply_patch changed nothing: {exc}", category=exc.category,
+                                    hint=exc.hint, rule=exc.rule) from exc
                 warnings += [warning] if warning else []
         return warnings
 

@@ -129,7 +129,8 @@ class Plan:
             try:
                 self._one(op)
             except ToolError as exc:
-                raise ToolError(f"apply_patch changed nothing: {exc}") from exc
+                raise ToolError(f"apply_patch changed nothing: {exc}", category=exc.category,
+                                hint=exc.hint, rule=exc.rule) from exc
 
     def _pick(self, op: FileOp) -> FileState:
         """The first reading of the op's path that holds a file, else the first reading."""

@@ -60,7 +60,8 @@ def apply_edits(text: str, edits: Sequence[Edit], rel: str) -> tuple[str, list[L
             if len(edits) == 1:
                 raise
             raise ToolError(f"edit {n} of {len(edits)}: {exc}\n(no edit was applied; "
-                            f"{rel} is unchanged)") from exc
+                            f"{rel} is unchanged)", category=exc.category, hint=exc.hint,
+                            rule=exc.rule) from exc
         landed.append(done)
         text = done.text
     return text, landed
@@ -69,9 +70,11 @@ def apply_edits(text: str, edits: Sequence[Edit], rel: str) -> tuple[str, list[L
 def replace(text: str, old: str, new: str, rel: str, *, replace_all: bool = False) -> Landed:
     """``text`` with ``old`` replaced by ``new``; ToolError leaves no change."""
     if not old:
-        raise ToolError("old must not be empty; to create or rewrite a whole file use write_file")
+        raise ToolError("old must not be empty; to create or rewrite a whole file use write_file",
+                        category="argument")
     if old == new:
-        raise ToolError("old and new are the same; there is nothing to change")
+        raise ToolError("old and new are the same; there is nothing to change",
+                        category="argument")
     first = text.find(old)
     if first < 0:
         return _replace_lines(text, old, new, rel, replace_all=replace_all)
@@ -249,24 +252,25 @@ def edit_list(old: str, new: str, replace_all: bool,
         where = f"edits[{i}]"
         if not isinstance(item, dict):
             raise ToolError(f"{where} must be an object such as "
-                            '{"old": "a = 1", "new": "a = 2"}')
+                            '{"old": "a = 1", "new": "a = 2"}', category="argument")
         unknown = sorted(set(item) - {"old", "new", "replace_all"})
         if unknown:
             raise ToolError(f"{where} has no key {unknown[0]!r}; an edit takes old, new and "
-                            "replace_all")
+                            "replace_all", category="argument")
         if not isinstance(item.get("old"), str) or not isinstance(item.get("new"), str):
-            raise ToolError(f"{where} needs old and new, both strings")
+            raise ToolError(f"{where} needs old and new, both strings", category="argument")
         every = item.get("replace_all") or False  # null (strict schemas) is the default
         if isinstance(every, str) and every.lower() in ("true", "false"):
             every = every.lower() == "true"
         if not isinstance(every, bool):
-            raise ToolError(f"{where}: replace_all must be true or false")
+            raise ToolError(f"{where}: replace_all must be true or false", category="argument")
         items.append(Edit(item["old"], item["new"], every))
     if not items:
-        raise ToolError('give old and new, or edits=[{"old": ..., "new": ...}, ...]')
+        raise ToolError('give old and new, or edits=[{"old": ..., "new": ...}, ...]',
+                        category="argument")
     if len(items) > MAX_EDITS:
         raise ToolError(f"{len(items)} edits in one call; at most {MAX_EDITS} (split them, or "
-                        "use apply_patch)")
+                        "use apply_patch)", category="argument")
     return items
 
 
