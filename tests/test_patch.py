@@ -394,8 +394,9 @@ def test_codex_end_of_file_anchors_a_hunk_at_the_end(root: Path, box: Toolbox) -
     hunk = "*** Begin Patch\n*** Update File: m.py\n@@\n-    return 0\n+    return 1\n"
     assert ops(patched(box, hunk + "*** End of File\n*** End Patch\n")) == [("M", "m.py", None)]
     assert (root / "m.py").read_text() == text[: text.rfind("0")] + "1\n"  # the last one only
-    out = patch(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-    return 1\n+    return 2\n"
-                     "*** End of File\n*** End Patch\n")
+    again = patched(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-    return 1\n"
+                         "+    return 2\n*** End of File\n*** End Patch\n")
+    assert again.data.files[0].diff.hunks[0].lines[-2:] == ["-    return 1", "+    return 2"]
     assert (root / "m.py").read_text().endswith("return 2\n") and text.count("return 0") == 2
     misplaced = ("*** Begin Patch\n*** Update File: m.py\n@@\n-def a():\n+def c():\n"
                  "*** End of File\n*** End Patch\n")

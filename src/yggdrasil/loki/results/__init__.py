@@ -26,7 +26,6 @@ from ._bounds import (
     clip_text,
     human_size,
     json_text,
-    more_note,
     printable,
 )
 from ._commands import (
@@ -46,7 +45,6 @@ from ._commands import (
 )
 from ._files import (
     DIFF_LINE_CHARS,
-    MAX_PATCH_SUMMARY,
     DiffHunk,
     FileEdited,
     FileRead,
@@ -82,7 +80,6 @@ __all__ = [
     "MAX_HITS",
     "MAX_LINE",
     "MAX_OBSERVATION",
-    "MAX_PATCH_SUMMARY",
     "MAX_READ_CHARS",
     "MAX_READ_LINES",
     "CommandResult",
@@ -126,7 +123,6 @@ __all__ = [
     "human_size",
     "job_state",
     "json_text",
-    "more_note",
     "plain",
     "printable",
     "remote_error",
