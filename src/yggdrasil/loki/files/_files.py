@@ -41,6 +41,7 @@ from .edits import (
     MAX_CONFIRM_LINES,
     MAX_DIFF_LINES,
     ConfirmAction,
+    EditItem,
     FileState,
     Plan,
     Spans,
@@ -170,7 +171,7 @@ class Files:
         return FileWritten(path=rel, created=created, bytes=len(data))
 
     def edit_file(self, path: str, old: str = "", new: str = "", replace_all: bool = False,
-                  edits: list[dict[str, Any]] | None = None) -> FileEdited:
+                  edits: list[EditItem] | None = None) -> FileEdited:
         items = edit_list(old, new, replace_all, edits)
         real = self.root.resolve(_file_path(path))
         rel = self.root.rel(real)

@@ -72,6 +72,7 @@ from ._render import (
     text_result,
     tool_result,
 )
+from ._search import FoundFiles, GrepMatches, Match, SearchSkips, match_line, skip_note
 
 __all__ = [
     "DIFF_LINE_CHARS",
@@ -90,6 +91,8 @@ __all__ = [
     "FileRead",
     "FileWritten",
     "FolderEntry",
+    "FoundFiles",
+    "GrepMatches",
     "ImagePart",
     "JobInput",
     "JobList",
@@ -100,12 +103,14 @@ __all__ = [
     "LandedEdit",
     "Listing",
     "LooseHunk",
+    "Match",
     "Part",
     "PatchApplied",
     "PatchedFile",
     "Refusal",
     "RemoteResult",
     "Result",
+    "SearchSkips",
     "StreamOutput",
     "TextPart",
     "ToolResult",
@@ -123,6 +128,7 @@ __all__ = [
     "human_size",
     "job_state",
     "json_text",
+    "match_line",
     "plain",
     "printable",
     "remote_error",
@@ -131,6 +137,7 @@ __all__ = [
     "renders",
     "retexted",
     "shows",
+    "skip_note",
     "text_result",
     "tool_result",
 ]
