@@ -1,5 +1,8 @@
 """The file tools: list, read a window, write, edit, apply a patch. All paths go through a Root.
 
+Each answers its typed result (``results``: ``Listing``, ``FileRead``, ``FileWritten``,
+``FileEdited``, ``PatchApplied``), whose text the toolbox renders.
+
 Every change to a file goes the same way: the stale-view guard (``Views``), the syntax
 gate, ``confirm`` for an existing file (with the diff it asks about), the journal hook,
 an atomic write, and the view noted again. A patch stages every file first and renames
