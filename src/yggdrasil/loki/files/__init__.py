@@ -26,6 +26,7 @@ from ._observe import (
     clip_line,
     clip_list,
     clip_text,
+    did_you_mean,
     human_size,
     json_text,
     printable,
@@ -38,13 +39,15 @@ from ._protect import (
     Protection,
     protect_globs,
 )
-from ._root import DIR_FLAGS, READ_FLAGS, Root, resolve_inside
+from ._root import DIR_FLAGS, GIT_RULE, HOW_TO_ALLOW_GIT, READ_FLAGS, Root, resolve_inside
 from ._syntax import OnSyntaxError, SyntaxGate, syntax_problem
 from .edits import ConfirmAction
 
 __all__ = [
     "DEFAULT_PROTECTED",
     "DIR_FLAGS",
+    "GIT_RULE",
+    "HOW_TO_ALLOW_GIT",
     "HOW_TO_CHANGE",
     "MAX_ENTRIES",
     "MAX_HITS",
@@ -72,6 +75,7 @@ __all__ = [
     "clip_line",
     "clip_list",
     "clip_text",
+    "did_you_mean",
     "human_size",
     "json_text",
     "printable",

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..files import Diff, clip_list, settings_path
+from ..files import GIT_RULE, Diff, clip_list, settings_path
 
 MAX_CHANGE_LINES = 200  # lines of a command's or job's "changed:" section
 
@@ -246,4 +246,4 @@ def put_back_note(paths: list[str]) -> str:
         return ""
     shown = clip_list(paths, 20, "paths", "see Toolbox.changed")
     return (f"[sandbox: put back {', '.join(shown)}: git (or hg) takes commands from it, "
-            "which would run outside the sandbox (git_writable=False)]\n")
+            f"which would run outside the sandbox ({GIT_RULE})]\n")
