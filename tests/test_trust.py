@@ -146,6 +146,12 @@ def test_loki_trust_shows_the_changes_and_asks(root: Path, tmp_path: Path) -> No
     assert changes[("policy.rules", None)].after == (("allow", "git push"), ("deny", "git push"))
     env = child_env(tmp_path)
     before = load_settings(root)
+    shown = subprocess.run([sys.executable, "-m", "yggdrasil.loki", "config", "--root",
+                            str(root), "--json"], env=env, capture_output=True, text=True,
+                           timeout=60)
+    ignored = {i["field"] for i in json.loads(shown.stdout)["ignored"]}
+    assert ignored == {"fence.sandbox", "fence.network", "fence.writable", "policy.protect",
+                       "policy.rules"}, shown.stdout
     declined = subprocess.run([sys.executable, "-m", "yggdrasil.loki", "trust", "--root",
                                str(root)], env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=60)

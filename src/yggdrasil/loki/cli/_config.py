@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,9 @@ def run_config(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"settings": {n: v for n, v, _ in rows},
                           "origins": {n: o for n, _, o in rows},
-                          "warnings": list(settings.warnings)}, indent=2, default=str))
+                          "warnings": list(settings.warnings),
+                          "ignored": [asdict(i) for i in settings.ignored]},
+                         indent=2, default=str))
         return EXIT_OK
     for name, value, origin in rows:
         print(f"{name} = {json.dumps(value, default=str)}  # {origin}")
