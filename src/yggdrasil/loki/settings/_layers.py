@@ -19,6 +19,7 @@ import os
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,7 @@ def flatten(table: Mapping[str, Any], where: Path | str) -> dict[str, Any]:
     return flat
 
 
+@cache
 def env_names() -> dict[str, str]:
     """Each variable that sets a field: ``LOKI_<GROUP>__<FIELD>`` (``LOKI_READ_ONLY``),
     and the older names a field's declaration keeps (``LOKI_ENGINE``)."""
@@ -173,24 +175,31 @@ def combine(layers: list[Layer], base: Settings | None = None) -> Settings:
     untrusted_rules = 0
     for layer in layers:
         source = layer.label.split(": ", 1)[-1]
+        if layer.trusted:  # taken whole: one validation for the layer
+            candidate = values
+            for dotted, asked in layer.values.items():
+                candidate = _merged(candidate, dotted, asked, fields[dotted].setting.combine,
+                                    source, None)
+                if dotted == "policy.rules":  # its rules go first: the untrusted asks stay last
+                    untrusted_rules = _tail(untrusted_rules, asked, True,
+                                            fields[dotted].setting.combine)
+            if layer.values:
+                values, current = candidate, _validate(candidate, source)
+                origins.update(dict.fromkeys(layer.values, layer.label))
+            continue
         for dotted, asked in layer.values.items():
             spec = fields[dotted].setting
-            value = asked
-            if not layer.trusted:
-                value, dropped = spec.tighter.admit(asked)
-                if dropped:
-                    ignored.append(Ignored(dotted, tuple(dropped), source,
-                                           spec.tighter.dropped_why, spec.tighter.dropped_as,
-                                           layer.lapsed))
-            candidate = _merged(values, dotted, value, spec.combine, source,
-                                None if layer.trusted else spec.tighter)
+            value, dropped = spec.tighter.admit(asked)
+            if dropped:
+                ignored.append(Ignored(dotted, tuple(dropped), source, spec.tighter.dropped_why,
+                                       spec.tighter.dropped_as, layer.lapsed))
+            candidate = _merged(values, dotted, value, spec.combine, source, spec.tighter)
             made = _validate(candidate, source)
-            if not layer.trusted and not spec.tighter.tightens(value_at(current, dotted),
-                                                               value_at(made, dotted)):
+            if not spec.tighter.tightens(value_at(current, dotted), value_at(made, dotted)):
                 ignored.append(Ignored(dotted, value, source, lapsed=layer.lapsed))
                 continue
-            if dotted == "policy.rules":  # the ask rules an untrusted layer put last
-                untrusted_rules = _tail(untrusted_rules, value, layer.trusted, spec.combine)
+            if dotted == "policy.rules":  # the ask rules an untrusted layer puts last
+                untrusted_rules = _tail(untrusted_rules, value, False, spec.combine)
             values, current = candidate, made
             origins[dotted] = layer.label
     current._origins = origins

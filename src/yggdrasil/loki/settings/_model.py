@@ -239,4 +239,9 @@ def put(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 def field_names() -> list[str]:
     """Every dotted field a file, a variable or a flag can set (``mcp_servers`` as one)."""
-    return [d for d, spec in setting_fields().items() if not spec.python_only]
+    return list(_settable())
+
+
+@cache
+def _settable() -> tuple[str, ...]:
+    return tuple(d for d, spec in setting_fields().items() if not spec.python_only)
