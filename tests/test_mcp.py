@@ -139,6 +139,30 @@ def test_code_navigation_tools(root: Path, mcp_python: str) -> None:
     assert field(escape, "is_error") and "escapes the agent root" in text_of(escape)
 
 
+def test_every_tool_declares_an_output_schema_and_answers_structured_content(
+        root: Path, mcp_python: str) -> None:
+    (root / "notes.txt").write_text("one\ntwo\n")
+
+    async def scenario(client: ClientSession) -> Any:
+        tools = (await client.list_tools()).tools
+        ran = await client.call_tool("run", {"command": "echo out; echo err >&2; exit 3"})
+        escape = await client.call_tool("read_file", {"path": "../outside/secret.txt"})
+        return tools, ran, escape
+
+    (tools, ran, escape), _ = serve_and(mcp_python, root, scenario)
+    for tool in tools:  # the client checked each answer against these (it raises if not)
+        schema = field(tool, "output_schema")
+        assert schema is not None and schema["type"] == "object", tool.name
+    ran_data = field(ran, "structured_content")
+    assert field(ran, "is_error") is False
+    assert (ran_data["kind"], ran_data["exit_code"]) == ("command", 3)
+    assert (ran_data["stdout"]["head"], ran_data["stderr"]["head"]) == ("out\n", "err\n")
+    assert text_of(ran).startswith("exit=3\n")
+    error = field(escape, "structured_content")
+    assert field(escape, "is_error") is True
+    assert (error["kind"], error["category"]) == ("error", "path")
+
+
 def test_escape_and_unknown_tool_are_error_results(root: Path, mcp_python: str) -> None:
     async def scenario(client: ClientSession) -> Any:
         escape = await client.call_tool("read_file", {"path": "../outside/secret.txt"})

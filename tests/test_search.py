@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from yggdrasil.loki.errors import PathError, ToolError
-from yggdrasil.loki.files import MAX_ENTRIES, MAX_HITS, Root
+from yggdrasil.loki.files import Root
+from yggdrasil.loki.results import MAX_ENTRIES, MAX_HITS
 from yggdrasil.loki.search import COUNT_LIMIT, IgnoreFile, Search, find_rg, glob_regex
 from yggdrasil.loki.tools import Toolbox
 

@@ -27,8 +27,8 @@ def greet(name: str, times: int = 1, loud: bool = False) -> str:
 def test_public_api_is_exactly_documented() -> None:
     import yggdrasil.loki.tools as tools
 
-    assert tools.__all__ == ["DEFAULT_PROTECTED", "McpServer", "Observation", "Tool", "Toolbox",
-                             "filesystem_toolbox", "sandbox_status"]
+    assert tools.__all__ == ["DEFAULT_PROTECTED", "McpServer", "Observation", "Tool",
+                             "ToolResult", "Toolbox", "filesystem_toolbox", "sandbox_status"]
     assert yggdrasil.loki.Toolbox is Toolbox
 
 

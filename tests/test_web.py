@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from yggdrasil.loki.files import MAX_READ_CHARS, Files, Root
+from yggdrasil.loki.files import Files, Root
+from yggdrasil.loki.results import MAX_READ_CHARS
 from yggdrasil.loki.tables import TableReader
 from yggdrasil.loki.tools import Tool, Toolbox, filesystem_toolbox
 from yggdrasil.loki.web import MAX_LINKS, AddressPolicy, Limits, Web

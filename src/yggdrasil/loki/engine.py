@@ -9,7 +9,11 @@ Neutral messages are plain dicts, one of::
 
     {"role": "user", "content": "..."}
     {"role": "assistant", "content": "...", "tool_calls": [{"id", "name", "args"}]}
-    {"role": "tool", "tool_call_id": "...", "name": "<tool>", "content": "<observation>"}
+    {"role": "tool", "tool_call_id": "...", "name": "<tool>", "content": "<observation>",
+     "is_error": False}
+
+A tool message's ``is_error`` is true when the call failed or was refused (an engine whose
+API has a place for it, such as Anthropic's ``tool_result``, says so there).
 
 Engines are found by name through :data:`ENGINES`, a name -> ``"module:factory"`` map
 imported only when used (so vendor SDKs stay optional extras); :func:`register_engine`

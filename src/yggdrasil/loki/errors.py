@@ -47,9 +47,23 @@ class LokiError(Exception):
 
 
 class ToolError(LokiError):
-    """A tool could not do what the model asked; the message says what is allowed."""
+    """A tool could not do what the model asked; the message says what is allowed.
+
+    ``category`` names the kind of failure for programs (``path``, ``denied``,
+    ``argument``...; the ``ErrorResult`` a call answers with carries it), ``hint`` what
+    to do instead when it is said apart, ``rule`` the command rule that refused.
+    """
 
     prefix = "ERROR"
+    category = "tool"
+
+    def __init__(self, *args: object, category: str | None = None, hint: str = "",
+                 rule: str | None = None) -> None:
+        super().__init__(*args)
+        if category is not None:
+            self.category = category
+        self.hint = hint
+        self.rule = rule
 
     def observation(self) -> str:
         """What the model reads: ``ERROR: <message>`` (``REFUSED: ...`` for a refusal)."""
@@ -59,15 +73,19 @@ class ToolError(LokiError):
 class PathError(ToolError):
     """A path escapes the root, does not exist, or is not a regular file or folder."""
 
+    category = "path"
+
 
 class Refused(ToolError):
     """The user declined a destructive operation through ``confirm`` (or, with
     ``message``, it needed a confirmation nobody can give here)."""
 
     prefix = "REFUSED"
+    category = "refused"
 
-    def __init__(self, verb: str, path: str, message: str = "") -> None:
-        super().__init__(message or f"user declined to {verb} {path}")
+    def __init__(self, verb: str, path: str, message: str = "", *,
+                 rule: str | None = None) -> None:
+        super().__init__(message or f"user declined to {verb} {path}", rule=rule)
         self.verb = verb
         self.path = path
 

@@ -29,6 +29,7 @@ from .toolbox import (
     Observation,
     Tool,
     Toolbox,
+    ToolResult,
     edit_tools,
     job_tools,
     read_tools,
@@ -36,7 +37,7 @@ from .toolbox import (
     write_tools,
 )
 
-__all__ = ["DEFAULT_PROTECTED", "McpServer", "Observation", "Tool", "Toolbox",
+__all__ = ["DEFAULT_PROTECTED", "McpServer", "Observation", "Tool", "ToolResult", "Toolbox",
            "filesystem_toolbox", "sandbox_status"]
 
 
@@ -85,8 +86,8 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
     policy = s.policy
     confirm = Approvals(policy.confirm) if policy.confirm is not None else None  # "always"
     own = config_dir(os.environ)  # loki's own settings: no tool writes them, commands never see them
-    where = Root.at(root, protect=protection(policy.protect), git_writable=s.fence.git_writable,
-                    sealed=(own, user_file(os.environ)))
+    where = Root.at(root, protect=protection(policy.protect),
+                    locks_git=not s.fence.git_writable, sealed=(own, user_file(os.environ)))
     guard_imports(where.path)  # what commands write in the root never runs in this process
     rules = CommandRules(parse_rules(policy.rules), policy.rules_default)
     journal = Journal(where)

@@ -17,7 +17,7 @@ framework's error channel, so the framework (and its model) sees a failed call:
 - ``google_adk``: ``google.adk.tools.BaseTool`` subclasses with Gemini-flavored schemas;
   results are ``{"result": ...}`` or ``{"error": ...}`` as ADK's own tools answer.
 
-Calls go through ``Toolbox.run``, which is thread-safe, so frameworks that run tool calls
+Calls go through ``Toolbox.invoke``, which is thread-safe, so frameworks that run tool calls
 in parallel (pydantic-ai, LangGraph) get exact change reports; cancelling an async call
 cancels the tool (a command with its whole process tree). Imports ``tools`` only.
 """

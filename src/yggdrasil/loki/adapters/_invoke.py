@@ -7,7 +7,8 @@ import json
 import threading
 from typing import Any
 
-from ..tools import Observation, Toolbox
+from ..results import ErrorResult, tool_result
+from ..tools import Toolbox, ToolResult
 
 __all__ = ["ToolFailedError", "arun", "parse_json_args"]
 
@@ -19,27 +20,31 @@ class ToolFailedError(Exception):
     its model shows exactly what the toolbox said.
     """
 
-    def __init__(self, observation: Observation) -> None:
+    def __init__(self, observation: ToolResult) -> None:
         super().__init__(observation.text)
         self.observation = observation
 
 
-async def arun(box: Toolbox, name: str, args: dict[str, Any]) -> Observation:
-    """``box.run`` in a worker thread; cancelling the awaiting task cancels the call."""
+async def arun(box: Toolbox, name: str, args: dict[str, Any]) -> ToolResult:
+    """``box.invoke`` in a worker thread; cancelling the awaiting task cancels the call."""
     cancel = threading.Event()
     try:
-        return await asyncio.to_thread(box.run, name, args, cancel=cancel)
+        return await asyncio.to_thread(box.invoke, name, args, cancel=cancel)
     except asyncio.CancelledError:
         cancel.set()  # the thread stops the command; nobody waits for its answer
         raise
 
 
-def parse_json_args(name: str, text: str) -> dict[str, Any] | Observation:
-    """Arguments a framework hands over as a JSON string; an error observation if bad."""
+def parse_json_args(name: str, text: str) -> dict[str, Any] | ToolResult:
+    """Arguments a framework hands over as a JSON string; an error result if bad."""
     try:
         args = json.loads(text or "{}")
     except json.JSONDecodeError as exc:
-        return Observation.of(f"ERROR: the arguments for {name} are not valid JSON: {exc}")
+        return _bad(name, f"the arguments for {name} are not valid JSON: {exc}")
     if not isinstance(args, dict):
-        return Observation.of(f"ERROR: the arguments for {name} must be a JSON object")
+        return _bad(name, f"the arguments for {name} must be a JSON object")
     return args
+
+
+def _bad(name: str, message: str) -> ToolResult:
+    return tool_result(ErrorResult(category="argument", message=message), tool=name)

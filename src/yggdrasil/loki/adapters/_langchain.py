@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tools import Observation, Tool, Toolbox
+from ..tools import Tool, Toolbox, ToolResult
 from ._invoke import arun
 
 __all__ = ["langchain"]
@@ -26,7 +26,7 @@ def langchain(box: Toolbox) -> list[Any]:
         for tool in box]
 
 
-def _answer(observation: Observation) -> str:
+def _answer(observation: ToolResult) -> str:
     from langchain_core.tools import ToolException
 
     if not observation.ok:
@@ -36,7 +36,7 @@ def _answer(observation: Observation) -> str:
 
 def _sync(box: Toolbox, tool: Tool) -> Any:
     def run(**args: Any) -> str:
-        return _answer(box.run(tool.name, args))
+        return _answer(box.invoke(tool.name, args))
 
     return run
 

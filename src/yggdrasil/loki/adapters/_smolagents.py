@@ -50,7 +50,7 @@ def _tool_class(base: type, box: Toolbox, tool: Tool) -> type:
         hints[key] = hint
 
     def forward(self: Any, **args: Any) -> str:
-        observation = box.run(tool.name, {k: v for k, v in args.items() if v is not None})
+        observation = box.invoke(tool.name, {k: v for k, v in args.items() if v is not None})
         if not observation.ok:
             raise ToolFailedError(observation)
         return observation.text

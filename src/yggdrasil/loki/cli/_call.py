@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ToolError
+from ..tools import ToolResult
 from ._common import (
     EXIT_CODES,
     EXIT_OK,
@@ -54,15 +55,16 @@ def run_call(args: argparse.Namespace) -> int:
         raise CliError(f"unknown tool {args.tool!r}; available tools: {', '.join(box.tools)}{hint}")
     arguments = call_arguments(tool.input_schema, args.args, args.pairs)
     check_arguments(tool.name, tool.input_schema, arguments)
-    observation = box.call(tool.name, arguments)
-    sys.stdout.write(observation if observation.endswith("\n") else observation + "\n")
-    return exit_code(observation)
+    result = box.invoke(tool.name, arguments)
+    text = result.text
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return exit_code(result)
 
 
-def exit_code(observation: str) -> int:
-    if observation.startswith("REFUSED:"):
+def exit_code(result: ToolResult) -> int:
+    if result.refused:
         return EXIT_REFUSED
-    return EXIT_TOOL_ERROR if observation.startswith("ERROR:") else EXIT_OK
+    return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
 
 def call_arguments(schema: dict[str, Any], args_json: str | None,

@@ -15,7 +15,8 @@ import sys
 import textwrap
 from typing import Any, TextIO
 
-from ..files import Answer, Confirm, answer_of, did_you_mean
+from ..files import Answer, Confirm, answer_of
+from ..results import did_you_mean
 
 __all__ = [
     "EXIT_BROKEN_PIPE",

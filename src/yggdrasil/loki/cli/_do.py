@@ -196,7 +196,7 @@ class Progress:
             args = json.dumps(step.args, ensure_ascii=False)
             args = args if len(args) <= ARGS_SHOWN else args[: ARGS_SHOWN - 3] + "..."
             first = step.observation.splitlines()[0] if step.observation else ""
-            detail = failure_detail(step.observation)
+            detail = failure_detail(step.data)
             shown = f"{first[:80]}: {detail[:120]}" if detail else first[:80]
             line = f"[bold]{step.n}/{self.max_steps}[/] {escape(step.tool)} {escape(args)}"
             self.console.print(f"{line}  [dim]-> {escape(shown)}[/]")
@@ -235,15 +235,14 @@ def report_changes(box: Toolbox, headline: str = "", *, usage: dict[str, int] | 
                   f"out, {usage.get('requests', 0)} requests\n")
 
 
-def failure_detail(observation: str) -> str:
-    """The last line of stderr of a failed command (run/run_python), '' otherwise."""
-    if not observation.startswith("exit=") or observation.startswith("exit=0\n"):
+def failure_detail(data: dict[str, Any] | None) -> str:
+    """The last line of stderr of a failed command (run/run_python), from the step's
+    typed result; '' otherwise."""
+    if not data or data.get("kind") != "command" or data.get("exit_code") == 0:
         return ""
-    _, found, rest = observation.rpartition("\nstderr:\n")
-    if not found:
-        return ""
-    stderr = rest.split("\nchanged:\n", 1)[0].split("\n[sandbox: ", 1)[0]
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    stderr = data.get("stderr") or {}
+    text = f"{stderr.get('head', '')}\n{stderr.get('tail', '')}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
 

@@ -20,7 +20,8 @@ from typing import Annotated
 from annotated_types import Interval, MaxLen
 
 from ..errors import PathError, ToolError
-from ..files import MAX_HITS, Root, human_size
+from ..files import Root
+from ..results import MAX_HITS, human_size
 from ..search import Search, skip_note
 from ._extract import Symbol, grammars_available, shallow
 from ._index import MAX_FILE_BYTES, Entry, Index, Scan

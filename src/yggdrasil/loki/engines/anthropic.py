@@ -100,9 +100,9 @@ class AnthropicEngine:
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     role, content = message["role"], message.get("content") or ""
     if role == "tool":
-        is_error = content.startswith(("ERROR:", "REFUSED:"))
         return "user", [{"type": "tool_result", "tool_use_id": message["tool_call_id"],
-                         "content": content or "(no output)", "is_error": is_error}]
+                         "content": content or "(no output)",
+                         "is_error": bool(message.get("is_error"))}]
     blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
     if role == "assistant":
         blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}

@@ -2,12 +2,11 @@
 
 Owns ``Root`` (every path resolved and opened inside the agent root, no symlink followed
 out), the file tools (list, read a window, write, edit, apply a patch), their edit
-machinery in ``edits/`` (the forgiving matcher, patches, diffs), the stale-view guard, the syntax gate,
-the run's journal (what each touched path was, and how to put it back), the protected
+machinery in ``edits/`` (the forgiving matcher, patches, diffs), the stale-view guard,
+the syntax gate, the run's journal (what each touched path was, and how to put it back), the protected
 paths ``Root`` refuses (``Protection``, ``DEFAULT_PROTECTED``), the files git takes
-commands from that the tools never write (``_gitfiles``) and the bounds on
-what any tool hands back to a model (``clip_*``, ``MAX_*``). Every other hand builds on
-this package; it imports only ``yggdrasil.loki.errors`` and ``yggdrasil.io``.
+commands from that the tools never write (``_gitfiles``). Every other hand builds on
+this package; it imports only ``results``, ``errors`` and ``yggdrasil.io``.
 """
 
 from __future__ import annotations
@@ -16,21 +15,6 @@ from ._approvals import Answer, Approvals, answer_of
 from ._files import Confirm, Files
 from ._gitfiles import SETTINGS_FILE, settings_path
 from ._journal import Diff, Journal, Reverted
-from ._observe import (
-    MAX_ENTRIES,
-    MAX_HITS,
-    MAX_LINE,
-    MAX_OBSERVATION,
-    MAX_READ_CHARS,
-    MAX_READ_LINES,
-    clip_line,
-    clip_list,
-    clip_text,
-    did_you_mean,
-    human_size,
-    json_text,
-    printable,
-)
 from ._protect import (
     DEFAULT_PROTECTED,
     HOW_TO_CHANGE,
@@ -39,22 +23,14 @@ from ._protect import (
     Protection,
     protect_globs,
 )
-from ._root import DIR_FLAGS, GIT_RULE, HOW_TO_ALLOW_GIT, READ_FLAGS, Root, resolve_inside
+from ._root import DIR_FLAGS, READ_FLAGS, Root, resolve_inside
 from ._syntax import OnSyntaxError, SyntaxGate, syntax_problem
 from .edits import ConfirmAction
 
 __all__ = [
     "DEFAULT_PROTECTED",
     "DIR_FLAGS",
-    "GIT_RULE",
-    "HOW_TO_ALLOW_GIT",
     "HOW_TO_CHANGE",
-    "MAX_ENTRIES",
-    "MAX_HITS",
-    "MAX_LINE",
-    "MAX_OBSERVATION",
-    "MAX_READ_CHARS",
-    "MAX_READ_LINES",
     "READ_FLAGS",
     "SETTINGS_FILE",
     "Answer",
@@ -72,13 +48,6 @@ __all__ = [
     "Root",
     "SyntaxGate",
     "answer_of",
-    "clip_line",
-    "clip_list",
-    "clip_text",
-    "did_you_mean",
-    "human_size",
-    "json_text",
-    "printable",
     "protect_globs",
     "resolve_inside",
     "settings_path",

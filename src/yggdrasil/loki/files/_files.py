@@ -19,8 +19,8 @@ from typing import Annotated, Any
 from annotated_types import Ge
 
 from ..errors import LokiError, PathError, Refused, ToolError
+from ..results import MAX_ENTRIES, clip_list, human_size
 from ._approvals import answer_of
-from ._observe import MAX_ENTRIES, clip_list, human_size
 from ._protect import ProtectedError
 from ._root import Root, Staged
 from ._syntax import SyntaxGate

@@ -47,13 +47,15 @@ class GlobRules(Protocol):
 class ProtectedError(PathError):
     """A tool was asked for a protected path; the message says why and who can change it."""
 
+    category = "protected"
+
     def __init__(self, rel: str, glob: str) -> None:
         self.rel, self.glob = rel, glob
         shown = f"{rel}/" if glob.endswith("/") and not rel.endswith("/") else rel
         super().__init__(
             f"{shown} is protected: it may hold secrets (it matches the protected glob "
             f"{glob!r}), so no tool reads, lists, searches, edits, overwrites, moves or "
-            f"deletes it, and commands see it as unreadable; {HOW_TO_CHANGE}")
+            f"deletes it, and commands see it as unreadable; {HOW_TO_CHANGE}", rule=glob)
 
 
 @dataclass(frozen=True)

@@ -27,14 +27,10 @@ from pathlib import Path
 from typing import overload
 
 from ..errors import PathError
+from ..results import HOW_TO_ALLOW_GIT, printable
 from ._gitfiles import git_code_path, settings_path
-from ._observe import printable
 from ._protect import Protection
 
-# How messages name the rule that keeps git's code files read-only, and how to lift it
-# (the setting fence.git_writable); the shell's notes say the same.
-GIT_RULE = "git_writable=False"
-HOW_TO_ALLOW_GIT = "the user allows it with filesystem_toolbox(git_writable=True)"
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -83,10 +79,10 @@ class Root:
     """An agent root: a resolved folder that every path must stay inside.
 
     ``protect``: the protected paths, refused by ``resolve`` and ``open_file`` (None or
-    an empty Protection: nothing is protected). ``git_writable=False`` (``locks_git``):
-    the files git takes commands from (``.git/config``, hooks, ``commondir``:
-    ``_gitfiles``) are never written through ``stage``/``write_atomic``, and commands get
-    them read-only (``shell``). ``sealed``: root-relative paths of the user's own loki
+    an empty Protection: nothing is protected). ``locks_git`` (the default, unless the
+    user's fence settings allow git's files): the files git takes commands from
+    (``.git/config``, hooks, ``commondir``: ``_gitfiles``) are never written through
+    ``stage``/``write_atomic``, and commands get them read-only (``shell``). ``sealed``: root-relative paths of the user's own loki
     settings that lie inside the root (its configuration folder, with the trust store,
     when the root is the home folder); no tool writes them, nor the project's
     ``loki.toml``, unless ``restores`` (the journal's view, which puts back what the user
@@ -95,13 +91,13 @@ class Root:
 
     path: Path
     protect: Protection | None = field(default=None, compare=False)
-    git_writable: bool = field(default=False, compare=False)
+    locks_git: bool = field(default=True, compare=False)
     restores: bool = field(default=False, compare=False)
     sealed: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def at(cls, path: str | os.PathLike[str], protect: Protection | None = None, *,
-           git_writable: bool = False,
+           locks_git: bool = True,
            sealed: Iterable[str | os.PathLike[str]] = ()) -> Root:
         """The root at ``path`` (an existing folder); ``sealed``: absolute paths of the
         user's settings, kept only where they lie inside the root."""
@@ -113,12 +109,7 @@ class Root:
             held = Path(os.path.realpath(os.fspath(place)))
             if held != real and held.is_relative_to(real):
                 inside.append(held.relative_to(real).as_posix())
-        return cls(real, protect or None, git_writable, sealed=tuple(inside))
-
-    @property
-    def locks_git(self) -> bool:
-        """Whether the files git takes commands from are read-only to tools and commands."""
-        return not self.git_writable
+        return cls(real, protect or None, locks_git, sealed=tuple(inside))
 
     def holds_settings(self, rel: str) -> bool:
         """Whether the root-relative ``rel`` is the agent's own settings: the project's

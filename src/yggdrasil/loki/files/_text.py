@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ToolError
-from ._observe import human_size
+from ..results import human_size
 from ._root import Root
 
 __all__ = ["MAX_EDIT_BYTES", "Encoding", "Text", "decode", "printable", "read_text", "wide_codec"]

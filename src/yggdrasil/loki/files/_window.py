@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from ..errors import ToolError
-from ._observe import MAX_LINE, MAX_READ_CHARS, MAX_READ_LINES, clip_line, human_size
+from ..results import MAX_LINE, MAX_READ_CHARS, MAX_READ_LINES, clip_line, human_size
 
 __all__ = ["AsUtf8", "Window", "byte_window", "render_window"]
 

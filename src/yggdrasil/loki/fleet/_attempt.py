@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import re
 import secrets
 import signal
 import socket
@@ -28,8 +27,10 @@ from typing import Any
 from ..agent import Loki
 from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy, create_engine
 from ..errors import EngineAuthError, EngineConfigError, EngineError
+from ..results import CommandResult
 from ..sandbox import run_process
 from ..settings import Settings as ToolboxSettings
+from ..shell import stream_of
 from ..tools import filesystem_toolbox
 from ._copies import CopyError, WorkingCopy
 from ._gate import GateClient, GatedEngine
@@ -41,7 +42,7 @@ from ._urls import local_folder
 __all__ = ["AttemptSettings", "run_attempt", "warm_up"]
 
 OUTPUT_KEPT = 4_000  # characters of setup/verify output kept in a result or a reason
-_EXIT = re.compile(r"exit=(-?\d+)")
+SETUP_LINES = 5  # last lines of a failed setup's stderr shown in its reason
 
 
 @dataclass
@@ -195,8 +196,9 @@ def _setup(task: Task, path: Path, deadline: float) -> None:
     done = run_process(["/bin/sh", "-c", task.setup], cwd=str(path), timeout=_left(deadline))
     if done.timed_out or done.exit_code != 0:
         why = "timed out" if done.timed_out else f"exit {done.exit_code}"
+        said = last_lines(stream_of(done.stderr).text()) or "(nothing on stderr)"
         # an exit code is the same on every try; a timeout (a slow node) may not be
-        raise AttemptError(f"setup failed ({why}): {_tail(done.observation())}",
+        raise AttemptError(f"setup failed ({why}): {said}",
                            final=not done.timed_out and not _killed(done.exit_code))
 
 
@@ -276,17 +278,17 @@ def _verify(task: Task, settings: AttemptSettings, space: Workspace, snapshots: 
                             rules_default="allow", mcp_servers=(),
                             hidden=_hidden(task, space, settings)) as box:
         try:
-            said = box.call("run", {"command": task.verify,
-                                    "timeout": min(3600.0, _left(deadline))})
+            done = box.invoke("run", {"command": task.verify,
+                                      "timeout": min(3600.0, _left(deadline))})
         finally:
             box.discard_undo()
-    found = _EXIT.match(said)
-    code = int(found.group(1)) if found else None
+    ran = done.data if isinstance(done.data, CommandResult) else None
+    code = ran.exit_code if ran is not None else None
     if code is None or _killed(code):  # not the patch's verdict: the node's (OOM, a kill)
         why = (f"exit {code}" if code is not None else "timed out"
-               if said.startswith("exit=timeout") else "it could not run")
-        raise AttemptError(f"verify was killed ({why}); not graded: {_tail(said)}")
-    return {"verified": code == 0, "verify_exit": code, "verify_output": _tail(said)}
+               if ran is not None and ran.timed_out else "it could not run")
+        raise AttemptError(f"verify was killed ({why}); not graded: {_tail(done.text)}")
+    return {"verified": code == 0, "verify_exit": code, "verify_output": _tail(done.text)}
 
 
 # Signals that come from outside a command (the OOM killer, a kill, a timeout), as a
@@ -296,6 +298,12 @@ _KILLS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 def _killed(code: int | None) -> bool:
     return code is not None and (-code in _KILLS or code - 128 in _KILLS)
+
+
+def last_lines(text: str, count: int = SETUP_LINES) -> str:
+    """The last ``count`` non-blank lines of ``text``, joined by `` | ``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-count:])
 
 
 def _left(deadline: float) -> float:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..files import did_you_mean, json_text
+from ..results import did_you_mean, json_text
 from ._urls import SCHEME, URL_SCHEMES, is_url, shown_repo
 
 __all__ = ["Task", "TaskResult", "check_unique", "one_line"]

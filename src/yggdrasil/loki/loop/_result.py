@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from ..files import json_text
+from ..results import json_text
 
 __all__ = ["ActResult", "ActStep", "ProtocolName"]
 
@@ -18,6 +18,11 @@ class ActStep:
 
     A reply that was not a decision is a step too: ``tool`` is ``""``, ``thought`` holds
     the reply, and ``observation`` the correction the model was sent.
+
+    ``is_error``/``refused``: the call failed, or was refused; ``changed``: the files it
+    changed; ``data``: the call's typed result as JSON values (a command's ``exit_code``,
+    ``stdout``..., an edit's diff; see ``Toolbox.invoke``), None for a correction or a
+    custom tool's text.
     """
 
     n: int
@@ -25,9 +30,18 @@ class ActStep:
     tool: str
     args: dict[str, Any]
     observation: str
+    is_error: bool = False
+    refused: bool = False
+    changed: list[str] = field(default_factory=list)
+    data: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> ActStep:
+        """The step a ``step`` record (a transcript line) holds; other keys are ignored."""
+        return cls(**{f.name: record[f.name] for f in fields(cls) if f.name in record})
 
 
 @dataclass

@@ -15,13 +15,13 @@ from typing import Any
 
 from ..engines import Completion, Decision, Engine, Message, NotADecision, decisions_from
 from ..errors import ContextLengthError, EngineError, ToolsUnsupportedError
-from ..files import clip_text
-from ..toolbox import Observation, Toolbox
+from ..results import ErrorResult, clip_text, tool_result
+from ..toolbox import Toolbox
 from ._conversation import Conversation
 from ._instructions import Instructions
 from ._prompt import correction, observation_header, system_prompt, task_message
 from ._result import ActResult, ActStep, ProtocolName
-from ._transcript import Clock, Events, Transcript
+from ._transcript import EVENT_KINDS, TRANSCRIPT_KINDS, Clock, Stream, Transcript
 
 __all__ = ["Run"]
 
@@ -48,7 +48,8 @@ class Run:
         self.engine = engine
         self.instructions = instructions or Instructions()
         self.clock = Clock()
-        self.events = Events(on_event, result.run, self.clock)
+        self.stream = Stream(result.run, self.clock)
+        self.on_event = on_event
         self.result = result
         self.box = toolbox
         self.max_steps = max_steps
@@ -67,12 +68,17 @@ class Run:
         self.conv.add({"role": "user",
                        "content": task_message(result.task, self._repo_map(repo_map))})
         result.usage = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
-        self.log = Transcript(None)
 
     def go(self, transcript: str | os.PathLike[str] | None,
            start: dict[str, Any] | None = None) -> ActResult:
         """Run to the end; ``start``: more fields for the transcript's start record."""
-        self.log = Transcript(transcript, self.clock)
+        log = Transcript(transcript)
+        self.stream.subscribe(log.write, TRANSCRIPT_KINDS)
+        if self.on_event is not None:
+            self.stream.subscribe(self.on_event, EVENT_KINDS)
+        if self.on_step is not None:
+            on_step = self.on_step
+            self.stream.subscribe(lambda record: on_step(ActStep.of(record)), frozenset({"step"}))
         try:
             self._start(start or {})
             self._loop()
@@ -84,22 +90,22 @@ class Run:
             self._finish("", completed=False, reason="interrupted")
             raise
         finally:
-            self.log.close()
+            log.close()
         return self.result
 
     def _start(self, extra: dict[str, Any]) -> None:
         result, box = self.result, self.box
         base_url = str(getattr(self.engine, "base_url", "") or "")
-        self.log.write("start", task=result.task, engine=result.engine, model=result.model,
-                       base_url=base_url, root=result.root, run=result.run,
+        self.stream.emit("start", task=result.task, engine=result.engine, model=result.model,
+                       base_url=base_url, root=result.root,
                        session=result.session, max_steps=self.max_steps,
                        native_tools=self.native, system=self.conv.system, tools=self.schemas,
                        status=box.status, instructions=self.instructions.sources,
                        instruction_notes=self.instructions.notes, **extra)
         for i, message in enumerate(self.conv.messages):
-            self.log.write("message", message=message, prior=i < self.prior)
-        self.conv.on_add = lambda message: self.log.write("message", message=message)
-        self.events.emit("run_started", task=result.task, engine=result.engine,
+            self.stream.emit("message", message=message, prior=i < self.prior)
+        self.conv.on_add = lambda message: self.stream.emit("message", message=message)
+        self.stream.emit("run_started", task=result.task, engine=result.engine,
                          model=result.model, base_url=base_url or None, root=result.root,
                          session=result.session, protocol="native" if self.native else "text",
                          max_steps=self.max_steps, fence=box.status, tools=box.names(),
@@ -110,8 +116,8 @@ class Run:
         """The toolbox's repo map for the first message; '' when off, absent or failing."""
         if budget <= 0 or "repo_map" not in self.box:
             return ""
-        found = self.box.run("repo_map", {"budget": budget})
-        if not found.ok or found.text.startswith("no definitions"):
+        found = self.box.invoke("repo_map", {"budget": budget})
+        if not found.ok or not found.text or found.text.startswith("no definitions"):
             log.info("no repository map in the first message: %s",
                      found.text.split("\n", 1)[0])
             return ""
@@ -145,7 +151,7 @@ class Run:
             self.conv.system = self._system()  # the toolbox status may name running jobs
             self.conv.fit()
             tools = self.schemas if self.native else None
-            self.events.emit("request", n=self.result.usage["requests"] + 1,
+            self.stream.emit("request", n=self.result.usage["requests"] + 1,
                              messages=len(self.conv.messages), chars=self.conv.size(),
                              tools=len(tools or ()))
             began = time.monotonic()
@@ -163,8 +169,8 @@ class Run:
                     raise
                 continue
             self._count(completion)
-            self.log.write("turn", **completion.to_dict())
-            self.events.emit("usage", seconds=round(time.monotonic() - began, 6),
+            self.stream.emit("turn", **completion.to_dict())
+            self.stream.emit("usage", seconds=round(time.monotonic() - began, 6),
                              input_tokens=int(completion.usage.get("input_tokens", 0) or 0),
                              output_tokens=int(completion.usage.get("output_tokens", 0) or 0),
                              total=dict(self.result.usage))
@@ -194,38 +200,42 @@ class Run:
 
     def _act(self, decision: Decision) -> None:
         n = len(self.result.steps) + 1
-        self.events.emit("tool_call", step=n, tool=decision.tool, args=decision.args,
+        self.stream.emit("tool_call", step=n, tool=decision.tool, args=decision.args,
                          call_id=decision.call_id, thought=decision.thought)
         began = time.monotonic()
-        seen = (self.box.run(decision.tool, decision.args) if not decision.error
-                else Observation.of(f"ERROR: {decision.error}"))
+        seen = (self.box.invoke(decision.tool, decision.args) if not decision.error
+                else tool_result(ErrorResult(category="argument", message=decision.error),
+                                 tool=decision.tool))
         observation = clip_text(seen.text, self.observation_chars)
-        self.events.emit("observation", step=n, tool=decision.tool,
+        data = seen.structured()
+        self.stream.emit("observation", step=n, tool=decision.tool,
                          seconds=round(time.monotonic() - began, 6), changed=list(seen.changed),
-                         is_error=seen.is_error, refused=seen.refused, text=observation)
+                         is_error=seen.is_error, refused=seen.refused, text=observation,
+                         data=data)
         if decision.call_id is not None:
             self.conv.add_observation({"role": "tool", "tool_call_id": decision.call_id,
-                                       "name": decision.tool, "content": observation},
+                                       "name": decision.tool, "content": observation,
+                                       "is_error": not seen.ok},
                                       step=n, tool=decision.tool)
         else:
             header = observation_header(n, decision.tool)
             self.conv.add_observation({"role": "user", "content": header + observation},
                                       step=n, tool=decision.tool, header=header)
-        self._record(ActStep(n, decision.thought, decision.tool, decision.args, observation))
+        self._record(ActStep(n, decision.thought, decision.tool, decision.args, observation,
+                             is_error=seen.is_error, refused=seen.refused,
+                             changed=list(seen.changed), data=data))
 
     def _correct(self, completion: Completion, problem: str) -> None:
         message = correction(problem, native=self.native)
         self.conv.add({"role": "assistant", "content": completion.text or "(empty reply)"})
         self.conv.add({"role": "user", "content": message})
         n = len(self.result.steps) + 1
-        self.events.emit("correction", step=n, problem=problem, message=message)
+        self.stream.emit("correction", step=n, problem=problem, message=message)
         self._record(ActStep(n, clip_text(completion.text, MAX_THOUGHT), "", {}, message))
 
     def _record(self, step: ActStep) -> None:
         self.result.steps.append(step)
-        self.log.write("step", **step.to_dict())
-        if self.on_step is not None:
-            self.on_step(step)
+        self.stream.emit("step", **step.to_dict())
 
     def _finish(self, answer: str, *, completed: bool, reason: str, **extra: Any) -> None:
         result = self.result
@@ -233,9 +243,9 @@ class Run:
         result.files_changed = list(self.box.changed)
         result.seconds = self.clock.elapsed()
         result.diff = self.box.diff()
-        self.log.write("end", answer=answer, completed=completed, stop_reason=reason,
+        self.stream.emit("end", answer=answer, completed=completed, stop_reason=reason,
                        files_changed=result.files_changed, changes=self.box.changes,
                        usage=result.usage, seconds=result.seconds, diff=result.diff, **extra)
-        self.events.emit("finished", stop_reason=reason, completed=completed, answer=answer,
+        self.stream.emit("finished", stop_reason=reason, completed=completed, answer=answer,
                          seconds=result.seconds, files_changed=result.files_changed,
                          usage=dict(result.usage), **extra)

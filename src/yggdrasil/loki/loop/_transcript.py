@@ -1,10 +1,12 @@
-"""The run's records as it goes: the JSONL transcript and the event stream.
+"""The run's records as it goes: one stream, and what subscribes to it.
 
-Both stamp each record with ``time`` (ISO 8601, UTC) and ``elapsed`` (seconds since the
-run began, from a monotonic clock, so it never goes back). The transcript is what a run
-keeps (replayed by the scripted engine, resumed by ``Session.from_transcript``); events
-are what a watcher sees (``on_event``, ``loki do --events``), shaped by
-``events.schema.json`` beside this module.
+A run emits each record once into its :class:`Stream`, which stamps it with ``type``,
+``run``, ``time`` (ISO 8601, UTC) and ``elapsed`` (seconds since the run began, from a
+monotonic clock, so it never goes back) and hands it to every subscriber, each taking the
+kinds it keeps: the JSONL transcript (:class:`Transcript`: what a run keeps, replayed by
+the scripted engine, resumed by ``Session.from_transcript``), the watcher's events
+(``on_event``, ``loki do --events``: :data:`EVENT_KINDS`, shaped by
+``events.schema.json`` beside this module) and ``on_step`` (the ``step`` records).
 """
 
 from __future__ import annotations
@@ -17,11 +19,16 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import IO, Any
 
-from ..files import json_text
+from ..results import json_text
 
-__all__ = ["EVENTS_SCHEMA", "Clock", "Events", "Transcript", "events_schema"]
+__all__ = ["EVENTS_SCHEMA", "EVENT_KINDS", "TRANSCRIPT_KINDS", "Clock", "Stream", "Transcript",
+           "events_schema"]
 
 EVENTS_SCHEMA = "events.schema.json"
+EVENT_KINDS = frozenset({"run_started", "request", "usage", "tool_call", "observation",
+                         "correction", "finished"})  # what on_event and --events see
+TRANSCRIPT_KINDS = frozenset({"start", "message", "turn", "step", "end"})  # what a run keeps
+Record = dict[str, Any]
 
 
 def events_schema() -> dict[str, Any]:
@@ -45,30 +52,36 @@ class Clock:
                 "elapsed": self.elapsed()}
 
 
+class Stream:
+    """A run's records: each emitted once, stamped once, and handed to every subscriber."""
+
+    def __init__(self, run: str, clock: Clock) -> None:
+        self.run, self.clock = run, clock
+        self._subscribers: list[tuple[frozenset[str] | None, Callable[[Record], None]]] = []
+
+    def subscribe(self, sink: Callable[[Record], None],
+                  kinds: frozenset[str] | None = None) -> None:
+        """Call ``sink(record)`` for each record of ``kinds`` (None: every record)."""
+        self._subscribers.append((kinds, sink))
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        record = {"type": kind, "run": self.run, **self.clock.stamp(), **fields}
+        for kinds, sink in self._subscribers:
+            if kinds is None or kind in kinds:
+                sink(record)
+
+
 class Transcript:
-    """A JSONL log written line by line as the run goes (nothing when ``path`` is None)."""
+    """A JSONL log written record by record as the run goes (nothing when ``path`` is None)."""
 
-    def __init__(self, path: str | os.PathLike[str] | None, clock: Clock | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self._file: IO[str] | None = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
-        self.clock = clock or Clock()
 
-    def write(self, kind: str, **fields: Any) -> None:
+    def write(self, record: Record) -> None:
         if self._file is not None:
-            self._file.write(json_text({"type": kind, **self.clock.stamp(), **fields}) + "\n")
+            self._file.write(json_text(record) + "\n")
             self._file.flush()
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
-
-
-class Events:
-    """Calls ``sink(event)`` with each event of a run (nothing when ``sink`` is None)."""
-
-    def __init__(self, sink: Callable[[dict[str, Any]], None] | None, run: str,
-                 clock: Clock) -> None:
-        self.sink, self.run, self.clock = sink, run, clock
-
-    def emit(self, kind: str, **fields: Any) -> None:
-        if self.sink is not None:
-            self.sink({"type": kind, "run": self.run, **self.clock.stamp(), **fields})

@@ -7,7 +7,10 @@ server passes it to clients unchanged instead of re-deriving one from a signatur
 - Each tool is listed with ``Tool.input_schema`` as is, a ``title`` and annotations:
   ``readOnlyHint``/``destructiveHint`` (does it change files), ``idempotentHint``,
   ``openWorldHint`` (true only for the web tools).
-- ``ERROR:`` and ``REFUSED:`` observations come back as error results (``isError``).
+- Each tool declares an ``outputSchema`` (its result kind's JSON Schema; a tool that
+  answers with text: ``{"result": <text>}``) and each call returns ``structuredContent``
+  (the typed result) beside the text; errors and refusals are error results
+  (``isError``), their structured content the ``ErrorResult``/``Refusal``.
 - Confirmation: a server has no terminal to ask, so the toolbox gets ``confirm=None``; the
   MCP client, which sees ``destructiveHint``, is the one that asks its user. Serve with
   ``read_only`` to rule out changes altogether.
@@ -21,6 +24,7 @@ server passes it to clients unchanged instead of re-deriving one from a signatur
 
 from __future__ import annotations
 
+import base64
 import functools
 import logging
 import signal
@@ -32,7 +36,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ..tools import Observation, Tool, Toolbox
+from ..results import ImagePart, TextPart, text_result
+from ..tools import Tool, Toolbox, ToolResult
 from ._limits import MAX_MESSAGE_BYTES
 from ._sdk import Sdk, load_sdk
 from ._stdio import stdio_streams
@@ -42,8 +47,12 @@ __all__ = ["build_server", "call_result", "mcp_tool", "serve"]
 log = logging.getLogger("yggdrasil.loki.mcp")
 
 
+TEXT_SCHEMA = {"type": "object", "properties": {"result": {"type": "string"}},
+               "required": ["result"]}  # the structured form of a tool that answers in text
+
+
 def mcp_tool(tool: Tool) -> dict[str, Any]:
-    """The MCP form of a tool (wire field names): its own schema, a title and its hints."""
+    """The MCP form of a tool (wire field names): its own schemas, a title and its hints."""
     hints: dict[str, Any] = {"title": tool.title, "readOnlyHint": bool(tool.read_only),
                              "openWorldHint": tool.open_world}
     if not tool.read_only:
@@ -51,19 +60,32 @@ def mcp_tool(tool: Tool) -> dict[str, Any]:
     if tool.idempotent:
         hints["idempotentHint"] = True
     return {"name": tool.name, "title": tool.title, "description": tool.description,
-            "inputSchema": tool.input_schema, "annotations": hints}
+            "inputSchema": tool.input_schema,
+            "outputSchema": tool.output_schema or TEXT_SCHEMA, "annotations": hints}
 
 
-def call_result(observation: str | Observation) -> dict[str, Any]:
-    """An observation as a tool result (wire form); errors and refusals are ``isError``."""
-    if not isinstance(observation, Observation):
-        observation = Observation.of(observation)
-    return {"content": [{"type": "text", "text": observation.text}],
-            "isError": not observation.ok}
+def call_result(result: str | ToolResult, *, typed: bool = True) -> dict[str, Any]:
+    """A tool's result in wire form: its parts as content, its data as
+    ``structuredContent``, errors and refusals ``isError``. ``typed``: the tool declared
+    its result's schema; else (and for a string) the structured form is its text."""
+    if not isinstance(result, ToolResult):
+        result = text_result(result)
+    structured = result.structured() if typed or not result.ok else None
+    return {"content": [_content(part) for part in result.parts],
+            "structuredContent": structured if structured is not None else
+            {"result": result.text},
+            "isError": not result.ok}
 
 
-async def run_call(box: Toolbox, name: str, args: dict[str, Any]) -> Observation:
-    """``box.run`` in a worker thread; cancelling the awaiting task cancels the call.
+def _content(part: TextPart | ImagePart) -> dict[str, Any]:
+    if isinstance(part, ImagePart):
+        return {"type": "image", "mimeType": part.mime,
+                "data": base64.b64encode(part.data).decode("ascii")}
+    return {"type": "text", "text": part.text}
+
+
+async def run_call(box: Toolbox, name: str, args: dict[str, Any]) -> ToolResult:
+    """``box.invoke`` in a worker thread; cancelling the awaiting task cancels the call.
 
     The thread cannot be abandoned (it may be changing files), so a cancel sets the
     call's event and then waits for the tool to wind up (a command is killed at once).
@@ -83,7 +105,7 @@ async def run_call(box: Toolbox, name: str, args: dict[str, Any]) -> Observation
         tg.start_soon(cancel_when_cancelled)
         try:
             observation = await anyio.to_thread.run_sync(
-                functools.partial(box.run, name, args, cancel=event))
+                functools.partial(box.invoke, name, args, cancel=event))
         finally:
             finished = True
             tg.cancel_scope.cancel()
@@ -97,13 +119,14 @@ def build_server(box: Toolbox, *, instructions: str = "", sdk: Sdk | None = None
     """A low-level MCP server exposing ``box``: tools/list and tools/call."""
     sdk = sdk or load_sdk()
     listed = [mcp_tool(tool) for tool in box]
+    typed = {tool.name for tool in box if tool.output_schema is not None}
 
     async def list_tools() -> list[dict[str, Any]]:
         return listed
 
     async def call_tool(name: str, args: dict[str, Any]) -> dict[str, Any]:
         log.info("call %s %s", name, sorted(args))
-        return call_result(await run_call(box, name, args))
+        return call_result(await run_call(box, name, args), typed=name in typed)
 
     return sdk.server("loki", _version(), instructions, list_tools, call_tool)
 

@@ -33,14 +33,13 @@ from ._kill import kill_carrying, running_since
 from ._landlock import SandboxStatus, landlock_status, launcher_argv
 from ._listen import LazyServer, listening_socket
 from ._namespace import MOUNT_KINDS
-from ._proc import HELD_OPEN, Capture, Completed, Process, Sink, cut_note, run_process
+from ._proc import Capture, Completed, Process, Sink, run_process
 from ._readonly import binary_paths, interpreter_paths, read_only_argv
 from ._spawn import main_not_rerun
 from ._supervisor import Decide, Exec, Session, Supervisor
 from ._worker import FencedWorker, WorkerFailed, WorkerLimits
 
 __all__ = [
-    "HELD_OPEN",
     "MOUNT_KINDS",
     "Capture",
     "Completed",
@@ -59,7 +58,6 @@ __all__ = [
     "binary_paths",
     "cancel_scope",
     "current_cancel",
-    "cut_note",
     "guard_imports",
     "interpreter_paths",
     "is_secret",

@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from io import BufferedReader
 from typing import IO, Protocol
 
-from yggdrasil.io import human_size
-
 from ..errors import ToolError
 from ._cancel import current_cancel
 from ._kill import kill_pipe_holders, kill_tree, signal_command, start_time
@@ -70,17 +68,9 @@ class Capture:
         """Bytes dropped from the middle."""
         return self.total - len(self.head) - len(self.tail)
 
-    def text(self) -> str:
-        head = self.head.decode("utf-8", "replace")
-        tail = self.tail.decode("utf-8", "replace")
-        if self.cut <= 0:
-            return head + tail
-        return f"{head}\n{cut_note(self.cut)}\n{tail}"
-
-
-def cut_note(size: int, why: str = "") -> str:
-    """The line where ``size`` bytes of output were cut (``why``: a clause saying why)."""
-    return f"[... {human_size(size)} of output cut from the middle{why} ...]"
+    def decoded(self) -> tuple[str, str]:
+        """(head, tail), decoded; apart when bytes were cut between them (``cut``)."""
+        return self.head.decode("utf-8", "replace"), self.tail.decode("utf-8", "replace")
 
 
 class Sink(Protocol):
@@ -104,24 +94,6 @@ class Completed:
     timeout: float = 0.0
     held_open: bool = False  # a process that escaped the kill still holds stdout/stderr
     cancelled: bool = False  # stopped through its cancel event (see ``_cancel``)
-
-    def observation(self) -> str:
-        if self.cancelled:
-            first = ("exit=cancelled (stopped on request with its whole process tree; "
-                     "partial output below)")
-        elif self.timed_out:
-            first = (f"exit=timeout (killed after {self.timeout:g}s with its whole process "
-                     "tree; partial output below)")
-        else:
-            first = f"exit={self.exit_code}"
-        text = f"{first}\nstdout:\n{self.stdout.text()}\nstderr:\n{self.stderr.text()}"
-        if self.held_open:
-            text += ("" if text.endswith("\n") else "\n") + HELD_OPEN
-        return text
-
-
-HELD_OPEN = ("[a background process that left the session still holds the output open; "
-             "output after this point is not shown]\n")
 
 
 # -- running ------------------------------------------------------------------------------

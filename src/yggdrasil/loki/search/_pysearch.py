@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import ToolError
-from ..files import MAX_ENTRIES, MAX_HITS, READ_FLAGS, Root, clip_line
+from ..files import READ_FLAGS, Root
+from ..results import MAX_ENTRIES, MAX_HITS, clip_line
 from ._found import Accept, Found, Hit, HitCollector, PathCollector, Pattern, Query, Skips
 from ._linear import LinearError, LinearPattern, compile_linear
 from ._walk import Walker

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ..errors import ToolError
-from ..files import MAX_ENTRIES, MAX_HITS, Root, clip_line
+from ..files import Root
+from ..results import MAX_ENTRIES, MAX_HITS, clip_line
 from ..sandbox import binary_paths, landlock_status, read_only_argv
 from ._found import Accept, Found, Hit, HitCollector, PathCollector, Pattern, Query, Skips
 from ._globs import glob_matcher

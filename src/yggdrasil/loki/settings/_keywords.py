@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypedDict
 
-from ..files import did_you_mean
+from ..results import did_you_mean
 from ._model import Settings, setting_fields
 
 

@@ -25,7 +25,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..files import SETTINGS_FILE, did_you_mean
+from ..files import SETTINGS_FILE
+from ..results import did_you_mean
 from ._model import (
     Group,
     Ignored,

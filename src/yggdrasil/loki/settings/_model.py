@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import Field, PrivateAttr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 
-from ..files import did_you_mean
+from ..results import did_you_mean
 from ..toolbox import McpServer
 from ._groups import (
     AgentSettings,

@@ -30,9 +30,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..files import GIT_RULE, Diff, clip_list, settings_path
-
-MAX_CHANGE_LINES = 200  # lines of a command's or job's "changed:" section
+from ..files import Diff, settings_path
+from ..results import FileChange
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".jj", "node_modules", ".venv", "venv",
@@ -231,19 +230,10 @@ def diff(before: Snapshot, after: Snapshot) -> Diff:
 
 
 
-def changed_section(lines: list[str]) -> str:
-    """The ``changed:`` section of an observation ('created a.py', 'modified b.py'...),
-    capped; empty when nothing changed."""
-    if not lines:
-        return ""
-    kept = clip_list(lines, MAX_CHANGE_LINES, "changes", "see Toolbox.changed for the full list")
-    return "changed:\n" + "\n".join(kept) + "\n"
-
-
-def put_back_note(paths: list[str]) -> str:
-    """The line saying which files git takes commands from were put back (or cleaned)."""
-    if not paths:
-        return ""
-    shown = clip_list(paths, 20, "paths", "see Toolbox.changed")
-    return (f"[sandbox: put back {', '.join(shown)}: git (or hg) takes commands from it, "
-            f"which would run outside the sandbox ({GIT_RULE})]\n")
+def file_changes(found: Diff) -> list[FileChange]:
+    """What a diff says changed, as data: created, modified and deleted files in path order
+    within each kind, then the lost folders (``name/``)."""
+    return [FileChange(path=path, change=verb) for verb, paths in
+            (("created", found.created), ("modified", found.modified),
+             ("deleted", found.deleted), ("deleted", [d + "/" for d in found.lost_dirs]))
+            for path in paths]

@@ -21,11 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from yggdrasil.io import human_size
-
 from ..files import Diff
-from ..sandbox import HELD_OPEN, Capture, Process, cut_note
-from ._notes import ProxyNotes, proxy_section
+from ..results import JobRow, JobState, StreamOutput, job_state
+from ..sandbox import Capture, Process
+from ._notes import ProxyNotes
 
 GRACE = 2.0  # seconds a job gets after SIGINT, and again after SIGTERM, before SIGKILL
 HOLD = 0.05  # seconds a partial last line may be kept back for the rest of it to come
@@ -90,7 +89,7 @@ class OutputBuffer:
     def _fresh(self) -> bool:
         return time.monotonic() - self.last_feed < HOLD
 
-    def take(self, *, final: bool = False) -> str:
+    def take(self, *, final: bool = False) -> StreamOutput:
         """What came since the last read (``final``: the stream has ended, flush it all);
         a multi-byte character split across two reads is shown whole by the second."""
         with self.wake:
@@ -101,13 +100,14 @@ class OutputBuffer:
         if got.cut > 0:
             head = decode(held + bytes(got.head), True)
             self._decoder.reset()  # the tail starts wherever the cut fell
-            note = cut_note(got.cut, " (more came between two reads than job_buffer keeps)")
-            return f"{head}\n{note}\n{decode(bytes(got.tail), final)}"
+            return StreamOutput(head=head, tail=decode(bytes(got.tail), final), cut=got.cut,
+                                bytes=got.total + len(held),
+                                why=" (more came between two reads than job_buffer keeps)")
         data = held + bytes(got.head + got.tail)
         line_end = data.rfind(b"\n") + 1
         if not final and fresh and line_end < len(data) and len(data) - line_end <= HOLD_MAX:
             data, self.held = data[:line_end], data[line_end:]
-        return decode(data, final)
+        return StreamOutput(head=decode(data, final), bytes=len(data))
 
 
 class Job:
@@ -158,20 +158,16 @@ class Job:
     def output_size(self) -> int:
         return self.stdout.total + self.stderr.total
 
-    def state(self, ended: bool | None = None) -> str:
-        """``job 3 running`` or ``exit=<code>`` with how it was stopped (``ended``: as
-        the caller saw it, default now)."""
+    def status(self, ended: bool | None = None) -> JobState:
+        """Whether it runs and how it ended (``ended``: as the caller saw it, default now)."""
         if not (self.ended.is_set() if ended is None else ended):
-            return f"job {self.id} running"
-        if not self.why or not self.stopped_by:  # it ended on its own first
-            return f"exit={self.exit_code}"
-        if self.stopped_by in ("SIGINT", "SIGTERM"):
-            how = f"it exited on {self.stopped_by}"
-            if self.stopped_by == "SIGTERM":
-                how = f"SIGINT did not end it within {GRACE:g}s, {how}"
-        else:
-            how = f"SIGINT and SIGTERM did not end it within {GRACE:g}s each, so it was killed"
-        return f"exit={self.exit_code} (stopped by {self.why}: {how})"
+            return JobState(job=self.id, running=True)
+        return JobState(job=self.id, running=False, exit_code=self.exit_code,
+                        stopped_why=self.why, stopped_by=self.stopped_by, grace=GRACE)
+
+    def state(self, ended: bool | None = None) -> str:
+        """``job 3 running`` or ``exit=<code>`` with how it was stopped."""
+        return job_state(self.status(ended))
 
     # -- reading -----------------------------------------------------------------------
 
@@ -202,16 +198,15 @@ class Job:
             seen = size
             self.ended.wait(min(QUIET, max(0.0, deadline - time.monotonic())))
 
-    def read(self, ended: bool | None = None) -> str:
-        """The state line, then what the job printed since the last read (``ended``:
-        whether the job had ended as the caller saw it, default now)."""
+    def read(self, ended: bool | None = None) -> tuple[JobState, StreamOutput, StreamOutput,
+                                                       list[str], bool]:
+        """The state, then what the job printed since the last read on each stream, what
+        the proxy refused it since, and whether an escaped process holds its output open
+        (``ended``: whether the job had ended as the caller saw it, default now)."""
         final = self.ended.is_set() if ended is None else ended
-        # each section ends with one newline of its own, so a read's output is exact:
-        # a last line without a newline (a prompt) is followed by just that one
-        text = (f"{self.state(final)}\nstdout:\n{self.stdout.take(final=final)}"
-                f"\nstderr:\n{self.stderr.take(final=final)}\n")
-        text += proxy_section(self.notes.take())
-        return text + (HELD_OPEN if final and self.held_open else "")
+        return (self.status(final), self.stdout.take(final=final),
+                self.stderr.take(final=final), self.notes.take().splitlines(),
+                final and self.held_open)
 
     # -- changes -----------------------------------------------------------------------
 
@@ -264,18 +259,9 @@ class Job:
         return False
 
 
-def describe(job: Job) -> str:
-    """One line of ``jobs()``: id, state, age, output size, command."""
-    state = "running" if job.running else job.state().split(" (", 1)[0]
-    unread = job.stdout.pending + job.stderr.pending
-    size = human_size(job.output_size()) + (f", {human_size(unread)} unread" if unread else "")
-    return f"job {job.id}  {state}  {_age(job.age())}  output {size}  {job.label}"
-
-
-def _age(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+def describe(job: Job) -> JobRow:
+    """One row of ``jobs()``: id, state, age, output size, command."""
+    status = job.status()
+    return JobRow(job=job.id, running=status.running, exit_code=status.exit_code,
+                  seconds=job.age(), output_bytes=job.output_size(),
+                  unread_bytes=job.stdout.pending + job.stderr.pending, label=job.label)

@@ -37,8 +37,8 @@ from annotated_types import Interval, MaxLen
 
 from ..errors import ToolError
 from ..files import Journal, Root
+from ..results import FileChange, JobInput, JobList, JobReport, JobStarted
 from ..sandbox import Process, current_cancel
-from ._changes import changed_section, put_back_note
 from ._job import GRACE, Job, JobLimits, OutputBuffer, describe
 from ._notes import ProxyNotes
 from ._watch import ChangeTracker
@@ -78,7 +78,7 @@ class Jobs:
 
     def start(self, label: str, prepare: Prepare,
               screen: Callable[[str], None] | None = None,
-              on_start: Callable[[Job], None] | None = None) -> str:
+              on_start: Callable[[Job], None] | None = None) -> JobStarted:
         """Start a job; ``started job <id>: <label>`` and its first second of output.
         ``screen(text)`` raises for input the job must not be sent (see ``send``);
         ``on_start(job)`` is called once it runs."""
@@ -103,18 +103,16 @@ class Jobs:
         self._charged.append(job)
         self._forget_old()
         job.ended.wait(FIRST_LOOK)
-        return (f"started job {job.id}: {job.label}\n{self._report(job)}"
-                f"[job_output(job={job.id}) reads more, job_input(job={job.id}, text=...) "
-                f"writes to its stdin, job_stop(job={job.id}) stops it]\n")
+        return JobStarted(job=job.id, label=job.label, report=self._report(job))
 
-    def output(self, job: JobId, wait: Wait = 0) -> str:
+    def output(self, job: JobId, wait: Wait = 0) -> JobReport:
         """A read tool: it runs beside a foreground command, and waits holding no lock."""
         found = self._get(job)
         if wait:
             found.wait_quietly(wait, current_cancel())
         return self._report(found)
 
-    def send(self, job: JobId, text: InputText, eof: bool = False) -> str:
+    def send(self, job: JobId, text: InputText, eof: bool = False) -> JobInput:
         found = self._get(job)
         if not found.running:
             raise ToolError(f"job {job} has ended ({found.state()}); it reads no more input. "
@@ -131,25 +129,20 @@ class Jobs:
             found.process.close_input()
             found.input_closed = True
         found.wait_quietly(INPUT_LOOK, current_cancel())
-        what = [f"sent {sent} bytes to its stdin"] if data else []
-        what += ["closed its stdin"] if eof else []
-        return f"job {job}: {' and '.join(what)}\n{self._report(found)}"
+        return JobInput(job=job, sent=sent, closed=eof, report=self._report(found))
 
-    def stop(self, job: JobId) -> str:
+    def stop(self, job: JobId) -> JobReport:
         found = self._get(job)
         if found.running:
             found.request_stop("job_stop")
             found.ended.wait(2 * GRACE + 30)  # the kill that follows is quick; a guard only
         return self._report(found)
 
-    def listing(self) -> str:
+    def listing(self) -> JobList:
         self._settle_if_free()
-        if not self._jobs:
-            return "no jobs; run(command, background=true) starts one"
         running = sum(job.running for job in self._jobs.values())
-        lines = [describe(job) for job in self._jobs.values()]
-        return (f"{running} of at most {self.limits.max_jobs} jobs running\n"
-                + "\n".join(lines) + "\n")
+        return JobList(running=running, max_jobs=self.limits.max_jobs,
+                       jobs=[describe(job) for job in self._jobs.values()])
 
     # -- settling changes ----------------------------------------------------------------
 
@@ -271,7 +264,7 @@ class Jobs:
             if turn:
                 self.settle()
 
-    def _report(self, job: Job) -> str:
+    def _report(self, job: Job) -> JobReport:
         """The job's state, output and changes; an ended job's changes all there."""
         ended = job.ended.is_set()  # the state shown: it may end while this reads
         with self.lock(blocking=False) as turn:
@@ -279,9 +272,12 @@ class Jobs:
                 self.settle()
         if ended and not turn and not self._held:
             job.settled.wait(SETTLE_WAIT)
-        text = job.read(ended)
-        text += changed_section([f"{verb} {rel}" for rel, verb in job.changes.items()])
-        return text + put_back_note(list(dict.fromkeys(job.put_back)))
+        state, stdout, stderr, proxy, held_open = job.read(ended)
+        return JobReport(state=state, stdout=stdout, stderr=stderr, proxy=proxy,
+                         held_open=held_open,
+                         changes=[FileChange(path=rel, change=verb)
+                                  for rel, verb in job.changes.items()],
+                         put_back=list(dict.fromkeys(job.put_back)))
 
     def _forget_old(self) -> None:
         ended = [n for n, job in self._jobs.items() if not job.running]

@@ -14,7 +14,7 @@ import contextlib
 import os
 from pathlib import Path
 
-__all__ = ["ProxyNotes", "proxy_section"]
+__all__ = ["ProxyNotes"]
 
 MAX_NOTES = 16_384  # bytes of refusals shown per observation; the rest is counted
 
@@ -57,8 +57,3 @@ class ProxyNotes:
         self._left += self.take()
         with contextlib.suppress(OSError):
             os.unlink(self.path)
-
-
-def proxy_section(text: str) -> str:
-    """``proxy:`` and the refusals; empty when there were none."""
-    return f"proxy:\n{text}" if text else ""

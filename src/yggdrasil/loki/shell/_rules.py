@@ -174,8 +174,9 @@ class CommandRules:
         if not self:
             return
         verdict = self.verdict(line)
+        rule = str(verdict.rule) if verdict.rule is not None else f"rules_default={self.default}"
         if verdict.action == "deny":
-            raise ToolError(self._denied(verdict))
+            raise ToolError(self._denied(verdict), category="denied", rule=rule)
         if verdict.action == "ask":
             action = action or f"run {line}"
             if confirm is None:
@@ -183,11 +184,11 @@ class CommandRules:
                     verdict.why or "commands no rule allows are asked about")
                 raise Refused("run", line, f"run {line} needs the user's confirmation ({why}), "
                               "and nobody can be asked here (no confirm); a rule that allows "
-                              "it would let it run")
+                              "it would let it run", rule=rule)
             key = (f"commands the rule {verdict.rule.action}:{verdict.rule.text!r} matches"
                    if verdict.rule is not None else action)
             if answer_of(confirm(ConfirmAction(action, key=key))) == "no":
-                raise Refused("run", line)
+                raise Refused("run", line, rule=rule)
 
     def _denied(self, verdict: Verdict) -> str:
         allowed = [r.text for r in self.rules if r.action == "allow"]

@@ -23,8 +23,9 @@ from typing import Annotated, Any, Literal, Protocol
 from annotated_types import Interval
 
 from ..errors import PathError, ToolError
-from ..files import GIT_RULE, Diff, Journal, Root
+from ..files import Journal, Root
 from ..netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
+from ..results import GIT_RULE, CommandResult, JobStarted
 from ..sandbox import (
     Completed,
     Session,
@@ -35,14 +36,15 @@ from ..sandbox import (
     scrubbed,
 )
 from ._bytecode import seed
-from ._changes import changed_section, put_back_note
+from ._changes import file_changes
 from ._cmdline import reads_commands
 from ._fence import Fence, mount_plan, needed_paths, private_tmpfs
 from ._guard import Note, Refusals, Supervision
 from ._job import JobLimits
 from ._jobs import Jobs
-from ._notes import ProxyNotes, proxy_section
+from ._notes import ProxyNotes
 from ._protected import MaskedPaths, ProtectedPaths, walk_protected
+from ._results import command_result, stream_of
 from ._rules import CommandRules
 from ._watch import ChangeTracker
 
@@ -60,12 +62,7 @@ DEFAULT_HIDDEN = ("~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud"
                   "~/.password-store", "~/.config/loki")  # loki's own settings and trust
 SANDBOX_VAR = "LOKI_SANDBOX"  # tells the command (and a user checking) what fences it
 _DENIED = "ermission denied"  # EACCES as shells, Python and libc word it
-_FENCE_NOTE = ("[sandbox: commands may write only inside the root and $TMPDIR{net}; a write "
-               "elsewhere fails with 'Permission denied'. Work inside the root, or ask the "
-               "user to add a writable folder]\n")
-_NO_NETWORK = ", and may not open TCP connections"
-_PROTECTED_NOTE = ("[sandbox: protected files (they may hold secrets) are unreadable to commands, "
-                   "as to every tool; only the user can change that list]\n")
+Denial = Literal["protected", "fence", "fence-offline"]
 # Seconds a command may run; the toolbox checks the limit before the call (bind_args).
 Timeout = Annotated[float, Interval(gt=0, le=3600)]
 PYCACHE_VAR = "PYTHONPYCACHEPREFIX"  # bytecode of commands goes to a cache outside the root
@@ -156,7 +153,8 @@ class Shell:
 
     # -- the tools -----------------------------------------------------------------------
 
-    def run(self, command: str, timeout: Timeout = 60, background: bool = False) -> str:
+    def run(self, command: str, timeout: Timeout = 60,
+            background: bool = False) -> CommandResult | JobStarted:
         if not command.strip():
             raise ToolError("command is empty; give a shell command to run in the root")
         self.check_command(command)  # background jobs obey the rules too
@@ -170,7 +168,7 @@ class Shell:
             return self._execute(argv, self._env(scratch), scratch, timeout)
 
     def _start_job(self, label: str, argv: list[str], code: str | None,
-                   screen: Callable[[str], None] | None = None) -> str:
+                   screen: Callable[[str], None] | None = None) -> JobStarted:
         """A background job of ``argv`` (``code``: run_python's snippet); refusals of the
         rules at exec time go to its stderr."""
         notes = Refusals()
@@ -184,7 +182,8 @@ class Shell:
 
         return self.jobs.start(label, prepare, screen=screen, on_start=notes.attach)
 
-    def run_python(self, code: str, timeout: Timeout = 60, background: bool = False) -> str:
+    def run_python(self, code: str, timeout: Timeout = 60,
+                   background: bool = False) -> CommandResult | JobStarted:
         # Rules see it as `python <file>`: ("deny", "python") refuses it, and so does
         # rules_default="deny" unless a rule allows python.
         shown = code if len(code) <= 2000 else f"{code[:2000]}\n[... {len(code) - 2000} more chars]"
@@ -498,17 +497,17 @@ class Shell:
                              guard=(session.path, session.token, session.calls)
                              if session else None)
 
-    def _denied_note(self, done: Completed, fence: Fence, masked: Sequence[str],
-                     refused: Refusals) -> str:
+    def _denied(self, done: Completed, fence: Fence, masked: Sequence[str],
+                refused: Refusals) -> list[Denial]:
         """Why a failed command met 'Permission denied': a protected file, or the fence
         (unless the supervisor's refusals, a UNIX socket's say, already tell why)."""
         if done.exit_code == 0 or not (fence.abi or masked):
-            return ""
-        secret, other = _denied_lines(done.stderr.text(), masked)
-        note = _PROTECTED_NOTE if secret else ""
+            return []
+        secret, other = _denied_lines(stream_of(done.stderr).text(), masked)
+        found: list[Denial] = ["protected"] if secret else []
         if other and fence.abi and not refused.lines:
-            note += _FENCE_NOTE.format(net="" if self.network else _NO_NETWORK)
-        return note
+            found.append("fence" if self.network else "fence-offline")
+        return found
 
     def _check(self, argv: list[str], env: dict[str, str]) -> Fence:
         """The fence ``argv`` gets; ToolError when it must not or cannot run."""
@@ -528,7 +527,7 @@ class Shell:
         return argv, env, reaped
 
     def _execute(self, argv: list[str], env: dict[str, str], scratch: Path,
-                 timeout: float) -> str:
+                 timeout: float) -> CommandResult:
         fence = self._check(argv, env)
         self.jobs.settle(resume=False)  # what jobs changed so far is theirs; ours from here
         skip = [scratch, *self.jobs.scratches(),
@@ -553,12 +552,10 @@ class Shell:
             if self.journal is not None:
                 put_back = self.journal.after_command(changes)
             self.jobs.resume()
-        text = done.observation()
-        for extra in (refused.text(), proxy_section(notes.take()), _changed_section(changes),
-                      self._denied_note(done, fence, masked, refused), put_back_note(put_back)):
-            if extra:
-                text += extra if text.endswith("\n") else "\n" + extra
-        return text
+        return command_result(done, refusals=refused.lines, refusals_dropped=refused.dropped,
+                           proxy=notes.take().splitlines(), changes=file_changes(changes),
+                           changes_tracked=changes.tracked, put_back=put_back,
+                           denied=self._denied(done, fence, masked, refused))
 
 
 def _denied_lines(stderr: str, masked: Sequence[str]) -> tuple[bool, bool]:
@@ -584,7 +581,3 @@ def _check_program(program: str, env: Mapping[str, str]) -> None:
                         "run and run_python need it installed")
 
 
-def _changed_section(changes: Diff) -> str:
-    if not changes.tracked:
-        return "changed: not tracked (the root holds too many files to compare quickly)\n"
-    return changed_section(changes.lines())

@@ -14,8 +14,8 @@ Imports the hands (``files``, ``search``, ``shell``, ``tables``, ``web``), ``san
 
 from __future__ import annotations
 
-from ._box import AfterCall, BeforeCall, Part, Toolbox
-from ._calls import Observation
+from ..results import ToolResult
+from ._box import AfterCall, Attached, BeforeCall, Toolbox
 from ._catalog import job_tools, read_tools, web_tools, write_tools
 from ._catalog_edits import edit_tools
 from ._flavors import FLAVORS, Flavor
@@ -23,15 +23,18 @@ from ._mcp import McpServer
 from ._schema import bind_args, build_schema, limits_text, parse_docstring
 from ._tool import Tool
 
+Observation = ToolResult  # the name of a call's result before results were typed
+
 __all__ = [
     "FLAVORS",
     "AfterCall",
+    "Attached",
     "BeforeCall",
     "Flavor",
     "McpServer",
     "Observation",
-    "Part",
     "Tool",
+    "ToolResult",
     "Toolbox",
     "bind_args",
     "build_schema",

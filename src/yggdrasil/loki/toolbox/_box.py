@@ -6,19 +6,20 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import InitVar, dataclass, field
+from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Protocol
 
 from ..errors import LokiError, ToolDefinitionError, ToolError
-from ..files import Journal, Reverted, Root, clip_text, did_you_mean, printable
+from ..files import Journal, Reverted, Root
+from ..results import ErrorResult, ToolResult, did_you_mean, hook_refusal, retexted, tool_result
 from ..sandbox import cancel_scope
-from ._calls import Observation, RunningCalls
+from ._calls import RunningCalls
 from ._flavors import FLAVORS, Flavor, reshape
 from ._mcp import McpServer, connect
 from ._schema import bind_args
 from ._tool import Tool
 
-__all__ = ["AfterCall", "BeforeCall", "Part", "Toolbox"]
+__all__ = ["AfterCall", "Attached", "BeforeCall", "Toolbox"]
 
 log = logging.getLogger("yggdrasil.loki.tools")
 
@@ -31,7 +32,7 @@ BeforeCall = Callable[[str, Any], "str | None"]
 AfterCall = Callable[[str, Any, str], "str | None"]
 
 
-class Part(Protocol):
+class Attached(Protocol):
     """What a toolbox owns across calls (background jobs): see ``Toolbox.attach``."""
 
     lock: Callable[..., AbstractContextManager[bool]]
@@ -108,7 +109,7 @@ class Toolbox:
     settings: Any = field(default=None, repr=False, compare=False)
     fence: str = field(default="", repr=False, compare=False)  # how commands run, in one phrase
     _status: str = field(default="", init=False, repr=False, compare=False)
-    _parts: list[Part] = field(default_factory=list, init=False, repr=False, compare=False)
+    _parts: list[Attached] = field(default_factory=list, init=False, repr=False, compare=False)
     _resources: list[Closeable] = field(default_factory=list, init=False, repr=False,
                                         compare=False)
     closed: bool = field(default=False, init=False, compare=False)
@@ -123,10 +124,10 @@ class Toolbox:
     _touched: dict[str, None] | None = field(default=None, init=False, repr=False, compare=False)
     _index: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     notes: InitVar[str] = ""
-    parts: InitVar[Sequence[Part]] = ()
+    parts: InitVar[Sequence[Attached]] = ()
     resources: InitVar[Sequence[Closeable]] = ()
 
-    def __post_init__(self, notes: str, parts: Sequence[Part],
+    def __post_init__(self, notes: str, parts: Sequence[Attached],
                       resources: Sequence[Closeable]) -> None:
         self._status = notes
         if self.journal is not None:
@@ -170,9 +171,9 @@ class Toolbox:
         self._status = "\n".join(s for s in (self._status, line) if s)
         return tools
 
-    def tool(self, fn: Callable[..., str] | None = None, *, mutates: bool = False) -> Any:
+    def tool(self, fn: Callable[..., Any] | None = None, *, mutates: bool = False) -> Any:
         """Decorator form of ``add(Tool.from_function(fn))``."""
-        def register(f: Callable[..., str]) -> Callable[..., str]:
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
             self.add(Tool.from_function(f, mutates=mutates))
             return f
         return register(fn) if fn is not None else register
@@ -206,7 +207,7 @@ class Toolbox:
 
     # -- what lives across calls (background jobs) and the toolbox's lifetime -----------
 
-    def attach(self, part: Part) -> None:
+    def attach(self, part: Attached) -> None:
         """Own ``part``: it is settled around every mutating call and by ``revert``,
         listed in ``status``, closed by ``close``, and gets the mutating-call lock."""
         part.lock = self.serialized
@@ -357,43 +358,52 @@ class Toolbox:
              cancel: threading.Event | None = None) -> str:
         """Run a tool by name; surface any error as a readable observation, never a raise.
 
-        ``cancel``: an event that, once set, stops the call (see ``run``).
+        The text of :meth:`invoke`'s result. ``cancel``: an event that, once set, stops
+        the call (see ``invoke``).
         """
-        return self.run(name, args, cancel=cancel).text
+        return self.invoke(name, args, cancel=cancel).text
 
-    def run(self, name: str, args: dict[str, Any], *,
-            cancel: threading.Event | None = None) -> Observation:
-        """``call`` for programs: the observation with ``is_error``, ``refused``, ``changed``.
+    def invoke(self, name: str, arguments: dict[str, Any], *,
+               cancel: threading.Event | None = None) -> ToolResult:
+        """Run a tool by name and answer with its typed result, never a raise.
 
-        Setting ``cancel`` (or calling ``cancel()``) stops a running command with its whole
-        process tree (``exit=cancelled ...``) or, for a call still waiting its turn behind
-        another mutating call, answers ``ERROR: cancelled before it started``.
+        The :class:`ToolResult` holds the parts a model is shown (``.text``, ``.parts``),
+        the tool's typed data (``.data``: a built-in tool's result model, a custom tool's
+        own pydantic model, None for a string), ``is_error``, ``refused`` and the files
+        this call changed (``changed``). Setting ``cancel`` (or calling ``cancel()``) stops
+        a running command with its whole process tree (``exit=cancelled ...``) or, for a
+        call still waiting its turn behind another mutating call, answers
+        ``ERROR: <tool> was cancelled before it started``.
         """
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             available = ", ".join(self.tools) or "none"
             hint = did_you_mean(name, self.tools)
-            return Observation.of(f"ERROR: unknown tool {name!r}{hint}{' ' if hint else '; '}"
-                                  f"available tools: {available}")
+            return tool_result(ErrorResult(category="unknown_tool", message=(
+                f"unknown tool {name!r}{hint}{' ' if hint else '; '}available tools: "
+                f"{available}")), tool=str(name))
         event = cancel if cancel is not None else threading.Event()
         with self._calls.track(event):
             if not tool.mutates:
-                return Observation.of(self._hooked(tool, args, event))
+                return self._hooked(tool, arguments, event)
             with self._calls.exclusive(event) as turn:
                 if not turn or event.is_set():
-                    return Observation.of(f"ERROR: {name} was cancelled before it started")
+                    return tool_result(ErrorResult(category="cancelled", message=(
+                        f"{name} was cancelled before it started")), tool=name)
                 outer = self._touched  # not None: a tool of the user's calling a mutating tool
                 touched = self._touched = {} if outer is None else outer
                 start = len(touched)
                 mine: tuple[str, ...] = ()
                 try:
                     self._settle()  # what background jobs changed meanwhile is theirs
-                    text = self._hooked(tool, args, event)
+                    done = self._hooked(tool, arguments, event)
                     mine = tuple(list(touched)[start:])
-                    return Observation.of(text, mine)
+                    return replace(done, changed=mine)
                 finally:
                     self._touched = outer
                     self._settle(mine)  # jobs' changes during this call, not the call's own
+
+    run = invoke  # the name this method had before typed results (kept for programs)
 
     def cancel(self) -> int:
         """Stop every call running or waiting to run; the number of calls reached.
@@ -408,41 +418,41 @@ class Toolbox:
         """Block until no call is running (True), or ``timeout`` seconds passed (False)."""
         return self._calls.wait_idle(timeout)
 
-    def _hooked(self, tool: Tool, args: Any, cancel: threading.Event) -> str:
-        """The tool's observation, with ``before_call`` and ``after_call`` around it."""
+    def _hooked(self, tool: Tool, args: Any, cancel: threading.Event) -> ToolResult:
+        """The tool's result, with ``before_call`` and ``after_call`` around it."""
         if self.before_call is not None:
             try:
                 refusal = self.before_call(tool.name, _copy(args))
             except Exception as exc:
                 log.debug("before_call raised for %s", tool.name, exc_info=True)
-                return (f"ERROR: the before_call hook failed on {tool.name} "
-                        f"({type(exc).__name__}: {exc}); the call did not run")
+                return tool_result(ErrorResult(category="hook", message=(
+                    f"the before_call hook failed on {tool.name} ({type(exc).__name__}: "
+                    f"{exc}); the call did not run")), tool=tool.name)
             if refusal is not None:
-                text = str(refusal)
-                return text if text.startswith(("ERROR:", "REFUSED:")) else f"REFUSED: {text}"
-        text = self._invoke(tool, args, cancel)
+                return hook_refusal(str(refusal), tool=tool.name)
+        done = tool_result(self._invoke(tool, args, cancel), tool=tool.name)
         if self.after_call is None:
-            return text  # Observation.of makes it printable and caps it
-        text = clip_text(printable(text))  # the hook sees what the model would
-        try:
-            replaced = self.after_call(tool.name, _copy(args), text)
+            return done
+        try:  # the hook sees what the model would
+            replaced = self.after_call(tool.name, _copy(args), done.text)
         except Exception as exc:
             log.debug("after_call raised for %s", tool.name, exc_info=True)
-            return (f"ERROR: the after_call hook failed on {tool.name} ({type(exc).__name__}: "
-                    f"{exc}); the tool ran, and said:\n{text}")
-        return text if replaced is None else str(replaced)
+            return tool_result(ErrorResult(category="hook", message=(
+                f"the after_call hook failed on {tool.name} ({type(exc).__name__}: {exc}); "
+                f"the tool ran, and said:\n{done.text}")), tool=tool.name)
+        return done if replaced is None else retexted(done, str(replaced))
 
-    def _invoke(self, tool: Tool, args: Any, cancel: threading.Event) -> str:
-        """The tool's answer as it gave it (``Observation.of`` makes it fit to show)."""
+    def _invoke(self, tool: Tool, args: Any, cancel: threading.Event) -> object:
+        """What the tool returned, or the error it raised as a result."""
         try:
             with cancel_scope(cancel):
-                result = tool.run(**bind_args(tool.name, tool.input_schema, args))
+                return tool.run(**bind_args(tool.name, tool.input_schema, args))
         except ToolError as exc:
-            return exc.observation()
+            return exc
         except Exception as exc:
             log.debug("tool %s raised", tool.name, exc_info=True)
-            return f"ERROR: {tool.name} failed: {type(exc).__name__}: {exc}"
-        return result if isinstance(result, str) else str(result)
+            return ErrorResult(category="crash", message=(
+                f"{tool.name} failed: {type(exc).__name__}: {exc}"))
 
 
 def _copy(args: Any) -> Any:

@@ -1,10 +1,7 @@
-"""What one tool call returns to a program, and the calls a toolbox has running.
+"""The calls a toolbox has running.
 
-``Observation`` is the structured form of the string a model reads: programs and
-adapters test ``is_error``/``refused`` instead of parsing prefixes, and ``changed``
-names the files this call (not the run) changed. ``RunningCalls`` keeps the cancel
-event of every call in flight, so that one ``cancel()`` stops them all (a server
-shutting down), and serialises the calls that may change files.
+``RunningCalls`` keeps the cancel event of every call in flight, so that one ``cancel()``
+stops them all (a server shutting down), and serialises the calls that may change files.
 """
 
 from __future__ import annotations
@@ -12,45 +9,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
-from ..files import clip_text, printable
-
-__all__ = ["Observation", "RunningCalls"]
+__all__ = ["RunningCalls"]
 
 _LOCK_CHECK = 0.05  # seconds between looks at the cancel event while waiting for the lock
-
-
-@dataclass(frozen=True)
-class Observation:
-    """One tool call's result: the observation text and what it means.
-
-    ``is_error``: the text starts with ``ERROR:`` (the call failed, nothing or only
-    part of it happened); ``refused``: it starts with ``REFUSED:`` (a confirmation was
-    declined, nothing changed); ``changed``: root-relative paths this call created,
-    modified or deleted, in the order they were heard of.
-    """
-
-    text: str
-    is_error: bool = False
-    refused: bool = False
-    changed: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, text: str, changed: tuple[str, ...] = ()) -> Observation:
-        """The observation of ``text``: made printable, capped, and classified by its prefix."""
-        # The one guard every observation passes: made printable (names with stray bytes
-        # shown escaped) and capped, errors and refusals too (they may quote a 2 MB
-        # argument, a tool name, a command line).
-        text = clip_text(printable(text))
-        return cls(text, text.startswith("ERROR:"), text.startswith("REFUSED:"), changed)
-
-    @property
-    def ok(self) -> bool:
-        return not (self.is_error or self.refused)
-
-    def __str__(self) -> str:
-        return self.text
 
 
 class RunningCalls:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ToolDefinitionError, ToolError
-from ..files import clip_text
+from ..results import ErrorResult, RemoteResult, clip_text, remote_error
 from ..sandbox import current_cancel
 from ._flavors import FLAVORS, reshape
 from ._tool import Tool
@@ -40,7 +40,6 @@ MAX_NAME = 64  # characters of a tool name (OpenAI's limit)
 MAX_DESCRIPTION = 2_000  # characters of a tool's description, which rides in every request
 MAX_TOOLS = 256  # tools taken from one server (a model cannot use a thousand anyway)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-SHOWN_CONTENT = 200  # characters of a non-text content item's description
 
 
 @dataclass(frozen=True)
@@ -143,8 +142,8 @@ class McpConnection:
             self.dead = self.dead or "the session was closed"
             self._session = None
 
-    def call(self, name: str, args: Mapping[str, Any]) -> str:
-        """The server's answer to ``tools/call`` as an observation."""
+    def call(self, name: str, args: Mapping[str, Any]) -> RemoteResult | ErrorResult:
+        """The server's answer to ``tools/call``, as data."""
         if self._session is None or self._portal is None:
             raise ToolError(f"the MCP server {self.server.name!r} is not running "
                             f"({self.dead or 'not started'}); its tools cannot be called")
@@ -164,7 +163,7 @@ class McpConnection:
             except Exception as exc:
                 raise ToolError(f"the MCP server {self.server.name!r} failed on {name}: "
                                 f"{_reason(exc)}") from None
-        return _observation(result)
+        return _result(self.server.name, name, result)
 
     async def _call(self, name: str, args: dict[str, Any]) -> Any:
         import anyio
@@ -241,7 +240,7 @@ def _field(obj: Any, snake: str) -> Any:
     return getattr(obj, snake, None) if hasattr(obj, snake) else getattr(obj, camel, None)
 
 
-def _observation(result: Any) -> str:
+def _result(server: str, name: str, result: Any) -> RemoteResult | ErrorResult:
     parts = []
     for item in _field(result, "content") or []:
         kind = getattr(item, "type", "")
@@ -255,8 +254,9 @@ def _observation(result: Any) -> str:
         parts.append(json.dumps(structured, ensure_ascii=False))
     text = "\n".join(parts) or "(no content)"
     if _field(result, "is_error"):
-        return text if text.startswith("ERROR:") else f"ERROR: {text}"
-    return text
+        return remote_error(server, text)
+    return RemoteResult(server=server, tool=name, text=text,
+                        structured=structured if isinstance(structured, dict) else None)
 
 
 def _reason(exc: BaseException) -> str:
@@ -287,7 +287,7 @@ def _tool(connection: McpConnection, listed: Any, gate: Callable[[str], None] | 
     hints = _field(listed, "annotations")
     read_only = bool(_field(hints, "read_only_hint")) if hints is not None else False
 
-    def run(**args: Any) -> str:
+    def run(**args: Any) -> RemoteResult | ErrorResult:
         if gate is not None:
             gate(name)
         return connection.call(remote, args)

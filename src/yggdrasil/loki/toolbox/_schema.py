@@ -21,8 +21,10 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, Union
 
 import annotated_types as at
+from pydantic import BaseModel, TypeAdapter
 
 from ..errors import ToolDefinitionError, ToolError
+from ..results import ErrorResult, Refusal
 
 _JSON_TYPES: dict[Any, str] = {
     str: "string",
@@ -107,6 +109,22 @@ def _hints(run: Callable[..., Any]) -> dict[str, Any]:
         return typing.get_type_hints(run, include_extras=True)  # keep Annotated limits
     except Exception:  # unresolvable forward references: fall back to untyped params
         return {}
+
+
+def output_schema(run: Callable[..., Any]) -> dict[str, Any] | None:
+    """The JSON Schema of what ``run`` returns when its return hint is a pydantic model (or
+    a union of them): a built-in tool's result kind, or a custom tool's own model; None
+    for a tool that returns text."""
+    hint = _hints(run).get("return")
+    union = typing.get_origin(hint) in (Union, types.UnionType)
+    # an error or refusal is answered with isError, never checked against the schema
+    kinds = [k for k in (typing.get_args(hint) if union else (hint,))
+             if k not in (ErrorResult, Refusal)]
+    if not kinds or not all(isinstance(k, type) and issubclass(k, BaseModel) for k in kinds):
+        return None
+    shape = kinds[0] if len(kinds) == 1 else Union[tuple(kinds)]  # noqa: UP007
+    schema: dict[str, Any] = TypeAdapter(shape).json_schema(mode="serialization")
+    return schema if schema.get("type") == "object" else {"type": "object", **schema}
 
 
 def build_schema(name: str, params: Mapping[str, str], run: Callable[..., Any]) -> dict[str, Any]:

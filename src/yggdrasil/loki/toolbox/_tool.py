@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ToolDefinitionError
-from ._schema import build_schema, parse_docstring
+from ._schema import build_schema, output_schema, parse_docstring
 
 __all__ = ["Tool"]
 
@@ -18,9 +18,12 @@ __all__ = ["Tool"]
 class Tool:
     """One named capability the agent can invoke by emitting a JSON call.
 
-    ``run`` takes the decoded args as keyword arguments and returns the observation;
-    ``params`` maps each argument name to a one-line description for the prompt. The
-    JSON Schema (``input_schema``) is derived once from ``run``'s type hints and defaults.
+    ``run`` takes the decoded args as keyword arguments and returns the observation: a
+    string, or a pydantic model (a built-in tool's typed result; a custom tool's own
+    model, shown to the model as its JSON); ``params`` maps each argument name to a
+    one-line description for the prompt. The JSON Schemas are derived once from ``run``'s
+    type hints: ``input_schema`` from its arguments and defaults, ``output_schema`` from
+    its return hint when that is a model (None for text).
 
     Hints for clients that ask (MCP annotations, adapters): ``title`` (default: from the
     name), ``idempotent`` (calling it again with the same arguments changes nothing
@@ -35,13 +38,14 @@ class Tool:
     name: str
     description: str
     params: dict[str, str]
-    run: Callable[..., str]
+    run: Callable[..., Any]
     mutates: bool = False
     title: str = ""
     idempotent: bool | None = None
     open_world: bool = False
     read_only: bool | None = None
     input_schema: dict[str, Any] = field(init=False, repr=False, compare=False)
+    output_schema: dict[str, Any] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -49,6 +53,7 @@ class Tool:
         if not callable(self.run):
             raise ToolDefinitionError(f"tool {self.name!r}: run must be callable")
         self.input_schema = build_schema(self.name, self.params, self.run)
+        self.output_schema = output_schema(self.run)
         self.title = self.title or self.name.replace("_", " ").capitalize()
         if self.idempotent is None:
             self.idempotent = not self.mutates
@@ -57,7 +62,7 @@ class Tool:
 
     @classmethod
     def from_function(
-        cls, fn: Callable[..., str], *, name: str | None = None,
+        cls, fn: Callable[..., Any], *, name: str | None = None,
         description: str | None = None, params: dict[str, str] | None = None,
         mutates: bool = False,
     ) -> Tool:
@@ -94,4 +99,4 @@ class Tool:
         return {"name": self.name, "description": self.description, "params": dict(self.params),
                 "mutates": self.mutates, "title": self.title, "idempotent": self.idempotent,
                 "open_world": self.open_world, "read_only": self.read_only,
-                "input_schema": self.input_schema}
+                "input_schema": self.input_schema, "output_schema": self.output_schema}

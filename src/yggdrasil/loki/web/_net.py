@@ -29,7 +29,7 @@ import httpcore
 import httpx
 
 from ..errors import ToolError
-from ..files import human_size
+from ..results import human_size
 from ._decode import ACCEPT_ENCODING, content_coding, inflated
 from ._policy import OPT_IN, AddressPolicy, Limits, Resolver, resolve_host
 
@@ -52,9 +52,13 @@ class Download:
 class WebRefused(ToolError):
     """A connection the address policy does not allow."""
 
+    category = "address"
+
 
 class TotalTimeout(ToolError):
     """The whole call (redirects included) took longer than ``Limits.total``."""
+
+    category = "timeout"
 
 
 class Deadline:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..errors import PathError, ToolError
-from ..files import MAX_READ_CHARS, Files, Root, clip_list, human_size
+from ..files import Files, Root
+from ..results import MAX_READ_CHARS, clip_list, human_size
 from ._page import MAX_LINKS, looks_like_text, maybe_text, read_page
 from ._policy import AddressPolicy, Limits, Resolver, resolve_host
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import PathError, ToolError
-from .._observe import clip_list, human_size
+from ...results import clip_list, human_size
 from .._root import Root
 from .._text import Encoding, Text, printable, read_text
 from ._diff import MAX_DIFF_LINES, Change, Spans, lines_of, render, trimmed, whole

@@ -12,7 +12,7 @@ import bisect
 import difflib
 from dataclasses import dataclass, field
 
-from .._observe import clip_line
+from ...results import clip_line
 from .._text import printable
 
 __all__ = [

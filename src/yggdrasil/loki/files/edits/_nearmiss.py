@@ -12,7 +12,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable
 
-from .._observe import clip_line
+from ...results import clip_line
 
 __all__ = ["near_miss"]
 
