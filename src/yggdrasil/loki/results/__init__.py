@@ -24,11 +24,14 @@ from ._bounds import (
     clip_line,
     clip_list,
     clip_text,
+    did_you_mean,
     human_size,
     json_text,
     printable,
 )
 from ._commands import (
+    GIT_RULE,
+    HOW_TO_ALLOW_GIT,
     MAX_CHANGE_LINES,
     CommandResult,
     FileChange,
@@ -76,6 +79,8 @@ from ._search import FoundFiles, GrepMatches, Match, SearchSkips, match_line, sk
 
 __all__ = [
     "DIFF_LINE_CHARS",
+    "GIT_RULE",
+    "HOW_TO_ALLOW_GIT",
     "MAX_CHANGE_LINES",
     "MAX_ENTRIES",
     "MAX_HITS",
@@ -121,6 +126,7 @@ __all__ = [
     "clip_list",
     "clip_text",
     "cut_note",
+    "did_you_mean",
     "diff_lines",
     "diff_text",
     "error_result",
