@@ -149,8 +149,9 @@ def test_the_agent_cannot_write_its_settings_file_but_can_edit_pyproject(
                                                      "loki.toml\n*** End Patch\n"})):
             got = box.call(tool, args)
             assert got.startswith("ERROR: ") and "loki.toml is read-only" in got, got
-        assert box.call("edit_file", {"path": "pyproject.toml", "old": '"app"',
-                                      "new": '"app2"'}).startswith("edited pyproject.toml")
+        edited = box.invoke("edit_file", {"path": "pyproject.toml", "old": '"app"',
+                                          "new": '"app2"'})
+        assert edited.ok and edited.data.path == "pyproject.toml"
         out = box.call("run", {"command": "echo 'network = true' > loki.toml; cat loki.toml"})
         assert "network = true" in out  # the command wrote it ...
         assert (root / "loki.toml").read_text() == '[fence]\nnetwork = false\n'  # ... put back
@@ -246,7 +247,7 @@ def test_loki_config_and_loki_trust(root: Path, tmp_path: Path, home: dict[str, 
     assert shown["settings"]["jobs.max_jobs"] == 3
     assert shown["origins"]["jobs.max_jobs"] == "command line"
     assert any("fence.sandbox" in w for w in shown["warnings"])
-    trusted = run("trust", "--root", str(root))
+    trusted = run("trust", "--root", str(root), "--yes")
     assert trusted.returncode == 0 and "trusted as it is now" in trusted.stdout
     text = run("config", "--root", str(root)).stdout
     assert 'fence.sandbox = "off"  # project: ' in text and "warning" not in text
