@@ -42,6 +42,15 @@ from ._commands import (
     cut_note,
     job_state,
 )
+from ._diagnostics import (
+    SEVERITIES,
+    Diagnosis,
+    Diagnostic,
+    DiagnosticsReport,
+    LateDiagnostics,
+    diagnosis_lines,
+    diagnostic_line,
+)
 from ._remote import RemoteResult, remote_error
 from ._render import (
     error_result,
@@ -63,7 +72,11 @@ __all__ = [
     "MAX_OBSERVATION",
     "MAX_READ_CHARS",
     "MAX_READ_LINES",
+    "SEVERITIES",
     "CommandResult",
+    "Diagnosis",
+    "Diagnostic",
+    "DiagnosticsReport",
     "ErrorResult",
     "FileChange",
     "ImagePart",
@@ -73,6 +86,7 @@ __all__ = [
     "JobRow",
     "JobStarted",
     "JobState",
+    "LateDiagnostics",
     "Part",
     "Refusal",
     "RemoteResult",
@@ -85,6 +99,8 @@ __all__ = [
     "clip_list",
     "clip_text",
     "cut_note",
+    "diagnosis_lines",
+    "diagnostic_line",
     "error_result",
     "hook_refusal",
     "human_size",

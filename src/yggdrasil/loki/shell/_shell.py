@@ -442,6 +442,36 @@ class Shell:
                              guard=(session.path, session.token, session.calls)
                              if session else None)
 
+    def reader_argv(self, argv: list[str], scratch: Path, reads: Sequence[str] = (),
+                    ) -> tuple[list[str], dict[str, str], bool]:
+        """(argv, env, reaped) that run ``argv`` as a long-lived reader of the root (a
+        language server): fenced as a command is, but the root is read-only to it: it may
+        write only ``scratch`` (its TMPDIR and cache), has no network, cannot read the
+        hidden paths or the protected files; ``reads``: folders its program runs from,
+        kept visible under the private /tmp. ToolError when commands are refused here."""
+        env, _ = scrubbed(os.environ, self.env)
+        env.update(TMPDIR=str(scratch), TMP=str(scratch), TEMP=str(scratch),
+                   XDG_CACHE_HOME=str(scratch / "cache"))
+        fence = self._check(argv, env)
+        env[SANDBOX_VAR] = fence.label()
+        reaped = fence.any or sys.platform == "linux"
+        if not reaped:
+            return argv, env, False
+        writable = [str(scratch)]
+        mounts: list[tuple[str, str]] = []
+        if fence.namespaces:
+            needed = [*needed_paths(env, self.shell),
+                      *(os.path.realpath(p) for p in reads if os.path.isdir(p))]
+            mounts = mount_plan(writable, needed, [], self.protected_paths(),
+                                closed_network=True)
+        python = sys.executable or shutil.which("python3") or "python3"
+        wrapped = launcher_argv(python, writable if fence.abi else [], network=False,
+                                abi=fence.abi, argv=argv,
+                                hidden=self.hidden_paths() if fence.abi else [],
+                                namespaces=fence.namespaces, mounts=mounts,
+                                no_setid=fence.no_setid)
+        return wrapped, env, True
+
     def _denied(self, done: Completed, fence: Fence, masked: Sequence[str],
                 refused: Refusals) -> list[Denial]:
         """Why a failed command met 'Permission denied': a protected file, or the fence
