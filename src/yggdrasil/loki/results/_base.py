@@ -18,7 +18,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from ._bounds import clip_text, printable
+from ..outputs import Outputs
+from ._bounds import printable
+
+PLAIN = Outputs()  # the caps of an observation where no toolbox gives its own: nothing kept
 
 __all__ = [
     "ErrorResult",
@@ -132,11 +135,11 @@ class ToolResult:
 
     @classmethod
     def of(cls, text: str, changed: tuple[str, ...] = (), *, tool: str = "",
-           data: BaseModel | None = None) -> ToolResult:
+           data: BaseModel | None = None, outputs: Outputs | None = None) -> ToolResult:
         """A string from outside the built-in tools (a custom tool, a hook) as a result:
         made printable and capped, and its ``ERROR:``/``REFUSED:`` prefix says whether it
         is an error or a refusal. The one place an observation's text is read."""
-        shown = clip_text(printable(text))
+        shown = (outputs or PLAIN).cut(printable(text))
         said = verdict(shown)
         return cls(shown, said == "ERROR", said == "REFUSED", changed, data=data, tool=tool)
 

@@ -30,7 +30,7 @@ from ._tighten import tightens, untrusted_rules
 
 APPEND = frozenset({"policy.protect", "fence.hidden", "fence.writable", "fence.unix_sockets"})  # a layer adds to these
 PREPEND = frozenset({"policy.rules"})  # a higher layer's rules are matched first
-MERGE = frozenset({"fence.env", "fence.hosts", "mcp_servers"})  # tables merge by key
+MERGE = frozenset({"fence.env", "fence.hosts", "mcp_servers", "diagnostics.servers"})  # tables merge by key
 PROJECT_FILE = SETTINGS_FILE  # the one file no tool or command of the agent may change
 TRUST_FILE = "trusted.json"
 _LEGACY_ENV = {"LOKI_ENGINE": "agent.engine", "LOKI_MODEL": "agent.model",

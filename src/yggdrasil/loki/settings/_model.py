@@ -105,6 +105,66 @@ class EditingSettings(Group):
         "a change that breaks a file's syntax: written with a WARNING, or refused"))
 
 
+class LanguageServerSettings(Group):
+    """One language server of the diagnostics: how to start it and what it checks."""
+
+    command: tuple[str, ...] = Field((), description=(
+        "the program (an absolute path, or a name on PATH; never one inside the root) and "
+        "its arguments; empty: no server for this language"))
+    languages: dict[str, str] = Field(default_factory=dict, description=(
+        "file suffix -> LSP language id, e.g. {'.py': 'python'}"))
+    init: dict[str, Any] = Field(default_factory=dict, description=(
+        "initializationOptions sent when it starts"))
+    settings: dict[str, Any] = Field(default_factory=dict, description=(
+        "answers to its workspace/configuration requests, by section ('python.analysis')"))
+
+
+class DiagnosticsSettings(Group):
+    """What the checkers say after each edit, and the diagnostics(paths) tool.
+
+    A project may not change any of these unless trusted: a server is a program the
+    toolbox runs, so a repository's file must not name one."""
+
+    enabled: bool = Field(True, description=(
+        "check each file an edit changes and show the diagnostics the edit introduced"))
+    ruff: bool = Field(True, description="check Python with ruff (undefined names, imports, syntax)")
+    default_servers: bool = Field(True, description=(
+        "start the default language servers found on PATH: basedpyright or pyright, "
+        "typescript-language-server, gopls, rust-analyzer, clangd"))
+    servers: dict[str, LanguageServerSettings] = Field(default_factory=dict, description=(
+        "language servers by name ('python', 'typescript', 'go'...): each replaces the "
+        "default of that name (an empty command turns it off)"))
+    per_file: int = Field(10, ge=0, le=1000, description="new diagnostics shown per file")
+    per_call: int = Field(30, ge=0, le=10_000, description="new diagnostics shown per call")
+    wait: float = Field(1.5, ge=0, le=60, description=(
+        "seconds an edit waits for the language servers; later findings come with the "
+        "next observation"))
+    hang: float = Field(30.0, gt=0, le=600, description=(
+        "seconds a language server may take to answer before it is stopped as hung"))
+    warm: int = Field(3, ge=1, le=16, description="language servers kept running at once")
+
+
+class OutputsSettings(Group):
+    """How long outputs are cut, and where their whole text is kept."""
+
+    observation_tokens: int = Field(25_000, ge=1_000, le=1_000_000, description=(
+        "model tokens of one tool's answer, on every surface; past it the middle is cut "
+        "(the lines that look like errors kept) and the whole text kept for read_file"))
+    step_tokens: int = Field(5_000, ge=500, le=1_000_000, description=(
+        "model tokens one step of Loki.act adds to the conversation"))
+    stream_tokens: int = Field(4_000, ge=200, le=1_000_000, description=(
+        "model tokens of the head, and of the tail, of a command's cut output"))
+    keep_whole: bool = Field(True, description=(
+        "keep the whole of a cut output in the session's spill folder (outside the root, "
+        "hidden from commands)"))
+    spill_bytes: int = Field(256 << 20, ge=1 << 20, le=16 << 30, description=(
+        "bytes of one cut output kept at most"))
+    spill_total: int = Field(1 << 30, ge=1 << 20, le=64 << 30, description=(
+        "bytes all sessions' spill folders hold together; the oldest outputs go first"))
+    spill_age: float = Field(3 * 86400.0, gt=0, le=365 * 86400, description=(
+        "seconds a spilled output is kept after its session last wrote one"))
+
+
 class CodeSettings(Group):
     """Code navigation (outline, find_symbol, repo_map)."""
 
@@ -161,6 +221,8 @@ class Settings(Group):
     web: WebSettings = Field(default_factory=WebSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)
+    outputs: OutputsSettings = Field(default_factory=OutputsSettings)
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict, description=(
         "MCP servers whose tools join the toolbox (outside the fence): "
         "{command, args, env, cwd} or {url, headers}, and a timeout"))

@@ -25,6 +25,7 @@ from annotated_types import Interval
 from ..errors import PathError, ToolError
 from ..files import Journal, Root
 from ..netproxy import NetProxy
+from ..outputs import Outputs
 from ..results import CommandResult, JobStarted
 from ..sandbox import (
     Completed,
@@ -99,6 +100,7 @@ class Shell:
     confirm: Callable[[str], Any] | None = None  # asked for commands an ``ask`` rule matches
     proxy: NetProxy | None = None  # network only to its hosts (with namespaces; else none)
     unix_sockets: list[Path] = field(default_factory=list)  # reachable beyond the places
+    outputs: Outputs | None = None  # caps in tokens, and where cut outputs are kept whole
     tracker: ChangeTracker = field(init=False, repr=False)
     jobs: Jobs = field(init=False, repr=False)
 
@@ -110,7 +112,7 @@ class Shell:
         self._protected = ProtectedPaths(self.root.protect) if self.root.protect else None
         self._masked_before = MaskedPaths()  # a masked file moved out of sight is followed
         self._masked: list[str] = []  # what the last command got masked (absolute)
-        self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits)
+        self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits, self.outputs)
         self.supervision = Supervision(self.rules, self.confirm)
 
     # -- the tools -----------------------------------------------------------------------
@@ -517,8 +519,9 @@ class Shell:
         put_back: list[str] = []
         notes = ProxyNotes(scratch)
         try:
+            spill = self.outputs.spill if self.outputs is not None else None
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
-                               reaped=reaped)
+                               reaped=reaped, spill=spill.new if spill is not None else None)
         finally:  # interrupted too (Ctrl-C): what the command did so far is the run's
             notes.finish()
             if session is not None:
@@ -527,7 +530,7 @@ class Shell:
             if self.journal is not None:
                 put_back = self.journal.after_command(changes)
             self.jobs.resume()
-        return command_result(done, refusals=refused.lines, refusals_dropped=refused.dropped,
+        return command_result(done, self.outputs, refusals=refused.lines, refusals_dropped=refused.dropped,
                            proxy=notes.take().splitlines(), changes=file_changes(changes),
                            changes_tracked=changes.tracked, put_back=put_back,
                            denied=self._denied(done, fence, masked, refused))
