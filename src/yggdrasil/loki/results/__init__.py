@@ -64,6 +64,7 @@ from ._render import (
     text_result,
     tool_result,
 )
+from ._search import FoundFiles, GrepMatches, Match, SearchSkips, match_line, skip_note
 
 __all__ = [
     "MAX_CHANGE_LINES",
@@ -80,6 +81,8 @@ __all__ = [
     "DiagnosticsReport",
     "ErrorResult",
     "FileChange",
+    "FoundFiles",
+    "GrepMatches",
     "ImagePart",
     "JobInput",
     "JobList",
@@ -88,11 +91,13 @@ __all__ = [
     "JobStarted",
     "JobState",
     "LateDiagnostics",
+    "Match",
     "OutputLine",
     "Part",
     "Refusal",
     "RemoteResult",
     "Result",
+    "SearchSkips",
     "StreamOutput",
     "TextPart",
     "ToolResult",
@@ -108,6 +113,7 @@ __all__ = [
     "human_size",
     "job_state",
     "json_text",
+    "match_line",
     "plain",
     "printable",
     "remote_error",
@@ -116,6 +122,7 @@ __all__ = [
     "renders",
     "retexted",
     "shows",
+    "skip_note",
     "text_result",
     "tool_result",
 ]
