@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Unpack
 
 from .code import cache_hidden, syntax_error
+from .diagnostics import default_servers
 from .files import DEFAULT_PROTECTED, Approvals, Files, Journal, Root, SyntaxGate
 from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
@@ -31,8 +32,11 @@ from .toolbox import (
     Tool,
     Toolbox,
     ToolResult,
+    diagnostician,
     edit_tools,
+    hooks,
     job_tools,
+    outputs_of,
     read_tools,
     web_tools,
     write_tools,
@@ -153,11 +157,25 @@ def filesystem_toolbox(
                                                 action=f"call {name} (an MCP server's tool)")
     journal = Journal(where, box.record)
     box.journal = journal
-    files = Files(where, confirm=confirm, on_change=journal.after_write,
-                  before_change=journal.before_write, on_remove=journal.after_remove,
-                  syntax=SyntaxGate(s.editing.on_syntax_error, grammar=syntax_error))
+    box.outputs = outputs = outputs_of(s.outputs, where.path)
+    hidden = (*fence.hidden, str(config_dir(os.environ)),  # loki's own settings,
+              *cache_hidden(where.path),  # its code cache
+              *([str(outputs.spill.base)] if outputs.spill else []))  # and kept outputs
+    shell: Shell | None = None
+    made: list[Shell] = []
+
+    def reader(argv: list[str], scratch: Path, reads: Any) -> Any:  # a server's fence
+        if not made:
+            made.append(shell or Shell(where, sandbox=fence.sandbox, network=False,
+                                       hidden=hidden, env=fence.env))
+        return made[0].reader_argv(argv, scratch, reads)
+
+    doctor = box.diagnostician = diagnostician(s.diagnostics, where, reader, default_servers)
+    files = Files(where, confirm=confirm, syntax=SyntaxGate(s.editing.on_syntax_error,
+                                                            grammar=syntax_error),
+                  spill=outputs.spill, **hooks(journal, doctor))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
-    tools = read_tools(where, files, tables, code_cache=s.code.cache)
+    tools = read_tools(where, files, tables, code_cache=s.code.cache, doctor=doctor)
     if not s.read_only:
         network = fence.network
         proxy = None if isinstance(network, bool) else NetProxy(ProxyRules(
@@ -166,19 +184,19 @@ def filesystem_toolbox(
         shell = Shell(where, journal, sandbox=fence.sandbox, network=network is True,
                       proxy=proxy, writable=writable_paths(fence.writable), env=fence.env,
                       unix_sockets=writable_paths(fence.unix_sockets, "unix_sockets path"),
-                      hidden=(*fence.hidden, str(config_dir(os.environ)),  # loki's own settings,
-                              *cache_hidden(where.path)),  # and its code cache
-                      git_writable=fence.git_writable,
+                      hidden=hidden, git_writable=fence.git_writable,
                       limits=JobLimits(s.jobs.max_jobs, s.jobs.lifetime, s.jobs.buffer),
-                      rules=command_rules, confirm=confirm)
-        tools += write_tools(files, shell) + edit_tools(files, box) + job_tools(shell)
+                      rules=command_rules, confirm=confirm, outputs=outputs)
+        tools += (write_tools(files, shell, doctor) + edit_tools(files, box, doctor)
+                  + job_tools(shell))
         box.attach(shell.jobs)
         box.own(shell, *([proxy] if proxy is not None else []))
         box.status, box.fence = shell.status(), shell.summary()
     if s.web.enabled:
         tools += web_tools(where, files, read_only=s.read_only,
                            private=fence.allow_private_hosts, tables=tables)
-    notes = [box.status, where.protect.describe() if where.protect else ""]
+    notes = [box.status, where.protect.describe() if where.protect else "",
+             doctor.describe() if doctor is not None else ""]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
         notes.append(tables.status())
     box.status = "\n".join(n for n in notes if n)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -100,7 +99,9 @@ class LanguageClient:
         self.started = time.monotonic()
         uri = self.root.as_uri()
         params = lsp.InitializeParams(
-            process_id=os.getpid(), root_uri=uri, root_path=str(self.root),
+            # no process id: in the fence's PID namespace ours does not exist, and a server
+            # that watches it (pyright, tsserver) would take us for dead and exit
+            process_id=None, root_uri=uri, root_path=str(self.root),
             capabilities=_capabilities(lsp),
             workspace_folders=[lsp.WorkspaceFolder(uri=uri, name=self.root.name or "root")],
             initialization_options=dict(self.spec.init) or None,

@@ -12,6 +12,7 @@ Nothing here raises for what a checker did: a failure is a sentence in the diagn
 from __future__ import annotations
 
 import difflib
+import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -23,8 +24,8 @@ from pathlib import Path
 from ..errors import LokiError
 from ..files import Root
 from ..results import Diagnosis, Diagnostic, DiagnosticsReport, LateDiagnostics
-from ._client import Start
 from ._compare import introduced, ranked
+from ._launch import Launcher
 from ._pool import Check, Pool
 from ._ruff import RUFF_SUFFIXES, Ruff, RuffFailed
 from ._servers import ServerSpec
@@ -68,16 +69,32 @@ class Diagnostician:
     no language servers); ``ruff`` checks Python (None: not at all)."""
 
     def __init__(self, root: Root, *, ruff: Ruff | None, servers: dict[str, ServerSpec],
-                 start: Start | None, limits: Limits | None = None) -> None:
+                 start: Launcher | None, limits: Limits | None = None) -> None:
         self.root = root
         self.ruff = ruff if ruff is not None and ruff.available else None
         self.limits = limits or Limits()
+        self.start = start
         self.pool = (Pool(servers, root.path, start, warm=self.limits.warm,
                           hang=self.limits.hang) if start is not None and servers else None)
         self._watch: Watched | None = None
         self._lock = threading.Lock()
         self._late: list[LateDiagnostics] = []
         self._generation: dict[str, int] = {}
+        self.unusable: list[str] = []  # servers of the settings that cannot start, and why
+
+    def describe(self) -> str:
+        """One line for the toolbox status: which checkers run after edits."""
+        checkers = ["ruff (Python)"] if self.ruff is not None else []
+        if self.pool is not None:
+            checkers += [f"{name} ({os.path.basename(slot.spec.command[0])})"
+                         for name, slot in self.pool.slots.items()]
+        if not checkers and not self.unusable:
+            return ""
+        line = (f"After each edit the diagnostics it introduced are shown, by "
+                f"{', '.join(checkers) or 'no checker'}; diagnostics(paths) lists them all.")
+        if self.unusable:
+            line += f" Not started: {'; '.join(self.unusable)}."
+        return line
 
     # -- what the file layer tells during a call -------------------------------------------
 
@@ -263,6 +280,8 @@ class Diagnostician:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
+        if self.start is not None:
+            self.start.close()
 
 
 @dataclass

@@ -46,8 +46,8 @@ class Outputs:
 
     spill: Spill | None = None
     observation: int = 25_000
-    step: int = 5_000
-    stream: int = 4_000
+    step: int = 8_000
+    stream: int = 3_000
     tokens: Tokens = field(default_factory=lambda: tokens)
 
     def cut(self, text: str, budget: int | None = None, whole: str = "output") -> str:

@@ -25,8 +25,8 @@ __all__ = ["ERROR_WORDS", "ErrorLine", "cut_text", "errors_note", "scan_errors",
 
 ERROR_WORDS = "error|FAILED|Traceback|fatal|panic|Exception"  # for the grep the note suggests
 _ERROR = re.compile(
-    rb"(?m)^[^\n]*(?:Traceback \(most recent call last\)|\b[Ee]rror\b|\bERROR\b|FAILED|"
-    rb"\bFAIL\b|\b[Ff]atal\b|\bFATAL\b|\bpanic(?:ked)?\b|Exception\b|Segmentation fault|"
+    rb"(?m)^[^\n]*(?:Traceback \(most recent call last\)|\b\w*[Ee]rror\b|\bERROR\b|FAILED|"
+    rb"\bFAIL\b|\b[Ff]atal\b|\bFATAL\b|\bpanic(?:ked)?\b|\w*Exception\b|Segmentation fault|"
     rb"error\[E\d+\]|:\d+:\d+: (?:error|fatal error)|\(\d+,\d+\): error)[^\n]*")
 _TRACEBACK = b"Traceback (most recent call last)"
 MAX_FIRST, MAX_LAST = 20, 40  # error lines kept from the start and the end of the cut part

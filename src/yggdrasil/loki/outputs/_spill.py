@@ -109,6 +109,17 @@ class Spill:
     def folder(self) -> Path:
         return self.base / self.session
 
+    def prepare(self) -> bool:
+        """Make the folder now (so a fence made from here on hides it), and sweep what
+        expired; False when it cannot be made (nothing is kept then)."""
+        with self._lock:
+            try:
+                if not self._made:
+                    self._make()
+            except OSError:
+                return False
+        return True
+
     def new(self) -> Spilled | None:
         """A new output to write; None when the folder cannot be made."""
         with self._lock:

@@ -159,11 +159,13 @@ class LateDiagnostics(_Data):
     paths: list[str] = Field(default_factory=list)
 
     def text(self) -> str:
+        paths = ", ".join(self.paths)
         lines = diagnosis_lines(self.diagnostics, self.diagnosis)
-        if not self.diagnostics:  # the pending checks found nothing new: say it once
-            lines = [line for line in lines if not line.startswith("[diagnostics pending")]
-            lines.insert(0, f"[diagnostics of the earlier change to {', '.join(self.paths)}: "
-                            "nothing new]")
-        else:
-            lines[0] = f"[late] {lines[0]} (the earlier change to {', '.join(self.paths)})"
+        if self.diagnostics:
+            lines[0] = f"[late] {lines[0]} (the earlier change to {paths})"
+        elif self.diagnosis.problems:
+            lines.insert(0, f"[the pending diagnostics of the earlier change to {paths} "
+                            "could not be had:]")
+        else:  # the pending checks found nothing new: said once, so the model stops waiting
+            lines = [f"[diagnostics of the earlier change to {paths}: nothing new]"]
         return "\n".join(lines)

@@ -150,9 +150,9 @@ class OutputsSettings(Group):
     observation_tokens: int = Field(25_000, ge=1_000, le=1_000_000, description=(
         "model tokens of one tool's answer, on every surface; past it the middle is cut "
         "(the lines that look like errors kept) and the whole text kept for read_file"))
-    step_tokens: int = Field(5_000, ge=500, le=1_000_000, description=(
+    step_tokens: int = Field(8_000, ge=500, le=1_000_000, description=(
         "model tokens one step of Loki.act adds to the conversation"))
-    stream_tokens: int = Field(4_000, ge=200, le=1_000_000, description=(
+    stream_tokens: int = Field(3_000, ge=200, le=1_000_000, description=(
         "model tokens of the head, and of the tail, of a command's cut output"))
     keep_whole: bool = Field(True, description=(
         "keep the whole of a cut output in the session's spill folder (outside the root, "

@@ -462,7 +462,7 @@ class Shell:
         writable = [str(scratch)]
         mounts: list[tuple[str, str]] = []
         if fence.namespaces:
-            needed = [*needed_paths(env, self.shell),
+            needed = [str(self.root.path), *needed_paths(env, self.shell),  # read-only
                       *(os.path.realpath(p) for p in reads if os.path.isdir(p))]
             mounts = mount_plan(writable, needed, [], self.protected_paths(),
                                 closed_network=True)
