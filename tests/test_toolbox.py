@@ -143,13 +143,14 @@ def test_call_caps_a_flooding_tool() -> None:
     box = Toolbox()
     box.add(Tool("flood", "f", {}, lambda: "x" * 1_000_000))
     out = box.call("flood", {})
-    assert len(out) < 101_000 and "characters cut from the middle" in out
+    assert box.outputs.tokens.count(out) <= box.outputs.observation  # the cap is in tokens
+    assert "characters) cut from the middle" in out
 
 
 def test_read_only_and_web_flags(root) -> None:
     ro = filesystem_toolbox(root, read_only=True)
     assert set(ro.tools) == {"list_dir", "read_file", "find", "grep", "outline", "find_symbol",
-                             "repo_map", "read_table", "query_table"}
+                             "repo_map", "read_table", "query_table", "diagnostics"}
     rw = filesystem_toolbox(root, allow_shell=False)
     mutating = {"write_file", "edit_file", "apply_patch", "undo_edit", "run_python", "run",
                 "job_input", "job_stop"}

@@ -77,7 +77,7 @@ class Diagnostician:
         self.pool = (Pool(servers, root.path, start, warm=self.limits.warm,
                           hang=self.limits.hang) if start is not None and servers else None)
         self._watch: Watched | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._late: list[LateDiagnostics] = []
         self._generation: dict[str, int] = {}
         self.unusable: list[str] = []  # servers of the settings that cannot start, and why
@@ -228,8 +228,15 @@ class Diagnostician:
             with self._lock:
                 self._late.append(LateDiagnostics(diagnostics=shown, diagnosis=said,
                                                   paths=[rel]))
+                self._lock.notify_all()
 
         future.add_done_callback(arrived)
+
+    def wait_late(self, timeout: float) -> bool:
+        """Block until a pending check's findings are ready to show (True), or
+        ``timeout`` seconds passed (False)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: bool(self._late), timeout)
 
     def late(self) -> list[LateDiagnostics]:
         """The findings of pending checks that finished since the last look."""

@@ -11,10 +11,12 @@ lines, so ``read_file(path=<id>, start=<n>)`` reads around one.
 
 from __future__ import annotations
 
-import re
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import re2
 
 from yggdrasil.io import human_size
 
@@ -24,10 +26,11 @@ from ._tokens import Tokens
 __all__ = ["ERROR_WORDS", "ErrorLine", "cut_text", "errors_note", "scan_errors", "seen_note"]
 
 ERROR_WORDS = "error|FAILED|Traceback|fatal|panic|Exception"  # for the grep the note suggests
-_ERROR = re.compile(
-    rb"(?m)^[^\n]*(?:Traceback \(most recent call last\)|\b\w*[Ee]rror\b|\bERROR\b|FAILED|"
-    rb"\bFAIL\b|\b[Ff]atal\b|\bFATAL\b|\bpanic(?:ked)?\b|\w*Exception\b|Segmentation fault|"
-    rb"error\[E\d+\]|:\d+:\d+: (?:error|fatal error)|\(\d+,\d+\): error)[^\n]*")
+# What a line that looks like an error holds; searched for by RE2 (linear time, a DFA:
+# 20 MB scanned in ~0.1 s), then widened to its line.
+_ERROR = re2.compile(
+    rb"Traceback \(most recent call last\)|[Ee]rror\b|ERROR|FAILED|\bFAIL\b|\b[Ff]atal\b|"
+    rb"FATAL|\bpanic(?:ked)?\b|Exception\b|Segmentation fault")
 _TRACEBACK = b"Traceback (most recent call last)"
 MAX_FIRST, MAX_LAST = 20, 40  # error lines kept from the start and the end of the cut part
 TRACEBACK_LINES = 30  # lines of one traceback kept at most
@@ -53,13 +56,17 @@ def _shown(raw: bytes) -> str:
 def _found(data: bytes, first_line: int) -> Iterator[ErrorLine]:
     """Error lines in ``data`` (whole lines), numbered from ``first_line``; a traceback
     brings the lines under it up to its exception line."""
-    line, at = first_line, 0
-    for match in _ERROR.finditer(data):
-        line += data.count(b"\n", at, match.start())
-        at = match.start()
-        yield ErrorLine(line, _shown(match.group()))
-        if _TRACEBACK in match.group():
-            yield from _frames(data, match.end(), line)
+    line, at, pos = first_line, 0, 0
+    while (match := _ERROR.search(data, pos)) is not None:
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        end = data.find(b"\n", match.end())
+        end = len(data) if end < 0 else end
+        line += data.count(b"\n", at, start)
+        at, pos = start, end + 1
+        text = data[start:end]
+        yield ErrorLine(line, _shown(text))
+        if _TRACEBACK in text:
+            yield from _frames(data, end, line)
 
 
 def _frames(data: bytes, start: int, line: int) -> Iterator[ErrorLine]:
@@ -108,20 +115,24 @@ def scan_errors(path: Path, start: int, end: int) -> tuple[list[ErrorLine], int,
             line += chunk.count(b"\n")
             left -= len(chunk)
         fh.seek(start)
-        stop = min(end, start + SCAN_BYTES)
+        size = os.fstat(fh.fileno()).st_size
+        stop = min(end, start + SCAN_BYTES, size)
 
         def pieces() -> Iterator[ErrorLine]:
             nonlocal line
             carry = b""
             while fh.tell() < stop:
-                data = carry + fh.read(min(_CHUNK, stop - fh.tell()))
+                chunk = fh.read(min(_CHUNK, stop - fh.tell()))
+                if not chunk:  # the kept file ends first (it keeps the start only)
+                    break
+                data = carry + chunk
                 whole = data.rfind(b"\n") + 1 if fh.tell() < stop else len(data)
                 piece, carry = data[:whole], data[whole:]
                 yield from _found(piece, line)
                 line += piece.count(b"\n")
 
         kept, more = _chosen(pieces())
-    return kept, more, end > stop
+    return kept, more, min(end, size) > stop
 
 
 def errors_note(found: list[ErrorLine], more: int, whole: str, output_id: str | None,
@@ -143,12 +154,12 @@ def errors_note(found: list[ErrorLine], more: int, whole: str, output_id: str | 
     return "\n".join(lines) + "\n"
 
 
-def seen_note(output_id: str | None, whole: str, dropped: int = 0) -> str:
+def seen_note(output_id: str | None, whole: str, only: int = 0) -> str:
     """The clause of a cut note that says where the whole is: ``; the whole stdout is kept
-    as output://...: read_file or grep it``."""
+    as output://...: read_file or grep it``; ``only``: the bytes kept when not all were."""
     if output_id is None:
         return ""
-    part = f" (its first {human_size(dropped)} only)" if dropped else ""
+    part = f" (its first {human_size(only)} only)" if only else ""
     return (f"; the whole {whole} is kept{part} as {output_id}: read_file(path='{output_id}', "
             "start=N) or grep(pattern, path=...) shows any part")
 

@@ -84,7 +84,8 @@ class StreamOutput(_Data):
     def text(self) -> str:
         if self.cut <= 0:
             return self.head + self.tail
-        kept = seen_note(self.kept or None, self.name, self.dropped)
+        kept = seen_note(self.kept or None, self.name,
+                         self.bytes - self.dropped if self.dropped else 0)
         found = [ErrorLine(e.line, e.text) for e in self.errors]
         errors = errors_note(found, self.errors_more, self.name, self.kept or None,
                              self.errors_stopped)
