@@ -23,11 +23,14 @@ from ._bounds import (
     clip_line,
     clip_list,
     clip_text,
+    did_you_mean,
     human_size,
     json_text,
     printable,
 )
 from ._commands import (
+    GIT_RULE,
+    HOW_TO_ALLOW_GIT,
     MAX_CHANGE_LINES,
     CommandResult,
     FileChange,
@@ -67,6 +70,8 @@ from ._render import (
 from ._search import FoundFiles, GrepMatches, Match, SearchSkips, match_line, skip_note
 
 __all__ = [
+    "GIT_RULE",
+    "HOW_TO_ALLOW_GIT",
     "MAX_CHANGE_LINES",
     "MAX_ENTRIES",
     "MAX_HITS",
@@ -108,6 +113,7 @@ __all__ = [
     "cut_note",
     "diagnosis_lines",
     "diagnostic_line",
+    "did_you_mean",
     "error_result",
     "hook_refusal",
     "human_size",
