@@ -39,7 +39,9 @@ def diagnosed(fn: Callable[..., Any], doctor: Diagnostician) -> Callable[..., An
         if hasattr(result, "model_fields") and "diagnostics" in type(result).model_fields:
             return result.model_copy(update={"diagnostics": found, "diagnosis": diagnosis})
         lines = diagnosis_lines(found, diagnosis)
-        return "\n".join([result, *lines]) if isinstance(result, str) and lines else result
+        if not isinstance(result, str) or not lines:
+            return result
+        return result + ("" if result.endswith("\n") else "\n") + "\n".join(lines)
     return run
 
 
