@@ -163,8 +163,8 @@ def test_the_syntax_gate_keeps_its_behaviour(root: Path) -> None:
     assert refused.is_error and (root / "a.py").read_text() == "x = 1\n"
     with toolbox(root) as box:
         warned = box.invoke("edit_file", {"path": "a.py", "old": "x = 1", "new": "x = ("})
-    assert warned.ok and "WARNING" in warned.text
-    assert [d.severity for d in found(warned)] == ["error"]  # ruff's syntax error, new
+    assert warned.ok and warned.text.splitlines()[-1].startswith("WARNING: a.py no longer parses")
+    assert found(warned) == []  # syntax is the gate's to say, once
 
 
 def test_compare_matches_by_message_and_symbol() -> None:
@@ -254,9 +254,12 @@ def test_a_project_file_cannot_name_a_server(root: Path, tmp_path: Path) -> None
         '[diagnostics.servers.python]\ncommand = ["./evil.sh"]\n'
         '[diagnostics]\ndefault_servers = true\nwait = 60\n')
     settings = load_settings(root, env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
-    assert settings.diagnostics.servers == {}
-    assert settings.diagnostics.wait == 1.5
+    assert settings.diagnostics.servers == {}  # ignored, said in a warning
     assert any("diagnostics.servers" in w for w in settings.warnings)
+    assert settings.diagnostics.wait == 60  # how long to wait is no danger: taken as it is
+    (root / "loki.toml").write_text('[diagnostics]\nhang = 600\nwarm = 1\n')
+    settings = load_settings(root, env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    assert (settings.diagnostics.hang, settings.diagnostics.warm) == (30.0, 1)  # only lower
 
 
 def test_a_server_program_inside_the_root_is_never_started(root: Path) -> None:
@@ -320,9 +323,10 @@ def test_typescript_language_server_reports_arity_and_type_errors(root: Path) ->
 
 
 @pytest.mark.language_servers
-def test_a_server_cannot_write_the_root(root: Path, tmp_path: Path) -> None:
-    """The fence of a server: it reads the root, writes only its scratch folder."""
-    script = tmp_path / "writer.py"
+def test_a_server_cannot_write_the_root(root: Path) -> None:
+    """The fence of a server: it reads the root, writes only its scratch folder (the
+    script is in the root: the fence hides the host's /tmp, where tmp_path is)."""
+    script = root / "writer.py"
     script.write_text(
         "import runpy, sys\nfrom pathlib import Path\n"
         "try:\n    Path('wrote.txt').write_text('x')\nexcept OSError:\n    pass\n"

@@ -3,7 +3,7 @@
 ruff has no Python API, so its binary runs once per check over copies of the texts in a
 private temporary folder (a change's "before" and "after" texts in one run: ~15 ms),
 with ``--isolated`` so that no configuration of the project is read: the rules are ours
-(pyflakes' ``F`` and the syntax errors), the same in every repository. The copies keep
+(pyflakes' ``F``), the same in every repository; syntax errors are the syntax gate's. The copies keep
 each file's name, so ``__init__.py`` and notebooks (``.ipynb``, which ruff reads as
 notebooks) are judged as what they are.
 """
@@ -24,7 +24,7 @@ from ..results import Diagnostic
 __all__ = ["RUFF_SUFFIXES", "Ruff", "RuffFailed", "find_ruff"]
 
 RUFF_SUFFIXES = (".py", ".pyi", ".ipynb")
-_RULES = "F,E9"
+_RULES = "F"
 _TARGET = "py313"  # the newest syntax is no error: a project on older Python has its own CI
 _OUTPUT_LIMIT = 64 << 20  # bytes of ruff's JSON read at most
 # Findings that break the program when the line runs; the rest of pyflakes is a warning.
@@ -82,7 +82,7 @@ class Ruff:
         for item in found:
             name = str(item.get("filename", ""))
             owner = paths.get(os.path.realpath(name)) or paths.get(name)
-            if owner is not None:
+            if owner is not None and not _syntax(item):
                 out[owner].append(_diagnostic(item, _path_of(owner), texts[owner]))
         return out
 
@@ -108,6 +108,13 @@ class Ruff:
         return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
+def _syntax(item: dict[str, Any]) -> bool:
+    """A syntax error: the syntax gate owns those (it warns, or refuses the change), and a
+    file that does not parse has nothing else to say."""
+    code = str(item.get("code") or "")
+    return code in ("", "invalid-syntax") or code.startswith("E9")
+
+
 def _file_name(key: str) -> str:
     return _path_of(key).rsplit("/", 1)[-1] or "file.py"
 
@@ -123,11 +130,10 @@ def _diagnostic(item: dict[str, Any], path: str, text: str) -> Diagnostic:
     end = item.get("end_location") or {}
     line, column = int(start.get("row") or 1), int(start.get("column") or 1)
     cell = item.get("cell")
-    syntax = code in ("", "invalid-syntax") or code.startswith("E9")
-    severity = "error" if syntax or code in _ERRORS else "warning"
+    severity = "error" if code in _ERRORS else "warning"
     symbol = "" if cell else _symbol(text, line, column, end)
     return Diagnostic(path=path, line=line, column=column, severity=severity,
-                      code="" if code == "invalid-syntax" else code,
+                      code=code,
                       message=str(item.get("message") or code or "syntax error"),
                       source="ruff", symbol=symbol, cell=int(cell) if cell else None)
 

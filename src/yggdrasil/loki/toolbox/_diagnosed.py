@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..diagnostics import Diagnostician
 from ..errors import LokiError, PathError, ToolError
 from ..files import Root
@@ -36,7 +38,7 @@ def diagnosed(fn: Callable[..., Any], doctor: Diagnostician) -> Callable[..., An
         found, diagnosis = doctor.report(watched)
         if diagnosis is None:
             return result
-        if hasattr(result, "model_fields") and "diagnostics" in type(result).model_fields:
+        if isinstance(result, BaseModel) and "diagnostics" in type(result).model_fields:
             return result.model_copy(update={"diagnostics": found, "diagnosis": diagnosis})
         lines = diagnosis_lines(found, diagnosis)
         if not isinstance(result, str) or not lines:
