@@ -128,20 +128,17 @@ def _tasks() -> list[Task]:
             + [Task("ts", k, anchor_ts, anchor_ts + new, 20) for k, new in ts])
 
 
-def _project(folder: Path, language: str) -> str:
+def _project(folder: Path, language: str) -> None:
     if language == "py":
-        (folder / "app.py").write_text(PY_PROJECT)
-        return "app.py"
-    (folder / "app.ts").write_text(TS_PROJECT)
+        return
     (folder / "helpers.ts").write_text(TS_HELPER)
     (folder / "tsconfig.json").write_text('{"compilerOptions": {"strict": true, '
                                           '"target": "es2020", "module": "commonjs", '
                                           '"types": []}}\n')
-    return "app.ts"
 
 
 def edits(use_lsp: bool) -> None:
-    servers = default_servers(Path("/")) if use_lsp else {}
+    servers = default_servers(Path(tempfile.gettempdir())) if use_lsp else {}
     print(f"language servers: {', '.join(sorted(servers)) or 'none'}; tokens: {tokens.counter}")
     settings = Settings(diagnostics=DiagnosticsSettings(default_servers=use_lsp, wait=60.0))
     rows: list[tuple[Task, bool, int, float, bool]] = []
@@ -150,11 +147,14 @@ def edits(use_lsp: bool) -> None:
         for language in ("py", "ts"):
             folder = Path(top) / language
             folder.mkdir()
+            _project(folder, language)
             boxes[language] = (folder, filesystem_toolbox(folder, settings=settings))
         cold: dict[str, float] = {}
         for task in _tasks():
-            folder, box = boxes[task.language]
-            name = _project(folder, task.language)  # the same starting file for each task
+            _, box = boxes[task.language]
+            name, text = ("app.py", PY_PROJECT) if task.language == "py" else ("app.ts",
+                                                                              TS_PROJECT)
+            box.invoke("write_file", {"path": name, "content": text})  # each task's start
             began = time.perf_counter()
             done = box.invoke("edit_file", {"path": name, "old": task.old, "new": task.new})
             seconds = time.perf_counter() - began

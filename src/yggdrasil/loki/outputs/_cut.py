@@ -29,7 +29,7 @@ ERROR_WORDS = "error|FAILED|Traceback|fatal|panic|Exception"  # for the grep the
 # What a line that looks like an error holds; searched for by RE2 (linear time, a DFA:
 # 20 MB scanned in ~0.1 s), then widened to its line.
 _ERROR = re2.compile(
-    rb"Traceback \(most recent call last\)|[Ee]rror\b|ERROR|FAILED|\bFAIL\b|\b[Ff]atal\b|"
+    rb"Traceback \(most recent call last\)|[Ee]rror\b|ERROR|\bERR!|FAILED|\bFAIL\b|\b[Ff]atal\b|"
     rb"FATAL|\bpanic(?:ked)?\b|Exception\b|Segmentation fault")
 _TRACEBACK = b"Traceback (most recent call last)"
 MAX_FIRST, MAX_LAST = 20, 40  # error lines kept from the start and the end of the cut part

@@ -8,7 +8,8 @@ patch did with its diff...; errors and refusals), the renderer that turns a resu
 into what a model reads (``render_parts``/``tool_result``: each kind registers its text
 beside its model) and the bounds on what any tool hands back (``clip_*``, ``MAX_*``).
 The hands build results; the toolbox renders them; MCP, the CLI, events, transcripts and
-fleets read the data. Imports only ``errors`` and ``yggdrasil.io``.
+fleets read the data. Imports only ``outputs`` (the cut in tokens, the spill folder),
+``errors`` and ``yggdrasil.io``.
 """
 
 from __future__ import annotations
