@@ -96,7 +96,7 @@ def test_read_only_server_lists_only_read_tools(root: Path, mcp_python: str) -> 
 
     names, _ = serve_and(mcp_python, root, scenario, "--read-only")
     assert names == ["list_dir", "read_file", "find", "grep", "outline", "find_symbol", "repo_map",
-                     "read_table", "query_table"]
+                     "read_table", "query_table", "diagnostics"]
 
 
 def test_reads_and_edits_a_file(root: Path, mcp_python: str) -> None:
