@@ -58,7 +58,7 @@ def filesystem_toolbox(
     """Build the default toolbox rooted at ``root``.
 
     The read tools (list_dir, read_file, find, grep, outline, find_symbol, repo_map,
-    read_table, query_table) are always present. write_file, edit_file, apply_patch,
+    read_table, query_table, diagnostics) are always present. write_file, edit_file, apply_patch,
     undo_edit, run_python and run (with background jobs) are added unless ``read_only``.
     ``allow_shell`` is kept for back-compat and no longer gates ``run``. Network tools
     (web_*) are added only with ``allow_web``. ``confirm(action)`` is asked before

@@ -60,7 +60,8 @@ class Settings(Group):
             "--read-only",
             help="only the read tools: no write_file, edit_file, run_python or run"),)),
     ] = Field(False, description="only the read tools (list_dir, read_file, find, grep, "
-                                 "outline, find_symbol, repo_map, read_table, query_table)")
+                                 "outline, find_symbol, repo_map, read_table, query_table, "
+                                 "diagnostics)")
     fence: FenceSettings = Field(default_factory=FenceSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
