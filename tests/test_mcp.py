@@ -43,7 +43,8 @@ def serve_and(python: str, root: Path, scenario: Scenario, *flags: str) -> tuple
     server = StdioServerParameters(
         command=python,
         args=["-m", "yggdrasil.loki", "mcp", "--root", str(root), *flags],
-        env={"PYTHONPATH": str(SRC), "TMPDIR": str(scratch), "PATH": os.environ["PATH"]})
+        env={"PYTHONPATH": str(SRC), "TMPDIR": str(scratch), "PATH": os.environ["PATH"],
+             "LOKI_DIAGNOSTICS__DEFAULT_SERVERS": "false"})  # no language server (conftest)
     errlog = root.parent / "server-stderr.txt"
 
     async def session() -> Any:

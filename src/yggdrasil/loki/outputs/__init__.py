@@ -45,7 +45,7 @@ class Outputs:
     command's cut stream."""
 
     spill: Spill | None = None
-    observation: int = 25_000
+    observation: int = 50_000
     step: int = 8_000
     stream: int = 3_000
     tokens: Tokens = field(default_factory=lambda: tokens)

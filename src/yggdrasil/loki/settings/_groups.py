@@ -292,7 +292,7 @@ class OutputsSettings(Group):
     """How long outputs are cut (in model tokens), and where their whole text is kept."""
 
     observation_tokens: Annotated[int, Setting(tighter=FREE)] = Field(
-        25_000, ge=1_000, le=1_000_000, description=(
+        50_000, ge=1_000, le=1_000_000, description=(
             "model tokens of one tool's answer, on every surface; past it the middle is cut "
             "(the lines that look like errors kept) and the whole kept for read_file"))
     step_tokens: Annotated[int, Setting(tighter=FREE)] = Field(
