@@ -127,6 +127,8 @@ def scan_errors(path: Path, start: int, end: int) -> tuple[list[ErrorLine], int,
                     break
                 data = carry + chunk
                 whole = data.rfind(b"\n") + 1 if fh.tell() < stop else len(data)
+                if whole == 0 and len(data) >= _CHUNK:  # a line of megabytes: taken in
+                    whole = len(data)  # pieces, so memory stays at a chunk or two
                 piece, carry = data[:whole], data[whole:]
                 yield from _found(piece, line)
                 line += piece.count(b"\n")
