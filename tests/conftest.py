@@ -75,6 +75,19 @@ def _no_user_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(autouse=True)
+def _no_language_servers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                         _no_user_settings: None) -> None:
+    """Toolboxes start no language server (each is a node process of ~200 MB that indexes
+    the root) unless the test is marked ``language_servers``: ruff still checks Python."""
+    if request.node.get_closest_marker("language_servers") is not None:
+        return
+    import yggdrasil.loki.tools as tools
+
+    monkeypatch.setattr(tools, "default_servers", lambda root: {})
+    monkeypatch.setenv("LOKI_DIAGNOSTICS__DEFAULT_SERVERS", "false")  # CLI and MCP children
+
+
 @pytest.fixture
 def server() -> Iterator[FakeModelServer]:
     """A fake model API on 127.0.0.1 speaking the OpenAI and Anthropic wire formats."""

@@ -87,6 +87,9 @@ def _peak_rss_kb() -> int:
 
 
 def test_a_job_printing_a_gigabyte_keeps_the_agent_memory_flat(box: Toolbox) -> None:
+    # the tokenizer's table (tiktoken's o200k_base, loaded once per process when a cut is
+    # first counted in tokens) is a fixed cost, not the job's output: loaded before the mark
+    box.outputs.tokens.count("warm " * 20_000)
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak-RSS mark (VmHWM)
     base = _peak_rss_kb()
     job, obs = start(box, "head -c 1073741824 /dev/zero | tr '\\0' a; echo END >&2")
@@ -112,7 +115,7 @@ def test_a_middle_cut_keeps_the_buffer_size_and_says_so(root: Path) -> None:
     assert state == "exit=0"
     assert out.startswith("1\n2\n3\n") and out.endswith("99999\n100000\nlast\n")
     assert "of output cut from the middle" in out
-    assert len(out.encode()) < 4096 + 200
+    assert len(out.encode()) < 4096 + 400  # the buffer, and the note with the kept id
 
 
 def test_job_input_answers_the_prompts_of_a_python_script(root: Path, box: Toolbox) -> None:

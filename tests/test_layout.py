@@ -73,7 +73,7 @@ def test_toolbox_names_lists_the_tools_in_catalog_order(tmp_path: Path) -> None:
 
     box = filesystem_toolbox(tmp_path, read_only=True)
     assert box.names() == ["list_dir", "read_file", "find", "grep", "outline", "find_symbol",
-                           "repo_map", "read_table", "query_table"]
+                           "repo_map", "read_table", "query_table", "diagnostics"]
     assert box.names() == [tool.name for tool in box]
 
 

@@ -43,7 +43,8 @@ def serve_and(python: str, root: Path, scenario: Scenario, *flags: str) -> tuple
     server = StdioServerParameters(
         command=python,
         args=["-m", "yggdrasil.loki", "mcp", "--root", str(root), *flags],
-        env={"PYTHONPATH": str(SRC), "TMPDIR": str(scratch), "PATH": os.environ["PATH"]})
+        env={"PYTHONPATH": str(SRC), "TMPDIR": str(scratch), "PATH": os.environ["PATH"],
+             "LOKI_DIAGNOSTICS__DEFAULT_SERVERS": "false"})  # no language server (conftest)
     errlog = root.parent / "server-stderr.txt"
 
     async def session() -> Any:
@@ -96,7 +97,7 @@ def test_read_only_server_lists_only_read_tools(root: Path, mcp_python: str) -> 
 
     names, _ = serve_and(mcp_python, root, scenario, "--read-only")
     assert names == ["list_dir", "read_file", "find", "grep", "outline", "find_symbol", "repo_map",
-                     "read_table", "query_table"]
+                     "read_table", "query_table", "diagnostics"]
 
 
 def test_reads_and_edits_a_file(root: Path, mcp_python: str) -> None:

@@ -238,4 +238,5 @@ def test_tool_hints_for_clients(root: Path) -> None:
     assert [t.name for t in box if t.open_world] == ["web_fetch", "web_table", "web_image"]
     assert {t.name for t in box if t.idempotent} == {
         "list_dir", "read_file", "find", "grep", "outline", "find_symbol", "repo_map",
-        "read_table", "query_table", "write_file", "undo_edit", "web_fetch", "jobs"}
+        "read_table", "query_table", "diagnostics", "write_file", "undo_edit", "web_fetch",
+        "jobs"}

@@ -143,13 +143,14 @@ def test_call_caps_a_flooding_tool() -> None:
     box = Toolbox()
     box.add(Tool("flood", "f", {}, lambda: "x" * 1_000_000))
     out = box.call("flood", {})
-    assert len(out) < 101_000 and "characters cut from the middle" in out
+    assert box.outputs.tokens.count(out) <= box.outputs.observation  # the cap is in tokens
+    assert "characters) cut from the middle" in out
 
 
 def test_read_only_and_web_flags(root) -> None:
     ro = filesystem_toolbox(root, read_only=True)
     assert set(ro.tools) == {"list_dir", "read_file", "find", "grep", "outline", "find_symbol",
-                             "repo_map", "read_table", "query_table"}
+                             "repo_map", "read_table", "query_table", "diagnostics"}
     rw = filesystem_toolbox(root, allow_shell=False)
     mutating = {"write_file", "edit_file", "apply_patch", "undo_edit", "run_python", "run",
                 "job_input", "job_stop"}
@@ -181,7 +182,8 @@ def test_an_error_quoting_a_huge_argument_is_capped() -> None:
     box.add(Tool("boom", "b", {"x": "x"}, boom))
     for text in (box.call("n" * 2_000_000, {}), box.call("boom", {"x": "y" * 2_000_000})):
         assert text.startswith("ERROR:")
-        assert len(text) < 110_000
+        assert box.outputs.tokens.count(text) <= box.outputs.observation  # capped in tokens
+        assert len(text) < 2_000_000 // 4
 
 
 # -- typed results -----------------------------------------------------------------------

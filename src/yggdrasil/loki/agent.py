@@ -45,7 +45,9 @@ class Loki:
     environment (see ``yggdrasil.loki.engine.choose_engine``). ``protocol`` picks native
     tool calling or the JSON-in-text protocol (``"auto"``: native when the engine offers
     it, falling back to text when the endpoint rejects tools). ``context_chars`` is the
-    conversation budget and ``observation_chars`` the cap on one observation.
+    conversation budget; one step's observation is cut at ``settings.outputs.step_tokens``
+    model tokens (head, tail and the lines that look like errors kept, the whole text kept
+    for read_file) and at ``observation_chars`` characters at most.
 
     ``instructions`` are put in the system prompt of every run (after the project's
     AGENTS.md files, which ``agents_md=False`` leaves out; see ``act``).
@@ -60,7 +62,7 @@ class Loki:
         base_url: str | None = None, api_key: str | None = None,
         timeout: float = DEFAULT_TIMEOUT, *, retry: RetryPolicy | None = None,
         protocol: ProtocolName | None = None, context_chars: int = 200_000,
-        observation_chars: int = 20_000, instructions: str = "", agents_md: bool = True,
+        observation_chars: int = 100_000, instructions: str = "", agents_md: bool = True,
         settings: Settings | None = None, **engine_options: Any,
     ) -> None:
         self.settings = settings if settings is not None else Settings()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .code import cache_hidden, syntax_error
+from .diagnostics import default_servers
 from .files import DEFAULT_PROTECTED, Approvals, Files, Journal, Root, SyntaxGate
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
@@ -30,8 +31,11 @@ from .toolbox import (
     Tool,
     Toolbox,
     ToolResult,
+    diagnostician,
     edit_tools,
+    hooks,
     job_tools,
+    outputs_of,
     read_tools,
     web_tools,
     write_tools,
@@ -54,7 +58,7 @@ def filesystem_toolbox(
     """Build the default toolbox rooted at ``root``.
 
     The read tools (list_dir, read_file, find, grep, outline, find_symbol, repo_map,
-    read_table, query_table) are always present. write_file, edit_file, apply_patch,
+    read_table, query_table, diagnostics) are always present. write_file, edit_file, apply_patch,
     undo_edit, run_python and run (with background jobs) are added unless ``read_only``.
     ``allow_shell`` is kept for back-compat and no longer gates ``run``. Network tools
     (web_*) are added only with ``allow_web``. ``confirm(action)`` is asked before
@@ -91,14 +95,19 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
     guard_imports(where.path)  # what commands write in the root never runs in this process
     rules = CommandRules(parse_rules(policy.rules), policy.rules_default)
     journal = Journal(where)
-    files = Files(where, confirm=confirm, on_change=journal.after_write,
-                  before_change=journal.before_write, on_remove=journal.after_remove,
-                  syntax=SyntaxGate(s.editing.on_syntax_error, grammar=syntax_error))
-    tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
+    outputs = outputs_of(s.outputs, where.path)
+    hidden = (str(own), *cache_hidden(where.path),  # and its code cache, and kept outputs
+              *([str(outputs.spill.base)] if outputs.spill else []))
     shell = None if s.read_only else Shell.fenced(
         where, journal, s.fence, limits=JobLimits(**s.jobs.model_dump()), rules=rules,
-        confirm=confirm, hidden=(str(own), *cache_hidden(where.path)))  # and its code cache
-    notes = [shell.status() if shell else "", where.protect.describe() if where.protect else ""]
+        confirm=confirm, hidden=hidden, outputs=outputs)
+    doctor = diagnostician(s.diagnostics, where, _reader(where, s, shell, hidden),
+                           default_servers)
+    files = Files(where, confirm=confirm, spill=outputs.spill, **hooks(journal, doctor),
+                  syntax=SyntaxGate(s.editing.on_syntax_error, grammar=syntax_error))
+    tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
+    notes = [shell.status() if shell else "", where.protect.describe() if where.protect else "",
+             doctor.describe() if doctor is not None else ""]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
         notes.append(tables.status())
     box = Toolbox(
@@ -107,10 +116,11 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
         gate=lambda name: rules.check(name, confirm, action=f"call {name} (an MCP server's tool)"),
         notes="\n".join(n for n in notes if n), parts=[shell.jobs] if shell else [],
         resources=[*([shell] if shell else []), *([shell.proxy] if shell and shell.proxy else []),
-                   tables])
-    tools = read_tools(where, files, tables, code_cache=s.code.cache)
+                   tables], outputs=outputs, diagnostician=doctor)
+    tools = read_tools(where, files, tables, code_cache=s.code.cache, doctor=doctor)
     if shell is not None:
-        tools += write_tools(files, shell) + edit_tools(files, box) + job_tools(shell)
+        tools += (write_tools(files, shell, doctor) + edit_tools(files, box, doctor)
+                  + job_tools(shell))
     if s.web.enabled:
         tools += web_tools(where, files, read_only=s.read_only,
                            private=s.fence.allow_private_hosts, tables=tables)
@@ -123,3 +133,19 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
         box.close()  # the servers started so far, and the rest the toolbox holds
         raise
     return box
+
+
+def _reader(where: Root, s: Settings, shell: Shell | None, hidden: tuple[str, ...],
+            ) -> Callable[[list[str], Path, Any], tuple[list[str], dict[str, str], bool]]:
+    """How a language server is fenced: as a reader of the root, by the toolbox's shell
+    (a read-only toolbox makes one for that when a server first starts)."""
+    made: list[Shell] = [shell] if shell is not None else []
+
+    def reader(argv: list[str], scratch: Path, reads: Any) -> tuple[list[str], dict[str, str],
+                                                                    bool]:
+        if not made:
+            made.append(Shell(where, sandbox=s.fence.sandbox, network=False,
+                              hidden=(*s.fence.hidden, *hidden), env=s.fence.env))
+        return made[0].reader_argv(argv, scratch, reads)
+
+    return reader

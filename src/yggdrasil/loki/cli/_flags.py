@@ -22,7 +22,8 @@ from ._common import CliError
 __all__ = ["AGENT", "MCP", "TOOLBOX", "add_settings_flags", "given_settings"]
 
 AGENT, MCP = frozenset({"agent"}), frozenset({"mcp"})
-TOOLBOX = frozenset({"", "fence", "policy", "jobs", "editing", "code", "web"})  # "": top level
+TOOLBOX = frozenset({"", "fence", "policy", "jobs", "editing", "code", "web", "diagnostics",
+                     "outputs"})  # "": top level
 
 
 def flags_of(groups: Collection[str], exclude: Collection[str] = ()

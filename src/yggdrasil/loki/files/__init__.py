@@ -6,7 +6,8 @@ machinery in ``edits/`` (the forgiving matcher, patches, diffs), the stale-view 
 the syntax gate, the run's journal (what each touched path was, and how to put it back), the protected
 paths ``Root`` refuses (``Protection``, ``DEFAULT_PROTECTED``), the files git takes
 commands from that the tools never write (``_gitfiles``). Every other hand builds on
-this package; it imports only ``results``, ``errors`` and ``yggdrasil.io``.
+this package; it imports only ``results``, ``outputs`` (read_file of a kept output by its
+id), ``errors`` and ``yggdrasil.io``.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge
 
 from ..errors import LokiError, PathError, Refused, ToolError
+from ..outputs import Spill, SpillError
 from ..results import (
     MAX_ENTRIES,
     FileEdited,
@@ -77,6 +78,7 @@ class Files:
     on_remove: Callable[[str], None] = field(default=lambda rel: None)
     syntax: SyntaxGate = field(default_factory=SyntaxGate)
     views: Views = field(default_factory=Views)
+    spill: Spill | None = None  # the session's kept outputs, which read_file reads by id
 
     # -- reading -------------------------------------------------------------------------
 
@@ -124,6 +126,8 @@ class Files:
         if start < 1 or end < 0 or (end and end < start):
             raise ToolError("start is a 1-based line number and end (0 = to the end) is >= start",
                             category="argument")
+        if path.strip().startswith("output://"):
+            return self._read_output(path.strip(), start, end)
         real = self.root.resolve(path)
         rel = self.root.rel(real)
         with self.root.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as fh:
@@ -145,6 +149,22 @@ class Files:
                     " (read_table reads data files)"
                 )
             return window_read(rel, size, start, byte_window(fh, size, start, end))
+
+    def _read_output(self, output_id: str, start: int, end: int) -> FileRead:
+        """A window of one of this session's kept outputs (outside the root: the spill
+        folder, read by id only)."""
+        if self.spill is None:
+            raise ToolError(f"{output_id!r}: this toolbox keeps no outputs (outputs.keep_whole "
+                            "is off); give a path inside the root")
+        try:
+            kept = self.spill.path_of(output_id)
+        except SpillError as exc:
+            raise PathError(str(exc)) from None
+        with open(kept, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                return FileRead(path=output_id, content="empty", size=0)
+            return window_read(output_id, size, start, byte_window(fh, size, start, end))
 
     # -- writing ------------------------------------------------------------------------
 

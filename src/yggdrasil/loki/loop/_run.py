@@ -41,7 +41,7 @@ class Run:
     def __init__(
         self, engine: Engine, result: ActResult, toolbox: Toolbox, *, max_steps: int,
         on_step: Callable[[ActStep], None] | None, protocol: ProtocolName = "auto",
-        context_chars: int = 200_000, observation_chars: int = 20_000, repo_map: int = 0,
+        context_chars: int = 200_000, observation_chars: int = 100_000, repo_map: int = 0,
         instructions: Instructions | None = None, history: Sequence[Message] = (),
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
@@ -206,7 +206,10 @@ class Run:
         seen = (self.box.invoke(decision.tool, decision.args) if not decision.error
                 else tool_result(ErrorResult(category="argument", message=decision.error),
                                  tool=decision.tool))
-        observation = clip_text(seen.text, self.observation_chars)
+        # the step's cap in tokens: a longer answer keeps its head, tail and error lines,
+        # the whole kept for read_file (the toolbox's spill folder)
+        observation = self.box.outputs.cut(seen.text, self.box.outputs.step, "observation")
+        observation = clip_text(observation, self.observation_chars)
         data = seen.structured()
         self.stream.emit("observation", step=n, tool=decision.tool,
                          seconds=round(time.monotonic() - began, 6), changed=list(seen.changed),

@@ -8,7 +8,8 @@ patch did with its diff...; errors and refusals), the renderer that turns a resu
 into what a model reads (``render_parts``/``tool_result``: each kind registers its text
 beside its model) and the bounds on what any tool hands back (``clip_*``, ``MAX_*``).
 The hands build results; the toolbox renders them; MCP, the CLI, events, transcripts and
-fleets read the data. Imports only ``errors`` and ``yggdrasil.io``.
+fleets read the data. Imports only ``outputs`` (the cut in tokens, the spill folder),
+``errors`` and ``yggdrasil.io``.
 """
 
 from __future__ import annotations
@@ -41,10 +42,20 @@ from ._commands import (
     JobRow,
     JobStarted,
     JobState,
+    OutputLine,
     StreamOutput,
     changed_section,
     cut_note,
     job_state,
+)
+from ._diagnostics import (
+    SEVERITIES,
+    Diagnosis,
+    Diagnostic,
+    DiagnosticsReport,
+    LateDiagnostics,
+    diagnosis_lines,
+    diagnostic_line,
 )
 from ._files import (
     DIFF_LINE_CHARS,
@@ -88,7 +99,11 @@ __all__ = [
     "MAX_OBSERVATION",
     "MAX_READ_CHARS",
     "MAX_READ_LINES",
+    "SEVERITIES",
     "CommandResult",
+    "Diagnosis",
+    "Diagnostic",
+    "DiagnosticsReport",
     "DiffHunk",
     "ErrorResult",
     "FileChange",
@@ -106,9 +121,11 @@ __all__ = [
     "JobStarted",
     "JobState",
     "LandedEdit",
+    "LateDiagnostics",
     "Listing",
     "LooseHunk",
     "Match",
+    "OutputLine",
     "Part",
     "PatchApplied",
     "PatchedFile",
@@ -126,6 +143,8 @@ __all__ = [
     "clip_list",
     "clip_text",
     "cut_note",
+    "diagnosis_lines",
+    "diagnostic_line",
     "did_you_mean",
     "diff_lines",
     "diff_text",

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from ._bounds import clip_text, printable
+from ..outputs import Outputs
+from ._bounds import printable
+
+PLAIN = Outputs()  # the caps of an observation where no toolbox gives its own: nothing kept
 
 __all__ = [
     "ErrorResult",
@@ -125,6 +128,8 @@ class ToolResult:
     data: BaseModel | None = field(default=None, compare=False)
     parts: tuple[TextPart | ImagePart, ...] = field(default=(), compare=False)
     tool: str = field(default="", compare=False)
+    # diagnostics of an earlier edit that finished after its observation, shown after this one
+    late: tuple[BaseModel, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not self.parts:
@@ -132,13 +137,27 @@ class ToolResult:
 
     @classmethod
     def of(cls, text: str, changed: tuple[str, ...] = (), *, tool: str = "",
-           data: BaseModel | None = None) -> ToolResult:
+           data: BaseModel | None = None, outputs: Outputs | None = None) -> ToolResult:
         """A string from outside the built-in tools (a custom tool, a hook) as a result:
         made printable and capped, and its ``ERROR:``/``REFUSED:`` prefix says whether it
         is an error or a refusal. The one place an observation's text is read."""
-        shown = clip_text(printable(text))
+        shown = (outputs or PLAIN).cut(printable(text))
         said = verdict(shown)
         return cls(shown, said == "ERROR", said == "REFUSED", changed, data=data, tool=tool)
+
+    def with_late(self, late: Sequence[Any]) -> ToolResult:
+        """This result with ``late`` (``LateDiagnostics``) shown after its text."""
+        if not late:
+            return self
+        extra = "\n".join(item.text() for item in late)
+        parts = list(self.parts)
+        last = max((i for i, p in enumerate(parts) if isinstance(p, TextPart)), default=None)
+        if last is None:
+            parts.append(TextPart(text=extra))
+        else:
+            parts[last] = TextPart(text=f"{parts[last].text}\n{extra}")  # type: ignore[union-attr]
+        text = f"{self.text}\n{extra}" if self.text else extra
+        return replace(self, text=text, parts=tuple(parts), late=(*self.late, *late))
 
     @property
     def ok(self) -> bool:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from yggdrasil.io import human_size
 
+from ..outputs import ErrorLine, errors_note, seen_note
 from ._base import Result
 from ._bounds import clip_list
 from ._render import renders
@@ -28,6 +29,7 @@ __all__ = [
     "JobRow",
     "JobStarted",
     "JobState",
+    "OutputLine",
     "StreamOutput",
     "changed_section",
     "cut_note",
@@ -49,20 +51,45 @@ class _Data(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class OutputLine(_Data):
+    """A line of a cut output that looks like an error: its 1-based number in the whole
+    output, and its text."""
+
+    line: int
+    text: str
+
+
 class StreamOutput(_Data):
     """One output stream as kept: its head, its tail, and how many bytes were cut between
-    them (``why``: a clause saying why, for a job's reads)."""
+    them (``why``: a clause saying why, for a job's reads).
+
+    A cut stream is kept whole (``kept``: its id, ``output://<session>/<n>``, that
+    read_file and grep accept; "" when it could not be; ``dropped``: bytes past the most
+    one output keeps) and ``errors`` are the lines of the cut part that look like errors
+    (``errors_more``: more of them not listed; ``errors_stopped``: the cut part was too
+    long to look at all of it). ``name``: ``stdout`` or ``stderr``."""
 
     head: str
     tail: str = ""
     cut: int = 0
     bytes: int = 0
     why: str = ""
+    name: str = "output"
+    kept: str = ""
+    dropped: int = 0
+    errors: list[OutputLine] = Field(default_factory=list)
+    errors_more: int = 0
+    errors_stopped: bool = False
 
     def text(self) -> str:
         if self.cut <= 0:
             return self.head + self.tail
-        return f"{self.head}\n{cut_note(self.cut, self.why)}\n{self.tail}"
+        kept = seen_note(self.kept or None, self.name,
+                         self.bytes - self.dropped if self.dropped else 0)
+        found = [ErrorLine(e.line, e.text) for e in self.errors]
+        errors = errors_note(found, self.errors_more, self.name, self.kept or None,
+                             self.errors_stopped)
+        return f"{self.head}\n{cut_note(self.cut, self.why + kept)}\n{errors}{self.tail}"
 
 
 class FileChange(_Data):

@@ -19,6 +19,7 @@ from yggdrasil.io import human_size
 
 from ._base import Result
 from ._bounds import clip_line, clip_list, more_note
+from ._diagnostics import Diagnosis, Diagnostic, diagnosis_lines
 from ._render import renders
 
 __all__ = [
@@ -212,9 +213,13 @@ def diff_text(diff: UnifiedDiff | None) -> str:
 
 class _Checked(Result):
     """A change the syntax gate checked: ``warnings`` are its lines for files that no
-    longer parse (the gate's own words, one per file)."""
+    longer parse (the gate's own words, one per file); ``diagnostics``: what the checkers
+    found that the change introduced (errors first, within the caps), and ``diagnosis``
+    the rest they said (None: no changed file is one a checker reads)."""
 
     warnings: list[str] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    diagnosis: Diagnosis | None = None
 
 
 class FileWritten(_Checked):
@@ -293,7 +298,8 @@ class Undone(Result):
 
 
 def _with_warnings(head: str, result: _Checked, diff: UnifiedDiff | None = None) -> str:
-    return "\n".join([head, *diff_lines(diff), *result.warnings])
+    return "\n".join([head, *diff_lines(diff), *result.warnings,
+                      *diagnosis_lines(result.diagnostics, result.diagnosis)])
 
 
 @renders(FileWritten)
@@ -339,7 +345,8 @@ def _patch_text(result: PatchApplied) -> str:
     if result.diffs_cut:
         diffs.append(f"[... diffs of {result.diffs_cut} more files not shown; read_file "
                      "them to see the result]")
-    return "\n".join([*head, *summary, *diffs, *result.warnings])
+    return "\n".join([*head, *summary, *diffs, *result.warnings,
+                      *diagnosis_lines(result.diagnostics, result.diagnosis)])
 
 
 @renders(Undone)

@@ -17,8 +17,19 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from ..errors import Refused, ToolError
-from ._base import ErrorResult, ImagePart, Refusal, Result, TextPart, ToolResult, plain, verdict
-from ._bounds import clip_text, json_text, printable
+from ..outputs import Outputs
+from ._base import (
+    PLAIN,
+    ErrorResult,
+    ImagePart,
+    Refusal,
+    Result,
+    TextPart,
+    ToolResult,
+    plain,
+    verdict,
+)
+from ._bounds import json_text, printable
 
 __all__ = [
     "error_result",
@@ -93,38 +104,43 @@ def error_result(exc: ToolError) -> ErrorResult | Refusal:
     return ErrorResult(category=exc.category, message=str(exc), hint=exc.hint, rule=exc.rule)
 
 
-def _guarded(parts: Iterable[TextPart | ImagePart]) -> tuple[TextPart | ImagePart, ...]:
+def _guarded(parts: Iterable[TextPart | ImagePart], outputs: Outputs | None = None,
+             ) -> tuple[TextPart | ImagePart, ...]:
     """The guard every observation passes: printable (names of stray bytes shown
-    escaped) and capped, errors and refusals too (they may quote a 2 MB argument)."""
-    return tuple(TextPart(text=clip_text(printable(p.text))) if isinstance(p, TextPart) else p
+    escaped) and capped in tokens, errors and refusals too (they may quote a 2 MB
+    argument); a cut text is kept whole in ``outputs``' spill folder, its id said."""
+    cut = (outputs or PLAIN).cut
+    return tuple(TextPart(text=cut(printable(p.text))) if isinstance(p, TextPart) else p
                  for p in parts)
 
 
-def tool_result(outcome: object, *, tool: str = "", changed: tuple[str, ...] = ()) -> ToolResult:
+def tool_result(outcome: object, *, tool: str = "", changed: tuple[str, ...] = (),
+                outputs: Outputs | None = None) -> ToolResult:
     """What a tool returned (a Result, a custom tool's pydantic model or string) or raised
     (a ToolError), as a ToolResult. Anything else is an ``output`` error that says what a
-    tool may return."""
+    tool may return. ``outputs``: the toolbox's caps and spill folder (default: the caps,
+    nothing kept)."""
     if isinstance(outcome, ToolError):
         outcome = error_result(outcome)
     if isinstance(outcome, Result):
-        return _made(_guarded(render_parts(outcome)), outcome, changed, tool,
+        return _made(_guarded(render_parts(outcome), outputs), outcome, changed, tool,
                      is_error=isinstance(outcome, ErrorResult),
                      refused=isinstance(outcome, Refusal))
     if isinstance(outcome, BaseModel):  # a custom tool's own model: shown as its JSON
         text = json_text(plain(outcome.model_dump(mode="json")), indent=2)
-        return _made(_guarded([TextPart(text=text)]), outcome, changed, tool)
+        return _made(_guarded([TextPart(text=text)], outputs), outcome, changed, tool)
     if isinstance(outcome, str):
-        return text_result(outcome, tool=tool, changed=changed)
+        return text_result(outcome, tool=tool, changed=changed, outputs=outputs)
     return tool_result(ErrorResult(category="output", message=(
         f"{tool or 'the tool'} returned {type(outcome).__name__}; a tool returns a str or a "
         "pydantic model")), tool=tool, changed=changed)
 
 
 def text_result(text: str, *, tool: str = "", changed: tuple[str, ...] = (),
-                data: BaseModel | None = None) -> ToolResult:
+                data: BaseModel | None = None, outputs: Outputs | None = None) -> ToolResult:
     """A string from outside the built-in tools (a custom tool, a hook) as a ToolResult:
     its ``ERROR:``/``REFUSED:`` prefix says whether it is an error or a refusal."""
-    return ToolResult.of(text, changed, tool=tool, data=data)
+    return ToolResult.of(text, changed, tool=tool, data=data, outputs=outputs)
 
 
 def _made(parts: tuple[TextPart | ImagePart, ...], data: BaseModel, changed: tuple[str, ...],
@@ -141,7 +157,8 @@ def hook_refusal(text: str, *, tool: str = "") -> ToolResult:
     return tool_result(Refusal(message=text, rule="before_call"), tool=tool)
 
 
-def retexted(result: ToolResult, text: str) -> ToolResult:
+def retexted(result: ToolResult, text: str, outputs: Outputs | None = None) -> ToolResult:
     """``result`` shown as ``text`` instead (an after_call hook's replacement): the data and
     the changes stay; error and refusal follow the new text."""
-    return text_result(text, tool=result.tool, changed=result.changed, data=result.data)
+    return text_result(text, tool=result.tool, changed=result.changed, data=result.data,
+                       outputs=outputs)

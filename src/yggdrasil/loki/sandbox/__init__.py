@@ -33,7 +33,7 @@ from ._kill import kill_carrying, running_since
 from ._landlock import SandboxStatus, landlock_status, launcher_argv
 from ._listen import LazyServer, listening_socket
 from ._namespace import MOUNT_KINDS
-from ._proc import Capture, Completed, Process, Sink, run_process
+from ._proc import Capture, Completed, Overflow, Process, Sink, run_process
 from ._readonly import binary_paths, interpreter_paths, read_only_argv
 from ._spawn import main_not_rerun
 from ._supervisor import Decide, Exec, Session, Supervisor
@@ -48,6 +48,7 @@ __all__ = [
     "FencedWorker",
     "IsolationStatus",
     "LazyServer",
+    "Overflow",
     "Process",
     "SandboxStatus",
     "Session",

@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from io import BufferedReader
 from typing import IO, Protocol
@@ -44,14 +44,32 @@ _REAP_GRACE = 1.0  # seconds the launcher gets to kill its subtree on timeout
 _CANCEL_CHECK = 0.05  # seconds between looks at the cancel event while waiting
 
 
-class Capture:
-    """Keeps the first and last bytes of a stream and counts the rest: bounded memory."""
+class Overflow(Protocol):
+    """Where the whole of a stream goes once it outgrows its head (a spill file)."""
 
-    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    def discard(self) -> None: ...
+
+
+class Capture:
+    """Keeps the first and last bytes of a stream and counts the rest: bounded memory.
+
+    ``spill``: makes an ``Overflow`` when the stream outgrows its head; the whole stream
+    goes there from then on (head included), so nothing cut is lost. ``settle()`` keeps
+    it when bytes were cut, else removes it."""
+
+    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES,
+                 spill: Callable[[], Overflow | None] | None = None) -> None:
         self.head_size, self.tail_size = head, tail
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self._make_spill = spill
+        self.spill: Overflow | None = None
+        self._settled: tuple[Overflow | None] | None = None
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
@@ -59,9 +77,34 @@ class Capture:
         if room > 0:
             self.head += chunk[:room]
             chunk = chunk[room:]
+        if chunk and (self.spill is not None or self._make_spill is not None):
+            self._overflow(chunk)
         if chunk and self.tail_size:
             self.tail += chunk[-self.tail_size :]
             del self.tail[: -self.tail_size]
+
+    def _overflow(self, rest: bytes) -> None:
+        if self.spill is None:
+            make, self._make_spill = self._make_spill, None  # one try
+            self.spill = make() if make is not None else None
+            if self.spill is None:
+                return
+            self.spill.write(bytes(self.head))
+        self.spill.write(rest)
+
+    def settle(self) -> Overflow | None:
+        """The spill, closed, when bytes were cut (None otherwise: it is removed); the
+        stream has ended. Asked again, the same answer."""
+        if self._settled is not None:
+            return self._settled[0]
+        spill, self.spill, self._make_spill = self.spill, None, None
+        if spill is not None and self.cut <= 0:
+            spill.discard()
+            spill = None
+        elif spill is not None:
+            spill.close()
+        self._settled = (spill,)
+        return spill
 
     @property
     def cut(self) -> int:
@@ -213,17 +256,19 @@ class Process:
 def run_process(
     argv: Sequence[str], *, cwd: str, timeout: float, env: Mapping[str, str] | None = None,
     reaped: bool = False, cancel: threading.Event | None = None,
+    spill: Callable[[], Overflow | None] | None = None,
 ) -> Completed:
     """Run ``argv`` in a new session with stdin at EOF; never raises for the command's faults.
 
     ``cancel`` (default: the event of the enclosing ``cancel_scope``), once set, stops the
-    command as a timeout does, and the result says ``exit=cancelled``.
+    command as a timeout does, and the result says ``exit=cancelled``. ``spill``: makes
+    where a stream that outgrows its head is kept whole (see ``Capture``).
 
     ``reaped``: see :class:`Process`; on timeout the launcher gets ``_REAP_GRACE`` seconds
     to kill the command's subtree before everything is SIGKILLed.
     Raises ToolError only when the command cannot start (missing program or folder).
     """
-    out, err = Capture(), Capture()
+    out, err = Capture(spill=spill), Capture(spill=spill)
     proc = Process(argv, cwd=cwd, env=env, reaped=reaped, stdout=out, stderr=err)
     cancel = cancel if cancel is not None else current_cancel()
     finished = timed_out = cancelled = False

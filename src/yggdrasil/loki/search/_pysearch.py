@@ -121,6 +121,20 @@ def _feed(text: bytes, number: int, rel: str, matcher: LineMatcher, hits: HitCol
     return False
 
 
+def grep_output(path: str, shown: str, pattern: Pattern) -> Found:
+    """grep over one kept output (a spill file, outside the root: opened as it is, the
+    caller having checked its id), its matches named ``shown``."""
+    matcher = LineMatcher.compile(pattern)
+    skips, hits = Skips(), HitCollector(MAX_HITS, COUNT_LIMIT)
+    fd = os.open(path, READ_FLAGS)
+    try:
+        grep_file(fd, shown, matcher, hits)
+    finally:
+        os.close(fd)
+    hits.end_file(False)
+    return hits.found(skips)
+
+
 @dataclass
 class PythonEngine:
     root: Root

@@ -21,11 +21,12 @@ from typing import Any, Literal, Protocol
 
 from ..errors import PathError, ToolError
 from ..files import Root
+from ..outputs import Spill, SpillError
 from ..results import FoundFiles, GrepMatches, Match, SearchSkips
 from ._found import Accept, Found, Hit, Pattern, Query
 from ._globs import GlobError, glob_matcher, rebase_ignore_text
 from ._protected import rg_overrides
-from ._pysearch import COUNT_LIMIT, PythonEngine
+from ._pysearch import COUNT_LIMIT, PythonEngine, grep_output
 from ._rg import RgEngine, find_rg
 from ._walk import IGNORE_NAMES, read_ignore_text
 
@@ -46,6 +47,7 @@ class Search:
 
     root: Root
     backend: Backend = "auto"
+    spill: Spill | None = None  # the session's kept outputs, which grep reads by id
 
     @cached_property
     def _overrides(self) -> list[str] | None:
@@ -80,11 +82,25 @@ class Search:
         if "/" in glob:
             raise ToolError(f"glob {glob!r} matches file names only; pass the folder as path")
         _check_glob(glob)
-        query = self._query(path, include_ignored, glob)
-        found = self.engine().grep(query, Pattern(pattern, ignore_case))
+        if path.strip().startswith("output://"):
+            query = Query(self.root.path, path.strip(), True, include_ignored, (), glob)
+            found = grep_output(self._output(path), path.strip(), Pattern(pattern, ignore_case))
+        else:
+            query = self._query(path, include_ignored, glob)
+            found = self.engine().grep(query, Pattern(pattern, ignore_case))
         hits = [h for h in found.rows if isinstance(h, Hit)]
         return GrepMatches(matches=[Match(path=h.path, line=h.line, text=h.text) for h in hits],
                            **_facts(pattern, query, found))
+
+    def _output(self, output_id: str) -> str:
+        """The file of one of this session's kept outputs; ToolError for any other id."""
+        if self.spill is None:
+            raise ToolError(f"{output_id!r}: this toolbox keeps no outputs (outputs.keep_whole "
+                            "is off); give a file or folder inside the root")
+        try:
+            return str(self.spill.path_of(output_id))
+        except SpillError as exc:
+            raise ToolError(str(exc), category="path") from None
 
     def _query(self, path: str, include_ignored: bool, name_glob: str = "") -> Query:
         real = self.root.resolve(path)

@@ -241,6 +241,79 @@ class EditingSettings(Group):
             "the file untouched (reject)"))
 
 
+class LanguageServerSettings(Group):
+    """One language server of the diagnostics: how to start it and what it checks."""
+
+    command: tuple[str, ...] = Field((), description=(
+        "the program (an absolute path, or a name on PATH; never one inside the root) and "
+        "its arguments; empty: no server of this name"))
+    languages: dict[str, str] = Field(default_factory=dict, description=(
+        "file suffix -> LSP language id, e.g. {'.py': 'python'}"))
+    init: dict[str, Any] = Field(default_factory=dict, description=(
+        "initializationOptions sent when it starts"))
+    settings: dict[str, Any] = Field(default_factory=dict, description=(
+        "answers to its workspace/configuration requests, by section ('python.analysis')"))
+
+
+class DiagnosticsSettings(Group):
+    """What the checkers say after each edit, and the diagnostics(paths) tool. A server is
+    a program the toolbox runs: no project file may name one or turn the defaults on."""
+
+    enabled: Annotated[bool, Setting(tighter=OFF_IS_STRICTER, flags=(
+        Flag("--diagnostics", negatable=True, help=(
+            "check each file an edit changes and show the diagnostics it introduced "
+            "(--no-diagnostics: never)")),))] = Field(True, description=(
+                "check each file an edit changes and show the diagnostics the edit introduced"))
+    ruff: Annotated[bool, Setting(tighter=OFF_IS_STRICTER)] = Field(True, description=(
+        "check Python with ruff (undefined names, unused or wrong imports, syntax)"))
+    default_servers: Annotated[bool, Setting(tighter=OFF_IS_STRICTER)] = Field(
+        True, description=(
+            "start the default language servers found on PATH (outside the root): "
+            "basedpyright or pyright, typescript-language-server, gopls, rust-analyzer, clangd"))
+    servers: Annotated[dict[str, LanguageServerSettings], Setting(combine="merge")] = Field(
+        default_factory=dict, description=(
+            "language servers by name ('python', 'typescript', 'go'...), each replacing the "
+            "default of that name ({command = []} turns it off): {command, languages, init, "
+            "settings}"))
+    per_file: Annotated[int, Setting(tighter=FREE)] = Field(
+        10, ge=0, le=1000, description="new diagnostics shown per file")
+    per_call: Annotated[int, Setting(tighter=FREE)] = Field(
+        30, ge=0, le=10_000, description="new diagnostics shown per call")
+    wait: Annotated[float, Setting(tighter=FREE)] = Field(1.5, ge=0, le=600, description=(
+        "seconds an edit waits for the language servers; what they find later comes with "
+        "the next observation"))
+    hang: Annotated[float, Setting(tighter=FEWER)] = Field(30.0, gt=0, le=600, description=(
+        "seconds a language server may take to answer before it is stopped as hung"))
+    warm: Annotated[int, Setting(tighter=FEWER)] = Field(
+        3, ge=1, le=16, description="language servers kept running at once")
+
+
+class OutputsSettings(Group):
+    """How long outputs are cut (in model tokens), and where their whole text is kept."""
+
+    observation_tokens: Annotated[int, Setting(tighter=FREE)] = Field(
+        50_000, ge=1_000, le=1_000_000, description=(
+            "model tokens of one tool's answer, on every surface; past it the middle is cut "
+            "(the lines that look like errors kept) and the whole kept for read_file"))
+    step_tokens: Annotated[int, Setting(tighter=FREE)] = Field(
+        8_000, ge=500, le=1_000_000, description=(
+            "model tokens one step of Loki.act adds to the conversation"))
+    stream_tokens: Annotated[int, Setting(tighter=FREE)] = Field(
+        3_000, ge=200, le=1_000_000, description=(
+            "model tokens of the head, and of the tail, of a command's cut output"))
+    keep_whole: Annotated[bool, Setting(tighter=OFF_IS_STRICTER)] = Field(True, description=(
+        "keep the whole of a cut output in the session's spill folder (outside the root, "
+        "hidden from commands), named by an id read_file and grep accept"))
+    spill_bytes: Annotated[int, Setting(tighter=FEWER)] = Field(
+        256 << 20, ge=1 << 20, le=16 << 30, description="bytes of one cut output kept at most")
+    spill_total: Annotated[int, Setting(tighter=FEWER)] = Field(
+        1 << 30, ge=1 << 20, le=64 << 30, description=(
+            "bytes all sessions' spill folders hold together; the oldest outputs go first"))
+    spill_age: Annotated[float, Setting(tighter=FEWER)] = Field(
+        3 * 86400.0, gt=0, le=365 * 86400, description=(
+            "seconds a session's kept outputs stay after it last kept one"))
+
+
 class CodeSettings(Group):
     """Code navigation (outline, find_symbol, repo_map)."""
 

@@ -22,11 +22,14 @@ from ..toolbox import McpServer
 from ._groups import (
     AgentSettings,
     CodeSettings,
+    DiagnosticsSettings,
     EditingSettings,
     FenceSettings,
     Group,
     JobsSettings,
+    LanguageServerSettings,
     McpSettings,
+    OutputsSettings,
     PolicySettings,
     SettingsError,
     WebSettings,
@@ -36,8 +39,9 @@ from ._groups import (
 from ._spec import Flag, Setting
 from ._tighten import ON_IS_STRICTER, Rules
 
-__all__ = ["AgentSettings", "CodeSettings", "EditingSettings", "FenceSettings", "Group",
-           "Ignored", "JobsSettings", "McpSettings", "PolicySettings", "SettingField",
+__all__ = ["AgentSettings", "CodeSettings", "DiagnosticsSettings", "EditingSettings",
+           "FenceSettings", "Group", "Ignored", "JobsSettings", "LanguageServerSettings",
+           "McpSettings", "OutputsSettings", "PolicySettings", "SettingField",
            "Settings", "SettingsError", "WebSettings", "explain", "field_names", "put",
            "setting_fields", "unknown_setting", "value_at"]
 
@@ -56,7 +60,8 @@ class Settings(Group):
             "--read-only",
             help="only the read tools: no write_file, edit_file, run_python or run"),)),
     ] = Field(False, description="only the read tools (list_dir, read_file, find, grep, "
-                                 "outline, find_symbol, repo_map, read_table, query_table)")
+                                 "outline, find_symbol, repo_map, read_table, query_table, "
+                                 "diagnostics)")
     fence: FenceSettings = Field(default_factory=FenceSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
@@ -65,6 +70,8 @@ class Settings(Group):
     web: WebSettings = Field(default_factory=WebSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)
+    outputs: OutputsSettings = Field(default_factory=OutputsSettings)
     mcp_servers: Annotated[dict[str, McpServer], Setting(
         combine="merge", keyword="mcp_servers", flags=(Flag(
             "--mcp", metavar="NAME=SERVER", item=mcp_server,

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import Diff
+from ..outputs import Outputs, Spilled
 from ..results import JobRow, JobState, StreamOutput, job_state
 from ..sandbox import Capture, Process
 from ._notes import ProxyNotes
+from ._results import cut_stream
 
 GRACE = 2.0  # seconds a job gets after SIGINT, and again after SIGTERM, before SIGKILL
 HOLD = 0.05  # seconds a partial last line may be kept back for the rest of it to come
@@ -63,10 +65,14 @@ class OutputBuffer:
     job writes in two pieces is not split between reads; one that stays put (a prompt
     such as ``name? ``) is shown."""
 
-    def __init__(self, keep: int, wake: threading.Condition) -> None:
+    def __init__(self, keep: int, wake: threading.Condition, name: str = "output",
+                 outputs: Outputs | None = None) -> None:
         self.head, self.tail = keep // 2, keep - keep // 2
         self.wake = wake  # shared by the job's streams: a reader waits on both
-        self.unread = Capture(self.head, self.tail)
+        self.name, self.outputs = name, outputs
+        spill = outputs.spill if outputs is not None else None
+        self._spill = spill.new if spill is not None else None  # a read's whole output
+        self.unread = Capture(self.head, self.tail, self._spill)
         self.held = b""  # a partial last line kept back by the last read
         self.total = 0
         self.last_feed = 0.0
@@ -93,16 +99,18 @@ class OutputBuffer:
         """What came since the last read (``final``: the stream has ended, flush it all);
         a multi-byte character split across two reads is shown whole by the second."""
         with self.wake:
-            got, self.unread = self.unread, Capture(self.head, self.tail)
+            got, self.unread = self.unread, Capture(self.head, self.tail, self._spill)
             fresh = self._fresh()
         held, self.held = self.held, b""
         decode = self._decoder.decode
+        spilled = got.settle()
         if got.cut > 0:
             head = decode(held + bytes(got.head), True)
             self._decoder.reset()  # the tail starts wherever the cut fell
-            return StreamOutput(head=head, tail=decode(bytes(got.tail), final), cut=got.cut,
-                                bytes=got.total + len(held),
-                                why=" (more came between two reads than job_buffer keeps)")
+            return cut_stream(head, decode(bytes(got.tail), final), got.cut,
+                              got.total + len(held), self.name, self.outputs,
+                              spilled if isinstance(spilled, Spilled) else None,
+                              why=" (more came between two reads than job_buffer keeps)")
         data = held + bytes(got.head + got.tail)
         line_end = data.rfind(b"\n") + 1
         if not final and fresh and line_end < len(data) and len(data) - line_end <= HOLD_MAX:
@@ -116,12 +124,14 @@ class Job:
     def __init__(self, number: int, label: str, start: Callable[[OutputBuffer, OutputBuffer],
                  Process], *, scratch: Path, keep: int, lifetime: float,
                  on_end: Callable[[Job], None],
-                 screen: Callable[[str], None] | None = None) -> None:
+                 screen: Callable[[str], None] | None = None,
+                 outputs: Outputs | None = None) -> None:
         self.id, self.label, self.scratch = number, label, scratch
         self.notes = ProxyNotes(scratch)  # what the proxy refused it (a file, if it has one)
         self.lifetime = lifetime
         self.wake = threading.Condition()
-        self.stdout, self.stderr = OutputBuffer(keep, self.wake), OutputBuffer(keep, self.wake)
+        self.stdout = OutputBuffer(keep, self.wake, "stdout", outputs)
+        self.stderr = OutputBuffer(keep, self.wake, "stderr", outputs)
         self.process = start(self.stdout, self.stderr)
         self.started = time.monotonic()
         self.ended_at = 0.0

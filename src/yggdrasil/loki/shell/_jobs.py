@@ -37,6 +37,7 @@ from annotated_types import Interval, MaxLen
 
 from ..errors import ToolError
 from ..files import Journal, Root
+from ..outputs import Outputs
 from ..results import FileChange, JobInput, JobList, JobReport, JobStarted
 from ..sandbox import Process, current_cancel
 from ._job import GRACE, Job, JobLimits, OutputBuffer, describe
@@ -63,8 +64,9 @@ class Jobs:
     """The background jobs of one shell (see the module docstring)."""
 
     def __init__(self, root: Root, tracker: ChangeTracker, journal: Journal | None,
-                 limits: JobLimits) -> None:
+                 limits: JobLimits, outputs: Outputs | None = None) -> None:
         self.root, self.tracker, self.journal, self.limits = root, tracker, journal, limits
+        self.outputs = outputs  # where a read's cut output is kept whole
         self._jobs: dict[int, Job] = {}
         self._next = 1
         self._charged: list[Job] = []  # jobs that ran since the last settle
@@ -91,6 +93,7 @@ class Jobs:
             argv, env, reaped = prepare(scratch)
             job = Job(self._next, _short(label), _starter(argv, env, reaped, self.root),
                       scratch=scratch, keep=self.limits.buffer, lifetime=self.limits.lifetime,
+                      outputs=self.outputs,
                       on_end=self._ended, screen=screen)
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -25,6 +25,7 @@ from annotated_types import Interval
 from ..errors import PathError, ToolError
 from ..files import Journal, Root
 from ..netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
+from ..outputs import Outputs
 from ..results import GIT_RULE, CommandResult, JobStarted
 from ..sandbox import (
     Completed,
@@ -120,6 +121,7 @@ class Shell:
     confirm: Callable[[str], Any] | None = None  # asked for commands an ``ask`` rule matches
     proxy: NetProxy | None = None  # network only to its hosts (with namespaces; else none)
     unix_sockets: list[Path] = field(default_factory=list)  # reachable beyond the places
+    outputs: Outputs | None = None  # caps in tokens, and where cut outputs are kept whole
     tracker: ChangeTracker = field(init=False, repr=False)
     jobs: Jobs = field(init=False, repr=False)
 
@@ -131,13 +133,13 @@ class Shell:
         self._protected = ProtectedPaths(self.root.protect) if self.root.protect else None
         self._masked_before = MaskedPaths()  # a masked file moved out of sight is followed
         self._masked: list[str] = []  # what the last command got masked (absolute)
-        self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits)
+        self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits, self.outputs)
         self.supervision = Supervision(self.rules, self.confirm)
 
     @classmethod
     def fenced(cls, root: Root, journal: Journal | None, fence: CommandFence, *,
                limits: JobLimits, rules: CommandRules, confirm: Callable[[str], Any] | None,
-               hidden: Sequence[str] = ()) -> Shell:
+               hidden: Sequence[str] = (), outputs: Outputs | None = None) -> Shell:
         """A shell whose commands run in ``fence``: a host list becomes a proxy that is the
         commands' only way out, the folders must exist, ``hidden`` is hidden besides the
         fence's own. PathError names a folder that does not exist."""
@@ -149,7 +151,7 @@ class Shell:
                    writable=writable_paths(fence.writable), env=fence.env,
                    unix_sockets=writable_paths(fence.unix_sockets, "unix_sockets path"),
                    hidden=(*fence.hidden, *hidden), limits=limits, rules=rules,
-                   confirm=confirm)
+                   confirm=confirm, outputs=outputs)
 
     # -- the tools -----------------------------------------------------------------------
 
@@ -497,6 +499,36 @@ class Shell:
                              guard=(session.path, session.token, session.calls)
                              if session else None)
 
+    def reader_argv(self, argv: list[str], scratch: Path, reads: Sequence[str] = (),
+                    ) -> tuple[list[str], dict[str, str], bool]:
+        """(argv, env, reaped) that run ``argv`` as a long-lived reader of the root (a
+        language server): fenced as a command is, but the root is read-only to it: it may
+        write only ``scratch`` (its TMPDIR and cache), has no network, cannot read the
+        hidden paths or the protected files; ``reads``: folders its program runs from,
+        kept visible under the private /tmp. ToolError when commands are refused here."""
+        env, _ = scrubbed(os.environ, self.env)
+        env.update(TMPDIR=str(scratch), TMP=str(scratch), TEMP=str(scratch),
+                   XDG_CACHE_HOME=str(scratch / "cache"))
+        fence = self._check(argv, env)
+        env[SANDBOX_VAR] = fence.label()
+        reaped = fence.any or sys.platform == "linux"
+        if not reaped:
+            return argv, env, False
+        writable = [str(scratch)]
+        mounts: list[tuple[str, str]] = []
+        if fence.namespaces:
+            needed = [str(self.root.path), *needed_paths(env, self.shell),  # read-only
+                      *(os.path.realpath(p) for p in reads if os.path.isdir(p))]
+            mounts = mount_plan(writable, needed, [], self.protected_paths(),
+                                closed_network=True)
+        python = sys.executable or shutil.which("python3") or "python3"
+        wrapped = launcher_argv(python, writable if fence.abi else [], network=False,
+                                abi=fence.abi, argv=argv,
+                                hidden=self.hidden_paths() if fence.abi else [],
+                                namespaces=fence.namespaces, mounts=mounts,
+                                no_setid=fence.no_setid)
+        return wrapped, env, True
+
     def _denied(self, done: Completed, fence: Fence, masked: Sequence[str],
                 refused: Refusals) -> list[Denial]:
         """Why a failed command met 'Permission denied': a protected file, or the fence
@@ -542,8 +574,9 @@ class Shell:
         put_back: list[str] = []
         notes = ProxyNotes(scratch)
         try:
+            spill = self.outputs.spill if self.outputs is not None else None
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
-                               reaped=reaped)
+                               reaped=reaped, spill=spill.new if spill is not None else None)
         finally:  # interrupted too (Ctrl-C): what the command did so far is the run's
             notes.finish()
             if session is not None:
@@ -552,7 +585,7 @@ class Shell:
             if self.journal is not None:
                 put_back = self.journal.after_command(changes)
             self.jobs.resume()
-        return command_result(done, refusals=refused.lines, refusals_dropped=refused.dropped,
+        return command_result(done, self.outputs, refusals=refused.lines, refusals_dropped=refused.dropped,
                            proxy=notes.take().splitlines(), changes=file_changes(changes),
                            changes_tracked=changes.tracked, put_back=put_back,
                            denied=self._denied(done, fence, masked, refused))

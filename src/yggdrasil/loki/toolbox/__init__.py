@@ -22,6 +22,7 @@ from ._flavors import FLAVORS, Flavor
 from ._mcp import McpServer
 from ._schema import bind_args, build_schema, limits_text, parse_docstring
 from ._tool import Tool
+from ._wiring import diagnostician, hooks, outputs_of
 
 Observation = ToolResult  # the name of a call's result before results were typed
 
@@ -38,9 +39,12 @@ __all__ = [
     "Toolbox",
     "bind_args",
     "build_schema",
+    "diagnostician",
     "edit_tools",
+    "hooks",
     "job_tools",
     "limits_text",
+    "outputs_of",
     "parse_docstring",
     "read_tools",
     "web_tools",

@@ -9,8 +9,10 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Protocol
 
+from ..diagnostics import Diagnostician
 from ..errors import LokiError, ToolDefinitionError, ToolError
 from ..files import Journal, Reverted, Root
+from ..outputs import Outputs
 from ..results import ErrorResult, ToolResult, did_you_mean, hook_refusal, retexted, tool_result
 from ..sandbox import cancel_scope
 from ._calls import RunningCalls
@@ -122,6 +124,10 @@ class Toolbox:
     _calls: RunningCalls = field(default_factory=RunningCalls, init=False, repr=False,
                                  compare=False)
     _touched: dict[str, None] | None = field(default=None, init=False, repr=False, compare=False)
+    # the caps of its outputs in tokens, and its spill folder (filesystem_toolbox sets it)
+    outputs: Outputs = field(default_factory=Outputs, repr=False, compare=False)
+    # what checks the files its edits change (filesystem_toolbox sets it)
+    diagnostician: Diagnostician | None = field(default=None, repr=False, compare=False)
     _index: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     notes: InitVar[str] = ""
     parts: InitVar[Sequence[Attached]] = ()
@@ -235,6 +241,8 @@ class Toolbox:
             part.close()
         for resource in self._resources:
             resource.close()
+        if self.diagnostician is not None:
+            self.diagnostician.close()
 
     def own(self, *resources: Closeable) -> None:
         """Close these with the toolbox (a table worker, a proxy, a shell's watch)."""
@@ -373,8 +381,15 @@ class Toolbox:
         this call changed (``changed``). Setting ``cancel`` (or calling ``cancel()``) stops
         a running command with its whole process tree (``exit=cancelled ...``) or, for a
         call still waiting its turn behind another mutating call, answers
-        ``ERROR: <tool> was cancelled before it started``.
+        ``ERROR: <tool> was cancelled before it started``. The diagnostics of an earlier
+        edit that were still pending when it answered come after the text (``.late``).
         """
+        done = self._answer(name, arguments, cancel)
+        doctor = self.diagnostician
+        return done.with_late(doctor.late()) if doctor is not None else done
+
+    def _answer(self, name: str, arguments: dict[str, Any],
+                cancel: threading.Event | None) -> ToolResult:
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             available = ", ".join(self.tools) or "none"
@@ -430,7 +445,8 @@ class Toolbox:
                     f"{exc}); the call did not run")), tool=tool.name)
             if refusal is not None:
                 return hook_refusal(str(refusal), tool=tool.name)
-        done = tool_result(self._invoke(tool, args, cancel), tool=tool.name)
+        done = tool_result(self._invoke(tool, args, cancel), tool=tool.name,
+                           outputs=self.outputs)
         if self.after_call is None:
             return done
         try:  # the hook sees what the model would
@@ -440,7 +456,7 @@ class Toolbox:
             return tool_result(ErrorResult(category="hook", message=(
                 f"the after_call hook failed on {tool.name} ({type(exc).__name__}: {exc}); "
                 f"the tool ran, and said:\n{done.text}")), tool=tool.name)
-        return done if replaced is None else retexted(done, str(replaced))
+        return done if replaced is None else retexted(done, str(replaced), self.outputs)
 
     def _invoke(self, tool: Tool, args: Any, cancel: threading.Event) -> object:
         """What the tool returned, or the error it raised as a result."""

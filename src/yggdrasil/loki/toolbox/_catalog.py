@@ -6,13 +6,18 @@ The descriptions and per-argument lines here are what a model learns the tools f
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..code import Code
+from ..diagnostics import Diagnostician
 from ..files import Files, Root
 from ..search import Search
 from ..shell import Shell
 from ..tables import TableReader
 from ..web import AddressPolicy, Web
 from ._catalog_code import code_tools, read_file_tool
+from ._diagnosed import diagnosed, diagnostics_tool
 from ._tool import Tool
 
 __all__ = ["job_tools", "read_tools", "web_tools", "write_tools"]
@@ -21,8 +26,9 @@ _PATH = "relative to the root (absolute paths inside it work too)"
 
 
 def read_tools(root: Root, files: Files, tables: TableReader | None = None, *,
-               code_cache: bool | None = None) -> list[Tool]:
-    search = Search(root)
+               code_cache: bool | None = None, doctor: Diagnostician | None = None,
+               ) -> list[Tool]:
+    search = Search(root, spill=files.spill)
     tables = tables or TableReader(root)
     code = Code(root, cache=code_cache)
     return [
@@ -41,7 +47,8 @@ def read_tools(root: Root, files: Files, tables: TableReader | None = None, *,
              "hidden, ignored (.gitignore/.ignore) and binary files, and says how many.",
              {"pattern": "regular expression (ripgrep/Rust syntax; no look-around or "
                          "backreferences), matched line by line",
-              "path": f"file or folder to search, {_PATH}; default the root",
+              "path": f"file or folder to search, {_PATH}; default the root; or the id of "
+                      "a cut output (output://...)",
               "glob": "only files whose name matches this glob, e.g. '*.py' or '*.{js,ts}'",
               "ignore_case": "match case-insensitively (default false)",
               "include_ignored": "also search ignored and hidden files (default false; "
@@ -61,15 +68,17 @@ def read_tools(root: Root, files: Files, tables: TableReader | None = None, *,
                      f"{_PATH}, e.g. FROM 'data/sales.csv'",
               "rows": "most result rows to show, 1-1000 (default 50)"},
              tables.query_table),
+        *([diagnostics_tool(root, doctor)] if doctor is not None else []),
     ]
 
 
-def write_tools(files: Files, shell: Shell) -> list[Tool]:
+def write_tools(files: Files, shell: Shell, doctor: Diagnostician | None = None) -> list[Tool]:
+    checked = _checked(doctor)
     return [
         Tool("write_file", "Create or overwrite a file with the given text; makes parent folders.",
              {"path": f"file, {_PATH}", "content": "the whole new content of the file"},
-             files.write_file, mutates=True, idempotent=True),
-        _edit_file(files),
+             checked(files.write_file), mutates=True, idempotent=True),
+        _edit_file(files, checked),
         Tool("run_python", "Run Python source in the root (src/ is importable); "
              "prints exit code, stdout and stderr.",
              {"code": "Python source to run", "timeout": "seconds before it is killed (default 60)",
@@ -82,7 +91,15 @@ def write_tools(files: Files, shell: Shell) -> list[Tool]:
     ]
 
 
-def _edit_file(files: Files) -> Tool:
+def _checked(doctor: Diagnostician | None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A file tool's function, wrapped so its result says what its changes introduced."""
+    if doctor is None:
+        return lambda fn: fn
+    return lambda fn: diagnosed(fn, doctor)
+
+
+def _edit_file(files: Files, checked: Callable[[Callable[..., Any]], Callable[..., Any]],
+               ) -> Tool:
     return Tool(
         "edit_file", "Replace `old` with `new` in a file: one place (unless replace_all), or "
         "several edits at once with `edits`. Slips in `old` (indentation, tabs/spaces, "
@@ -95,7 +112,7 @@ def _edit_file(files: Files) -> Tool:
          "replace_all": "replace every occurrence instead of exactly one (default false)",
          "edits": 'several edits in one call, applied in order, all or nothing: '
                   '[{"old": "...", "new": "...", "replace_all": false}, ...]'},
-        files.edit_file, mutates=True)
+        checked(files.edit_file), mutates=True)
 
 
 _BACKGROUND = ("true: start it as a background job (a server, a watcher, a long build) and "

@@ -24,7 +24,7 @@ _PATH = "relative to the root (absolute paths inside it work too)"
 def read_file_tool(files: Files, code: Code) -> Tool:
     return Tool("read_file", "Read a text file, one '<n>\\t<text>' line per source line; "
                 "symbol= reads exactly one definition.",
-                {"path": f"file, {_PATH}",
+                {"path": f"file, {_PATH}; or the id of a cut output (output://...), kept whole",
                  "start": "first line to show, 1-based (default 1)",
                  "end": "last line to show, inclusive (default 0: a window of up to 2000 lines)",
                  "symbol": "read just this definition, e.g. 'main' or 'Greeter.greet', with its "

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..diagnostics import Diagnostician
 from ..errors import ToolError
 from ..files import Files
 from ..results import Undone
 from ._box import Toolbox
+from ._diagnosed import diagnosed
 from ._tool import Tool
 
 __all__ = ["edit_tools"]
@@ -34,13 +36,14 @@ each change. A unified diff (git diff, diff -u) works too. Whitespace, tab/space
 curly-quote slips are forgiven where a hunk still matches one place."""
 
 
-def edit_tools(files: Files, box: Toolbox) -> list[Tool]:
+def edit_tools(files: Files, box: Toolbox, doctor: Diagnostician | None = None) -> list[Tool]:
+    patch = files.apply_patch if doctor is None else diagnosed(files.apply_patch, doctor)
     return [
         Tool("apply_patch", PATCH_FORMAT,
              {"patch": "the patch text: '*** Begin Patch' ... '*** End Patch', or a unified diff",
               "dry_run": "only check it and show the diff it would apply; change nothing "
                          "(default false)"},
-             files.apply_patch, mutates=True, title="Apply a patch"),
+             patch, mutates=True, title="Apply a patch"),
         Tool("undo_edit", "Put a file back as it was before this run changed it (undoes every "
              "change this run made to it; a file this run created is removed).",
              {"path": "a file this run changed, relative to the root"},

@@ -1,0 +1,173 @@
+"""Python's findings from ruff: undefined names, unused or wrong imports, syntax.
+
+ruff has no Python API, so its binary runs on each text given on its stdin (a change's
+"before" and "after" at once, each ~7 ms; a text seen lately, such as the "before" that
+was the last edit's "after", is answered from memory), with ``--isolated`` so that no configuration of the project is read: the rules are ours
+(pyflakes' ``F``), the same in every repository; syntax errors are the syntax gate's. The copies keep
+each file's name, so ``__init__.py`` and notebooks (``.ipynb``, which ruff reads as
+notebooks) are judged as what they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..results import Diagnostic
+
+__all__ = ["RUFF_SUFFIXES", "Ruff", "RuffFailed", "find_ruff"]
+
+RUFF_SUFFIXES = (".py", ".pyi", ".ipynb")
+_RULES = "F"
+_TARGET = "py313"  # the newest syntax is no error: a project on older Python has its own CI
+_OUTPUT_LIMIT = 64 << 20  # bytes of ruff's JSON read at most
+_SEEN = 256  # texts whose findings are remembered (by file name and content)
+# Findings that break the program when the line runs; the rest of pyflakes is a warning.
+_ERRORS = frozenset({"F821", "F822", "F823", "F701", "F702", "F704", "F706", "F707", "F631",
+                     "F633", "F502", "F503", "F506", "F507", "F508", "F509", "F524", "F525",
+                     "F622"})
+
+
+class RuffFailed(Exception):
+    """ruff could not check the files (it crashed, hung or said something unreadable)."""
+
+
+def find_ruff() -> str | None:
+    """The ruff binary of the installed ``ruff`` package, else the one on PATH."""
+    try:
+        from ruff.__main__ import find_ruff_bin
+    except ImportError:
+        return shutil.which("ruff")
+    try:
+        return os.fsdecode(find_ruff_bin())
+    except FileNotFoundError:
+        return shutil.which("ruff")
+
+
+@dataclass
+class Ruff:
+    """Checks Python texts with ruff; ``binary`` None: not installed (checks nothing)."""
+
+    binary: str | None = None
+    timeout: float = 10.0
+    _seen: dict[tuple[str, str], list[Diagnostic]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def found(cls, timeout: float = 10.0) -> Ruff:
+        return cls(find_ruff(), timeout)
+
+    @property
+    def available(self) -> bool:
+        return self.binary is not None
+
+    def check(self, texts: Mapping[str, str]) -> dict[str, list[Diagnostic]]:
+        """The findings of each text, by its key (a root-relative path, maybe suffixed
+        to tell a "before" apart: the file name is the key's last part). Texts seen
+        lately are answered from memory (an edit's "before" is the last one's "after");
+        the others are checked each by its own ruff process, all at once."""
+        if self.binary is None or not texts:
+            return {key: [] for key in texts}
+        out: dict[str, list[Diagnostic]] = {}
+        running: list[tuple[str, tuple[str, str], subprocess.Popen[bytes]]] = []
+        try:
+            for key, text in texts.items():
+                seen = _hash(key, text)
+                if seen in self._seen:
+                    out[key] = [d.model_copy(update={"path": _path_of(key)})
+                                for d in self._seen[seen]]
+                else:
+                    running.append((key, seen, self._start(key)))
+            for key, seen, process in running:
+                found = [_diagnostic(item, _path_of(key), texts[key])
+                         for item in self._answer(process, texts[key]) if not _syntax(item)]
+                self._remember(seen, found)
+                out[key] = found
+        finally:
+            for _, _, process in running:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+        return out
+
+    def _start(self, key: str) -> subprocess.Popen[bytes]:
+        assert self.binary is not None
+        argv = [self.binary, "check", "--isolated", "--no-cache", "--exit-zero", "--quiet",
+                "--select", _RULES, "--target-version", _TARGET, "--output-format", "json",
+                "--stdin-filename", _file_name(key), "-"]
+        try:
+            return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, cwd=tempfile.gettempdir())
+        except OSError as exc:
+            raise RuffFailed(f"ruff could not start: {exc.strerror or exc}") from None
+
+    def _answer(self, process: subprocess.Popen[bytes], text: str) -> list[dict[str, Any]]:
+        try:
+            out, err = process.communicate(text.encode("utf-8", "surrogatepass"),
+                                           timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            raise RuffFailed(f"ruff did not answer within {self.timeout:g}s") from None
+        if process.returncode != 0 or len(out) > _OUTPUT_LIMIT:
+            why = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
+            raise RuffFailed(f"ruff failed (exit {process.returncode}): {why[0][:200]}")
+        try:
+            items = json.loads(out or b"[]")
+        except ValueError:
+            raise RuffFailed("ruff's answer was not JSON") from None
+        return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+    def _remember(self, seen: tuple[str, str], found: list[Diagnostic]) -> None:
+        self._seen[seen] = found
+        while len(self._seen) > _SEEN:
+            del self._seen[next(iter(self._seen))]
+
+
+def _hash(key: str, text: str) -> tuple[str, str]:
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return _file_name(key), digest
+
+
+def _syntax(item: dict[str, Any]) -> bool:
+    """A syntax error: the syntax gate owns those (it warns, or refuses the change), and a
+    file that does not parse has nothing else to say."""
+    code = str(item.get("code") or "")
+    return code in ("", "invalid-syntax") or code.startswith("E9")
+
+
+def _file_name(key: str) -> str:
+    return _path_of(key).rsplit("/", 1)[-1] or "file.py"
+
+
+def _path_of(key: str) -> str:
+    """The root-relative path of a key (``a.py`` or ``a.py\\x00before``)."""
+    return key.split("\0", 1)[0]
+
+
+def _diagnostic(item: dict[str, Any], path: str, text: str) -> Diagnostic:
+    code = str(item.get("code") or "")
+    start = item.get("location") or {}
+    end = item.get("end_location") or {}
+    line, column = int(start.get("row") or 1), int(start.get("column") or 1)
+    cell = item.get("cell")
+    severity = "error" if code in _ERRORS else "warning"
+    symbol = "" if cell else _symbol(text, line, column, end)
+    return Diagnostic(path=path, line=line, column=column, severity=severity,
+                      code=code,
+                      message=str(item.get("message") or code or "syntax error"),
+                      source="ruff", symbol=symbol, cell=int(cell) if cell else None)
+
+
+def _symbol(text: str, line: int, column: int, end: Mapping[str, Any]) -> str:
+    """The text of a finding's range when it lies on one line (a name), else ""."""
+    if int(end.get("row") or 0) != line:
+        return ""
+    lines = text.splitlines()
+    if not 0 < line <= len(lines):
+        return ""
+    return lines[line - 1][column - 1 : int(end.get("column") or column) - 1][:200]
