@@ -16,8 +16,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Unpack
 
+from .checkpoints import CheckpointLimits, Checkpoints, checkpoint_folder
 from .code import cache_hidden, syntax_error
-from .files import DEFAULT_PROTECTED, Approvals, Files, Journal, Root, SyntaxGate
+from .files import (
+    DEFAULT_PROTECTED,
+    Approvals,
+    Files,
+    Journal,
+    Root,
+    StoreCopies,
+    StoreError,
+    SyntaxGate,
+)
 from .netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
@@ -34,6 +44,7 @@ from .toolbox import (
     edit_tools,
     job_tools,
     read_tools,
+    rewind_tool,
     web_tools,
     write_tools,
 )
@@ -151,8 +162,13 @@ def filesystem_toolbox(
     command_rules = CommandRules(parse_rules(policy.rules), policy.rules_default)
     box.gate = lambda name: command_rules.check(name, confirm,
                                                 action=f"call {name} (an MCP server's tool)")
-    journal = Journal(where, box.record)
+    keeper, note = _checkpoints(where, s)
+    journal = Journal(where, box.record,
+                      StoreCopies(keeper.store, s.checkpoints.max_file) if keeper else None)
     box.journal = journal
+    if keeper is not None:
+        box.checkpointing = keeper.start(journal)
+        box.own(keeper)
     files = Files(where, confirm=confirm, on_change=journal.after_write,
                   before_change=journal.before_write, on_remove=journal.after_remove,
                   syntax=SyntaxGate(s.editing.on_syntax_error, grammar=syntax_error))
@@ -167,18 +183,22 @@ def filesystem_toolbox(
                       proxy=proxy, writable=writable_paths(fence.writable), env=fence.env,
                       unix_sockets=writable_paths(fence.unix_sockets, "unix_sockets path"),
                       hidden=(*fence.hidden, str(config_dir(os.environ)),  # loki's own settings,
-                              *cache_hidden(where.path)),  # and its code cache
+                              *cache_hidden(where.path),  # its code cache and checkpoints
+                              *([str(keeper.folder)] if keeper else [])),
                       git_writable=fence.git_writable,
                       limits=JobLimits(s.jobs.max_jobs, s.jobs.lifetime, s.jobs.buffer),
-                      rules=command_rules, confirm=confirm)
+                      rules=command_rules, confirm=confirm,
+                      before_command=keeper.wait_baseline if keeper else None)
         tools += write_tools(files, shell) + edit_tools(files, box) + job_tools(shell)
+        if keeper is not None and s.checkpoints.rewind_tool:
+            tools.append(rewind_tool(box))
         box.attach(shell.jobs)
         box.own(shell, *([proxy] if proxy is not None else []))
         box.status, box.fence = shell.status(), shell.summary()
     if s.web.enabled:
         tools += web_tools(where, files, read_only=s.read_only,
                            private=fence.allow_private_hosts, tables=tables)
-    notes = [box.status, where.protect.describe() if where.protect else ""]
+    notes = [box.status, where.protect.describe() if where.protect else "", note]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
         notes.append(tables.status())
     box.status = "\n".join(n for n in notes if n)
@@ -192,3 +212,20 @@ def filesystem_toolbox(
         box.close()  # the servers started so far, and the rest the toolbox holds
         raise
     return box
+
+
+def _checkpoints(root: Root, settings: Settings) -> tuple[Checkpoints | None, str]:
+    """The toolbox's checkpoints (None: off, or the store is out of reach), and a status
+    line when they were asked for and cannot be kept."""
+    if settings.read_only or not settings.checkpoints.enabled:
+        return None, ""
+    folder = checkpoint_folder().resolve()
+    if folder == root.path or folder.is_relative_to(root.path):
+        return None, (f"Checkpoints are off: their folder {folder} lies inside the root, where "
+                      "commands could change them (set LOKI_STATE_DIR elsewhere).")
+    c = settings.checkpoints
+    limits = CheckpointLimits(c.max_file, c.max_bytes, c.max_age_days * 86400)
+    try:
+        return Checkpoints(root, folder, limits=limits), ""
+    except StoreError as exc:
+        return None, f"Checkpoints are off: {exc}."

@@ -12,9 +12,10 @@ this package; it imports only ``results``, ``errors`` and ``yggdrasil.io``.
 from __future__ import annotations
 
 from ._approvals import Answer, Approvals, answer_of
+from ._copies import StoreCopies
 from ._files import Confirm, Files
 from ._gitfiles import SETTINGS_FILE, settings_path
-from ._journal import Diff, Journal, Reverted
+from ._journal import Diff, Journal, JournalEntry, Reverted
 from ._protect import (
     DEFAULT_PROTECTED,
     HOW_TO_CHANGE,
@@ -24,10 +25,12 @@ from ._protect import (
     protect_globs,
 )
 from ._root import DIR_FLAGS, READ_FLAGS, Root, resolve_inside
+from ._store import CHUNK, Store, StoreError
 from ._syntax import OnSyntaxError, SyntaxGate, syntax_problem
 from .edits import ConfirmAction
 
 __all__ = [
+    "CHUNK",
     "DEFAULT_PROTECTED",
     "DIR_FLAGS",
     "HOW_TO_CHANGE",
@@ -41,11 +44,15 @@ __all__ = [
     "Files",
     "GlobRules",
     "Journal",
+    "JournalEntry",
     "OnSyntaxError",
     "ProtectedError",
     "Protection",
     "Reverted",
     "Root",
+    "Store",
+    "StoreCopies",
+    "StoreError",
     "SyntaxGate",
     "answer_of",
     "protect_globs",

@@ -27,6 +27,13 @@ from ._bounds import (
     json_text,
     printable,
 )
+from ._checkpoints import (
+    CheckpointInfo,
+    CheckpointList,
+    NotRestored,
+    Restored,
+    RewindResult,
+)
 from ._commands import (
     MAX_CHANGE_LINES,
     CommandResult,
@@ -63,6 +70,8 @@ __all__ = [
     "MAX_OBSERVATION",
     "MAX_READ_CHARS",
     "MAX_READ_LINES",
+    "CheckpointInfo",
+    "CheckpointList",
     "CommandResult",
     "ErrorResult",
     "FileChange",
@@ -73,10 +82,13 @@ __all__ = [
     "JobRow",
     "JobStarted",
     "JobState",
+    "NotRestored",
     "Part",
     "Refusal",
     "RemoteResult",
+    "Restored",
     "Result",
+    "RewindResult",
     "StreamOutput",
     "TextPart",
     "ToolResult",

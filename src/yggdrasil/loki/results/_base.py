@@ -113,6 +113,8 @@ class ToolResult:
     failed; ``refused``: a confirmation was declined or a hook refused it (nothing
     changed); ``changed``: root-relative paths this call (not the run) created, modified
     or deleted, in the order they were heard of. ``tool``: the tool's name as called.
+    ``checkpoint``: the number of the checkpoint taken right after the call (None: the
+    call changes nothing, or the toolbox keeps no checkpoints).
     Two results are equal when what they say is (text, flags, changes), whatever their
     data.
     """
@@ -124,6 +126,7 @@ class ToolResult:
     data: BaseModel | None = field(default=None, compare=False)
     parts: tuple[TextPart | ImagePart, ...] = field(default=(), compare=False)
     tool: str = field(default="", compare=False)
+    checkpoint: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.parts:

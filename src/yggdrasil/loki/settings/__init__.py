@@ -1,7 +1,7 @@
 """Settings: the one object every surface is configured by, and the files it is read from.
 
 Owns :class:`Settings` (grouped by concern: ``fence``, ``policy``, ``jobs``, ``editing``,
-``code``, ``web``, ``agent``, ``mcp``, ``mcp_servers``), :func:`load_settings` (defaults < the
+``code``, ``web``, ``checkpoints``, ``agent``, ``mcp``, ``mcp_servers``), :func:`load_settings` (defaults < the
 user's ``~/.config/loki/config.toml`` < the project's ``loki.toml`` or ``[tool.loki]``
 < ``LOKI_*`` variables < flags and keywords, with named profiles; an untrusted project
 may only tighten) and :func:`trust_project`. Imports ``files`` and ``shell`` for their
@@ -32,6 +32,7 @@ from ._layers import (
 from ._layers import trust as trust_project
 from ._model import (
     AgentSettings,
+    CheckpointSettings,
     CodeSettings,
     EditingSettings,
     FenceSettings,
@@ -49,6 +50,7 @@ __all__ = [
     "KEYWORD_FIELDS",
     "PROJECT_FILE",
     "AgentSettings",
+    "CheckpointSettings",
     "CodeSettings",
     "EditingSettings",
     "FenceSettings",

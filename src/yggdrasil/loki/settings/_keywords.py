@@ -26,7 +26,8 @@ KEYWORD_FIELDS = {
     "max_jobs": "jobs.max_jobs", "job_lifetime": "jobs.lifetime", "job_buffer": "jobs.buffer",
     "protect": "policy.protect", "rules": "policy.rules", "rules_default": "policy.rules_default",
     "before_call": "policy.before_call", "after_call": "policy.after_call",
-    "mcp_servers": "mcp_servers",
+    "mcp_servers": "mcp_servers", "checkpoints": "checkpoints.enabled",
+    "rewind_tool": "checkpoints.rewind_tool",
 }
 
 
@@ -53,6 +54,8 @@ class ToolboxKeywords(TypedDict, total=False):
     after_call: Callable[..., Any] | None
     hosts: Mapping[str, str] | None
     mcp_servers: Sequence[McpServer | Mapping[str, Any]]
+    checkpoints: bool
+    rewind_tool: bool
 
 
 def with_keywords(settings: Settings | None, keywords: Mapping[str, Any]) -> Settings:

@@ -112,6 +112,24 @@ class CodeSettings(Group):
         "keep the code index on disk in the user's cache folder (None: LOKI_CODE_CACHE=1)"))
 
 
+class CheckpointSettings(Group):
+    """Checkpoints after every call that may change files, and rewind."""
+
+    enabled: bool = Field(True, description=(
+        "keep a checkpoint of the root's files after every call that may change them, in "
+        "the state folder outside the root (what commands change too)"))
+    max_file: int = Field(64 << 20, ge=0, le=1 << 40, description=(
+        "bytes: a bigger file is listed in the checkpoints, its bytes not kept (a rewind "
+        "says it cannot put it back)"))
+    max_bytes: int = Field(2 << 30, ge=1 << 20, le=1 << 44, description=(
+        "bytes the checkpoint store may take; the oldest runs are pruned beyond"))
+    max_age_days: float = Field(14.0, gt=0, le=3650, description=(
+        "days a run's checkpoints are kept"))
+    rewind_tool: bool = Field(False, description=(
+        "give the model a rewind tool (list the checkpoints, put the files back as after "
+        "one of them)"))
+
+
 class WebSettings(Group):
     """The web_* tools."""
 
@@ -159,6 +177,7 @@ class Settings(Group):
     editing: EditingSettings = Field(default_factory=EditingSettings)
     code: CodeSettings = Field(default_factory=CodeSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict, description=(

@@ -16,7 +16,8 @@ _RANK = {
     "editing.on_syntax_error": {"warn": 0, "reject": 1},
 }
 _ON_IS_LOOSER = frozenset({"fence.allow_private_hosts", "fence.git_writable", "web.enabled",
-                           "code.cache"})
+                           "code.cache", "checkpoints.rewind_tool"})
+_OFF_IS_LOOSER = frozenset({"checkpoints.enabled"})  # a project may not stop them
 _MORE_IS_STRICTER = frozenset({"fence.hidden", "policy.protect"})
 _LESS_IS_STRICTER = frozenset({"jobs.max_jobs", "jobs.lifetime", "jobs.buffer",
                                "agent.max_steps", "mcp.max_message_bytes", "mcp.idle_timeout",
@@ -34,6 +35,8 @@ def tightens(field: str, old: Any, new: Any) -> bool:
         return bool(new)
     if field in _ON_IS_LOOSER:
         return not new
+    if field in _OFF_IS_LOOSER:
+        return bool(new)
     if field in _MORE_IS_STRICTER:
         return set(new) >= set(old)
     if field in _LESS_IS_STRICTER:

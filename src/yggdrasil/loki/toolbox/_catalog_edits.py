@@ -7,13 +7,19 @@ with the tools that read it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated
+
+from annotated_types import Interval
 
 from ..errors import ToolError
 from ..files import Files
+from ..results import CheckpointList, RewindResult
 from ._box import Toolbox
 from ._tool import Tool
 
-__all__ = ["EDITS_ITEMS", "edit_tools"]
+__all__ = ["EDITS_ITEMS", "edit_tools", "rewind_tool"]
+
+Step = Annotated[int, Interval(ge=0)]
 
 # The schema of one item of edit_file's ``edits`` (the signature can only say list[dict]).
 EDITS_ITEMS = {
@@ -79,3 +85,23 @@ def undo_edit(box: Toolbox, path: str) -> str:
     if rel in done.removed:
         return f"removed {rel} (this run created it)"
     return f"{rel} is already as it was before this run (created and removed again)"
+
+
+def rewind_tool(box: Toolbox) -> Tool:
+    """``rewind``: list the checkpoints, or put the files back as after one of them."""
+    def rewind(step: Step | None = None, paths: list[str] | None = None,
+               dry_run: bool = False) -> CheckpointList | RewindResult:
+        if step is None:
+            return box.checkpoints()
+        return box.rewind(step, paths, dry_run=dry_run)
+
+    return Tool("rewind", "Without `step`: list the checkpoints (one after each call that "
+                "changed files: number, tool, files). With `step`: put the root's files back "
+                "as they were right after that checkpoint (0: before the first), what "
+                "commands changed too; says what it restored, what it could not and why, and "
+                "the diff.",
+                {"step": "checkpoint number to go back to; leave it out to list them",
+                 "paths": "only these files (relative to the root); default every file "
+                          "changed since",
+                 "dry_run": "only show what would be put back, and the diff (default false)"},
+                rewind, mutates=True, title="Rewind to a checkpoint")

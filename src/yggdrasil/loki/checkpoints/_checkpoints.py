@@ -1,0 +1,279 @@
+"""A toolbox's checkpoints: one after every call that may change files, and rewind.
+
+``Checkpoints`` hears every path the run changes (``note``: the toolbox's ``record``,
+which the journal calls for tools, commands and background jobs alike), and after each
+call keeps the state of those paths (``step``): a file's mode and bytes (in the store,
+deduplicated), a link's target, or that it is gone. The first checkpoint (the baseline:
+every file as the run found it) is taken in the background (``_baseline``), so what a
+command changes can be put back too. ``rewind(step)`` puts the root's files back as
+they were right after that step, through ``Root``; a rewind is a step of its own, so
+a later rewind can undo it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import LokiError, ToolError
+from ..files import Journal, JournalEntry, Root, Store, StoreError
+from ..results import CheckpointInfo, CheckpointList, NotRestored, RewindResult
+from ._baseline import BaselineWalk
+from ._prune import prune
+from ._rewind import Change, apply, lock_root, remove_folders
+from ._state import ABSENT, State, observe
+from ._timeline import Timeline
+
+__all__ = ["CheckpointLimits", "Checkpoints", "new_run_id"]
+
+log = logging.getLogger("yggdrasil.loki.checkpoints")
+
+BASELINE_WAIT = 3600.0  # seconds a command waits for the first checkpoint at most
+
+
+def new_run_id() -> str:
+    """A run's id: sortable by start time (the same shape as ``loop.new_run_id``)."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+@dataclass(frozen=True)
+class CheckpointLimits:
+    max_file: int = 64 << 20  # bytes: a bigger file is listed, its bytes not kept
+    max_bytes: int = 2 << 30  # bytes: the store's size, pruned to it (oldest runs first)
+    max_age: float = 14 * 86400.0  # seconds: runs older are pruned
+
+
+class Checkpoints:
+    """The checkpoints of one toolbox, as run ``run`` in the store at ``folder``."""
+
+    def __init__(self, root: Root, folder: Path, *,
+                 limits: CheckpointLimits = CheckpointLimits(), run: str | None = None) -> None:
+        self.root = replace(root, git_writable=True, restores=True)  # puts back what was
+        self.journal: Journal | None = None
+        self.folder = folder
+        self.limits = limits
+        self.store = Store(folder)
+        self.timeline = Timeline(self.store)
+        self.run = run or new_run_id()
+        self.timeline.new_run(self.run, str(root.path))
+        self.n = 0  # the last step's number
+        self.pending: dict[str, None] = {}  # paths changed since the last step
+        self.stopped = ""  # why checkpointing stopped (a full disk): nothing more is kept
+        self._told = False  # the stop was said in a call's result
+        self._dirs_seen = 0
+        self._lock = threading.RLock()
+        self.walk = BaselineWalk(self.root, self.store, self.timeline, self.run,
+                                 max_file=limits.max_file, max_bytes=limits.max_bytes,
+                                 skip=self._skipped)
+
+    def start(self, journal: Journal | None = None) -> Checkpoints:
+        """Hear the journal's originals, take the first checkpoint in the background, and
+        prune the store (at most hourly); returns itself."""
+        self.journal = journal
+        if journal is not None:
+            journal.first_touch = self._first_touch
+            self._dirs_seen = len(journal.created_dirs)
+        self.walk.start()
+        threading.Thread(target=self._prune, name="loki-prune", daemon=True).start()
+        return self
+
+    def _skipped(self) -> list[Path]:
+        return self.journal.private_dirs() if self.journal is not None else []
+
+    # -- hearing changes and taking steps ------------------------------------------------
+
+    def note(self, rel: str) -> None:
+        with self._lock:
+            self.pending.setdefault(rel)
+
+    def wait_baseline(self) -> None:
+        """Before a command or a job starts: the first checkpoint must be whole, since a
+        command's changes are kept only as a difference from it."""
+        if not self.walk.done:
+            self.walk.wait(BASELINE_WAIT)
+
+    def _first_touch(self, rel: str, entry: JournalEntry) -> None:
+        if not entry.existed:
+            self.walk.offer(rel, ABSENT)
+            return
+        key = getattr(entry.backup, "hash", None)
+        size = getattr(entry.backup, "size", 0)
+        why = "" if key else ("its original is kept only by this process's undo (larger than "
+                              f"{self.limits.max_file} bytes, or the store could not take it)")
+        self.walk.offer(rel, State("file", entry.mode, key, size, why=why))
+
+    def step(self, tool: str, *, tracked: bool = True) -> int | None:
+        """Keep the state of every path changed since the last step, as step n+1; its
+        number (None once checkpointing has stopped)."""
+        with self._lock:
+            paths, self.pending = list(self.pending), {}
+            dirs = self._new_dirs()
+            n = self.n + 1
+            note = "" if tracked else ("a command's changes were not tracked (too many files "
+                                       "in the root): a rewind past this step is partial")
+            if self.stopped:
+                return None
+            try:
+                states = {rel: observe(self.root, rel, self.store, self.limits.max_file)
+                          for rel in paths}
+                states.update((d + "/", State("dir")) for d in dirs)
+                self.timeline.add_step(self.run, n, tool, states, note)
+            except (StoreError, OSError) as exc:
+                self.stopped = f"checkpointing stopped at step {n}: {exc}"
+                log.warning("%s", self.stopped)
+                return None
+            self.n = n
+            return n
+
+    def unsaid_stop(self) -> str:
+        """Why checkpointing stopped, the first time it is asked ('' otherwise)."""
+        if self.stopped and not self._told:
+            self._told = True
+            return self.stopped
+        return ""
+
+    def _new_dirs(self) -> list[str]:
+        if self.journal is None:
+            return []
+        made = self.journal.created_dirs[self._dirs_seen:]
+        self._dirs_seen = len(self.journal.created_dirs)
+        return list(made)
+
+    def follow(self, run: str, step: int | None = None) -> None:
+        """Continue ``run``'s timeline after its ``step`` (default: its last): this
+        toolbox's steps number on from there, and a rewind may go back into it. Only
+        before this toolbox's first step."""
+        with self._lock:
+            if self.n:
+                raise LokiError("follow() must come before the first checkpoint")
+            last = self.timeline.last_step(run)
+            step = last if step is None else step
+            if self.timeline.run(run) is None or not 0 <= step <= last:
+                raise LokiError(f"run {run!r} has no checkpoint {step} (it has 0-{last})")
+            with self.store.transaction() as db:
+                db.execute("UPDATE runs SET parent=?, parent_step=? WHERE id=?",
+                           (run, step, self.run))
+            self.n = step
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def listing(self) -> CheckpointList:
+        steps = self.timeline.steps(self.run)
+        infos = [CheckpointInfo(n=s.n, run=s.run, tool=s.tool, at=s.at,
+                                paths=list(s.paths), note=s.note)
+                 for s in steps]
+        note = self.stopped or ("" if self.walk.done else
+                                "the first checkpoint (every file as the run found it) is "
+                                "still being taken")
+        if self.walk.done and self.walk.error:
+            note = f"the first checkpoint is partial: {self.walk.error}"
+        return CheckpointList(run=self.run, checkpoints=infos, note=note)
+
+    # -- rewinding -------------------------------------------------------------------------
+
+    def rewind(self, step: int, paths: Iterable[str] | None = None, *,
+               dry_run: bool = False, record: bool = True) -> tuple[RewindResult, list[str]]:
+        """Put the root back as right after ``step``; the result, and the paths now as
+        they were when this toolbox began (the journal forgets those). ``record``: take a
+        step for the rewind now (else the calling tool's step holds it)."""
+        if self.pending:
+            self.step("(before rewind)")
+        if not 0 <= step <= self.n:
+            raise ToolError(f"there is no checkpoint {step}: this run has 0 (before its first "
+                            f"step) to {self.n}", category="argument")
+        self.wait_baseline()
+        with lock_root(self.folder, self.root.path):
+            return self._rewind(step, paths, dry_run, record)
+
+    def _rewind(self, step: int, only: Iterable[str] | None, dry_run: bool,
+                record: bool) -> tuple[RewindResult, list[str]]:
+        changes, refused = plan(self.timeline, self.run, self.n, step, self.root, only)
+        folders = [c.rel[:-1] for c in changes if c.target.kind == "absent"
+                   and c.expected.kind == "dir"]
+        changes = [c for c in changes if c.expected.kind != "dir" and c.target.kind != "dir"]
+        out = apply(self.root, self.store, changes, dry_run=dry_run)
+        out.done += remove_folders(self.root, folders, dry_run=dry_run)
+        result = RewindResult(run=self.run, step=step, dry_run=dry_run,
+                              not_restored=[*refused, *out.not_restored], diff=out.diff,
+                              **{"would_restore" if dry_run else "restored": out.done})
+        if dry_run or not out.done:
+            return result, []
+        back = [r.path for r in out.done if r.action != "rmdir"
+                and self.timeline.start_state(self.run, r.path).same(
+                    self.timeline.state_at(self.run, step, r.path))]
+        for r in out.done:
+            if r.action != "rmdir":
+                self.note(r.path)
+        if not record:
+            return result, back
+        return result.model_copy(update={"checkpoint": self.step("rewind")}), back
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.walk.stop()
+
+    def _prune(self) -> None:
+        try:
+            prune(self.timeline, self.limits, keep={self.run})
+        except (StoreError, OSError, LokiError):
+            log.debug("pruning the checkpoint store failed", exc_info=True)
+
+
+def plan(timeline: Timeline, run: str, last: int, step: int, root: Root,
+         only: Iterable[str] | None) -> tuple[list[Change], list[NotRestored]]:
+    """The changes that bring every path a step after ``step`` changed back to its state
+    at ``step``, and the paths asked for that cannot be named."""
+    paths = timeline.paths_after(run, step)
+    refused: list[NotRestored] = []
+    if only is not None:
+        wanted: set[str] = set()
+        for path in only:
+            try:
+                wanted.add(_relative(root, path))
+            except LokiError as exc:
+                refused.append(NotRestored(path=path, why=str(exc)))
+        refused += [NotRestored(path=p, why="no step after this one changed it")
+                    for p in sorted(wanted - paths)]
+        paths &= wanted
+    changes = []
+    for rel in sorted(paths):
+        expected = timeline.state_at(run, last, rel)
+        target = timeline.state_at(run, step, rel)
+        change = Change(rel, expected, target)
+        if rel.endswith("/") and expected.kind == "unknown":  # a folder loki does not look into
+            change.refused = expected.why
+        else:
+            change.refused = _crossed(timeline, run, step, rel)
+        changes.append(change)
+    return changes, refused
+
+
+def _crossed(timeline: Timeline, run: str, step: int, rel: str) -> str:
+    """Why ``rel`` must be kept when the rewind goes back across the start of a run that
+    continued another: it changed between the two runs, outside both."""
+    for info, first, _ in timeline.chain(run):
+        if info.parent is None or step >= first - 1:
+            continue
+        before = timeline.state_at(info.parent, first - 1, rel)
+        after = timeline.start_state(info.id, rel)
+        if after.kind != "unknown" and not before.same(after) and not (
+                before.kind == after.kind == "absent"):
+            return (f"changed between run {info.parent} and run {info.id}, outside both; "
+                    "kept, never overwritten")
+    return ""
+
+
+def _relative(root: Root, path: str) -> str:
+    """Root-relative form of a path as the user or model wrote it (a link named itself);
+    PathError outside the root."""
+    named = Path(os.path.normpath(root.path / os.fspath(path)))
+    if named == root.path or not named.is_relative_to(root.path):
+        raise ToolError(f"path {path!r} is not inside the root {root.path}", category="path")
+    return root.rel(named)

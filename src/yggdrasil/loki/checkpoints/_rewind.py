@@ -1,0 +1,213 @@
+"""Putting paths back as a checkpoint saw them, through ``Root`` and nothing else.
+
+A rewind is a list of ``Change``: a path, what the last checkpoint saw there
+(``expected``) and what it should become (``target``). Each is checked before it is
+touched: a path that is not as the last checkpoint saw it was changed by someone else
+since, and is kept (listed, never overwritten); a protected path is never written; a
+target whose bytes were not kept (too big, unreadable, a FIFO) cannot be made. Writes
+are atomic renames (a hard link out of the root is replaced, never written through),
+removals unlink the path itself (a link is removed, never followed), and every folder
+on the way is walked from the root without following a link.
+
+Two processes rewinding one root never mix: each holds ``lock_root`` (an flock on a
+file beside the store) for the whole rewind; the second is refused at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fcntl
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..errors import LokiError, ToolError
+from ..files import Root, Store, StoreError
+from ..results import NotRestored, Restored, printable
+from ._state import State, lstat, readlink, sig_of
+
+__all__ = ["Change", "Outcome", "apply", "lock_root"]
+
+DIFF_FILE = 1 << 20  # bytes: bigger files get a one-line note instead of a diff
+DIFF_TOTAL = 200_000  # characters of diff in one result
+
+
+@dataclass
+class Change:
+    rel: str
+    expected: State
+    target: State
+    refused: str = ""  # set when the plan already knows it cannot be done
+
+
+@dataclass
+class Outcome:
+    done: list[Restored]
+    not_restored: list[NotRestored]
+    diff: str
+
+
+@contextmanager
+def lock_root(folder: Path, root: Path) -> Iterator[None]:
+    """Hold the rewind lock of ``root``; ToolError when another process holds it."""
+    locks = folder / "locks"
+    locks.mkdir(parents=True, exist_ok=True, mode=0o700)
+    name = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
+    fd = os.open(locks / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise ToolError(f"another rewind of {root} is running (pid {holder}); nothing was "
+                            "changed: try again when it has finished") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # lets go of the lock
+
+
+def apply(root: Root, store: Store, changes: list[Change], *, dry_run: bool) -> Outcome:
+    """Put each change's path back (or, ``dry_run``, only say what would be done); the
+    diff is from the files now to the targets."""
+    out = Outcome([], [], "")
+    diffs: list[str] = []
+    for change in sorted(changes, key=lambda c: c.rel):
+        why = change.refused or _blocked(root, change)
+        if why is None:
+            continue  # already as the target
+        if why:
+            out.not_restored.append(NotRestored(path=change.rel, why=why))
+            continue
+        diffs.append(_diff(root, store, change))
+        action = _action(change.target)
+        if not dry_run:
+            try:
+                _put(root, store, change)
+            except (LokiError, OSError) as exc:
+                out.not_restored.append(NotRestored(path=change.rel,
+                                                    why=f"could not put it back: {exc}"))
+                continue
+        out.done.append(Restored(path=change.rel, action=action))
+    text = "".join(diffs)
+    if len(text) > DIFF_TOTAL:
+        text = text[:DIFF_TOTAL] + f"\n# [diff cut at {DIFF_TOTAL} of {len(text)} characters]\n"
+    out.diff = text
+    return out
+
+
+def remove_folders(root: Root, folders: list[str], *, dry_run: bool) -> list[Restored]:
+    """Remove the folders later steps made, deepest first, where they are empty now (or,
+    in a dry run, would be: every file below them goes)."""
+    done = []
+    for rel in sorted(folders, key=lambda d: -d.count("/")):
+        real = root.path / PurePosixPath(rel)
+        st = lstat(root, rel)
+        if st is None or not stat.S_ISDIR(st.st_mode) or root.covered(rel, True):
+            continue
+        try:
+            gone = True if dry_run else root.remove(real, folder=True)
+        except (LokiError, OSError):
+            gone = False
+        if gone:
+            done.append(Restored(path=rel, action="rmdir"))
+    return done
+
+
+def _action(target: State) -> str:
+    return {"absent": "remove", "link": "link"}.get(target.kind, "write")
+
+
+def _blocked(root: Root, change: Change) -> str | None:
+    """Why ``change`` cannot be made ('' when it can; None when nothing needs doing)."""
+    rel, target, expected = change.rel, change.target, change.expected
+    if root.covered(rel) is not None:
+        return "protected: a rewind never writes a protected file"
+    st = lstat(root, rel)
+    if not _as_expected(st, expected):
+        return ("changed since the last checkpoint, not by this run's steps (someone "
+                "else's edit?); kept, never overwritten")
+    if target.same(expected) or (target.kind == "absent" and st is None):
+        return None
+    if target.kind in ("unknown", "other"):
+        return target.why or "its state at that step is not known"
+    if target.kind == "file" and target.hash is None:
+        return target.why or "its bytes were not kept"
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        return "a folder stands there now; it is left as it is"
+    return ""
+
+
+def _as_expected(st: os.stat_result | None, expected: State) -> bool:
+    if expected.kind == "absent":
+        return st is None
+    if expected.kind == "unknown":
+        return True  # nothing to compare with: the target decides
+    return st is not None and expected.sig == sig_of(st)
+
+
+def _put(root: Root, store: Store, change: Change) -> None:
+    real = root.path / PurePosixPath(change.rel)
+    target = change.target
+    st = lstat(root, change.rel)
+    if target.kind == "absent":
+        root.remove(real)
+        return
+    if st is not None and (target.kind == "link" or not stat.S_ISREG(st.st_mode)):
+        root.remove(real)  # a link, FIFO or other file stands where the target goes
+    if target.kind == "link":
+        root.symlink(real, target.link or "")
+        return
+    assert target.hash is not None
+    root.write_atomic(real, store.read(target.hash))
+    root.set_mode(real, target.mode)
+
+
+def _diff(root: Root, store: Store, change: Change) -> str:
+    """The unified diff of ``rel`` from now (a/) to the target (b/), or a ``#`` line."""
+    rel = printable(change.rel)
+    now, then = _side(root, store, change.rel, None), _side(root, store, change.rel, change.target)
+    if isinstance(now, str) or isinstance(then, str):
+        return f"# {rel}: {now if isinstance(now, str) else then}\n"
+    old = "/dev/null" if lstat(root, change.rel) is None else f"a/{rel}"
+    new = "/dev/null" if change.target.kind == "absent" else f"b/{rel}"
+    lines = difflib.unified_diff(now, then, old, new, lineterm="")
+    text = "".join(f"{line}\n" for line in lines)
+    if not text and change.target.kind == "file":
+        return f"# {rel}: mode {change.target.mode:o}\n"
+    return text
+
+
+def _side(root: Root, store: Store, rel: str, target: State | None) -> list[str] | str:
+    """The lines of ``rel`` now (``target`` None) or of ``target``; a string says why not."""
+    if target is None:
+        st = lstat(root, rel)
+        if st is None:
+            return []
+        if stat.S_ISLNK(st.st_mode):
+            return [f"-> {readlink(root, rel)}"]
+        if not stat.S_ISREG(st.st_mode) or st.st_size > DIFF_FILE:
+            return "not a regular file, or too big to diff"
+        try:
+            data = root.read_bytes(root.path / PurePosixPath(rel))
+        except (LokiError, OSError) as exc:
+            return f"cannot be read ({exc})"
+    elif target.kind == "absent":
+        return []
+    elif target.kind == "link":
+        return [f"-> {target.link}"]
+    elif target.hash is None or target.size > DIFF_FILE:
+        return "too big to diff" if target.hash else (target.why or "not kept")
+    else:
+        try:
+            data = store.read(target.hash)
+        except StoreError as exc:
+            return str(exc)
+    if b"\0" in data:
+        return "binary: no diff"
+    return data.decode("utf-8", "replace").splitlines()
