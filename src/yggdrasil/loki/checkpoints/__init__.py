@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ._checkpoints import CheckpointLimits, Checkpoints, new_run_id, plan
 from ._prune import prune
-from ._rewind import apply, lock_root, remove_folders
+from ._rewind import apply, folders, lock_root
 from ._state import State, observe
 from ._timeline import Baseline, Timeline
 
@@ -30,12 +30,12 @@ __all__ = [
     "Timeline",
     "apply",
     "checkpoint_folder",
+    "folders",
     "lock_root",
     "new_run_id",
     "observe",
     "plan",
     "prune",
-    "remove_folders",
     "state_folder",
 ]
 

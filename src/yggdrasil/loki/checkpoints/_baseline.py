@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import stat
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -143,6 +142,27 @@ class BaselineWalk:
             return None
         return was
 
-
-def now_ns() -> int:
-    return time.time_ns()
+    def catch_up(self, touched: set[str]) -> None:
+        """Bring the finished baseline up to now for the files this run has not touched:
+        the walk is spread over time, and someone may have changed a file it had passed
+        before the run's first command (which must not be taken for the run's change)."""
+        base = self.result
+        if base is None or not base.complete or self.error:
+            return
+        snap = snapshot(self.root.path, skip=self.skip())
+        if not snap.complete:
+            return
+        changed = False
+        with self.store.transaction():
+            for rel, (size, mtime, ino, mode, ctime) in snap.files.items():
+                was = base.files.get(rel)
+                if rel in touched or (was is not None and was.sig == (size, mtime, ino, ctime)
+                                      and was.mode == stat.S_IMODE(mode)):
+                    continue
+                base.files[rel] = observe(self.root, rel, self.store, self.max_file)
+                changed = True
+            for rel in [r for r in base.files if r not in snap.files and r not in touched]:
+                del base.files[rel]
+                changed = True
+        if changed:
+            self.timeline.set_baseline(self.run, base)

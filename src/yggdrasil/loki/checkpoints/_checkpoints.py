@@ -26,7 +26,7 @@ from ..files import Journal, JournalEntry, Root, Store, StoreError
 from ..results import CheckpointInfo, CheckpointList, NotRestored, RewindResult
 from ._baseline import BaselineWalk
 from ._prune import prune
-from ._rewind import Change, apply, lock_root, remove_folders
+from ._rewind import Change, apply, folders, lock_root
 from ._state import ABSENT, State, observe
 from ._timeline import Timeline
 
@@ -65,8 +65,11 @@ class Checkpoints:
         self.n = 0  # the last step's number
         self.pending: dict[str, None] = {}  # paths changed since the last step
         self.stopped = ""  # why checkpointing stopped (a full disk): nothing more is kept
+        self.unrecorded: set[str] = set()  # paths changed since it stopped
         self._told = False  # the stop was said in a call's result
         self._dirs_seen = 0
+        self._caught_up = False  # the baseline was brought up to the first command
+        self._made: dict[str, str] = {}  # folders a rewind removed or made: "d/" -> how
         self._lock = threading.RLock()
         self.walk = BaselineWalk(self.root, self.store, self.timeline, self.run,
                                  max_file=limits.max_file, max_bytes=limits.max_bytes,
@@ -97,6 +100,15 @@ class Checkpoints:
         command's changes are kept only as a difference from it."""
         if not self.walk.done:
             self.walk.wait(BASELINE_WAIT)
+        if not self._caught_up:
+            self._caught_up = True
+            touched = set(self.journal.entries) if self.journal is not None else set()
+            with self._lock:
+                touched |= self.timeline.paths_after(self.run, 0) | set(self.pending)
+            try:
+                self.walk.catch_up(touched)
+            except (StoreError, OSError) as exc:
+                log.warning("the first checkpoint could not be brought up to date: %s", exc)
 
     def _first_touch(self, rel: str, entry: JournalEntry) -> None:
         if not entry.existed:
@@ -110,22 +122,30 @@ class Checkpoints:
 
     def step(self, tool: str, *, tracked: bool = True) -> int | None:
         """Keep the state of every path changed since the last step, as step n+1; its
-        number (None once checkpointing has stopped)."""
+        number (the last one's when nothing changed; None once checkpointing stopped)."""
         with self._lock:
             paths, self.pending = list(self.pending), {}
             dirs = self._new_dirs()
+            made, self._made = self._made, {}
+            if not (paths or dirs or made or self.stopped) and tracked:
+                return self.n  # nothing changed: the root is as the last checkpoint holds it
             n = self.n + 1
             note = "" if tracked else ("a command's changes were not tracked (too many files "
                                        "in the root): a rewind past this step is partial")
             if self.stopped:
+                self.unrecorded.update(paths)
                 return None
             try:
-                states = {rel: observe(self.root, rel, self.store, self.limits.max_file)
-                          for rel in paths}
-                states.update((d + "/", State("dir")) for d in dirs)
-                self.timeline.add_step(self.run, n, tool, states, note)
+                with self.store.transaction():  # one commit for the step (100,000 files...)
+                    states = {rel: observe(self.root, rel, self.store, self.limits.max_file)
+                              for rel in paths}
+                    states.update((d + "/", State("dir")) for d in dirs)
+                    states.update((d, State("dir") if how == "mkdir" else ABSENT)
+                                  for d, how in made.items())
+                    self.timeline.add_step(self.run, n, tool, states, note)
             except (StoreError, OSError) as exc:
                 self.stopped = f"checkpointing stopped at step {n}: {exc}"
+                self.unrecorded.update(paths)
                 log.warning("%s", self.stopped)
                 return None
             self.n = n
@@ -194,22 +214,28 @@ class Checkpoints:
     def _rewind(self, step: int, only: Iterable[str] | None, dry_run: bool,
                 record: bool) -> tuple[RewindResult, list[str]]:
         changes, refused = plan(self.timeline, self.run, self.n, step, self.root, only)
-        folders = [c.rel[:-1] for c in changes if c.target.kind == "absent"
-                   and c.expected.kind == "dir"]
-        changes = [c for c in changes if c.expected.kind != "dir" and c.target.kind != "dir"]
+        lost = self.unrecorded if only is None else self.unrecorded & set(only)
+        refused += [NotRestored(path=p, why=f"changed after {self.stopped}: not covered")
+                    for p in sorted(lost)]
+        dirs = [c for c in changes if c.rel.endswith("/") and not c.refused]
+        changes = [c for c in changes if c not in dirs]
         out = apply(self.root, self.store, changes, dry_run=dry_run)
-        out.done += remove_folders(self.root, folders, dry_run=dry_run)
+        out.done += folders(self.root, [c.rel[:-1] for c in dirs if c.target.kind != "dir"],
+                            [c.rel[:-1] for c in dirs if c.target.kind == "dir"],
+                            dry_run=dry_run)
         result = RewindResult(run=self.run, step=step, dry_run=dry_run,
                               not_restored=[*refused, *out.not_restored], diff=out.diff,
                               **{"would_restore" if dry_run else "restored": out.done})
         if dry_run or not out.done:
             return result, []
-        back = [r.path for r in out.done if r.action != "rmdir"
-                and self.timeline.start_state(self.run, r.path).same(
-                    self.timeline.state_at(self.run, step, r.path))]
-        for r in out.done:
-            if r.action != "rmdir":
-                self.note(r.path)
+        files = [r.path for r in out.done if r.action not in ("rmdir", "mkdir")]
+        back = [p for p in files if self.timeline.start_state(self.run, p).same(
+            self.timeline.state_at(self.run, step, p))]
+        for path in files:
+            self.note(path)
+        with self._lock:
+            self._made.update({r.path + "/": r.action for r in out.done
+                               if r.action in ("rmdir", "mkdir")})
         if not record:
             return result, back
         return result.model_copy(update={"checkpoint": self.step("rewind")}), back

@@ -21,16 +21,16 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import LokiError, ToolError
 from ..files import Root, Store, StoreError
-from ..results import NotRestored, Restored, printable
+from ..results import NotRestored, Restored
 from ._state import State, lstat, readlink, sig_of
 
-__all__ = ["Change", "Outcome", "apply", "lock_root"]
+__all__ = ["Change", "Outcome", "apply", "folders", "lock_root"]
 
 DIFF_FILE = 1 << 20  # bytes: bigger files get a one-line note instead of a diff
 DIFF_TOTAL = 200_000  # characters of diff in one result
@@ -65,8 +65,9 @@ def lock_root(folder: Path, root: Path) -> Iterator[None]:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
             raise ToolError(f"another rewind of {root} is running (pid {holder}); nothing was "
                             "changed: try again when it has finished") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        with suppress(OSError):  # who holds it, for the message; a full disk may refuse
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
         os.close(fd)  # lets go of the lock
@@ -101,21 +102,32 @@ def apply(root: Root, store: Store, changes: list[Change], *, dry_run: bool) -> 
     return out
 
 
-def remove_folders(root: Root, folders: list[str], *, dry_run: bool) -> list[Restored]:
-    """Remove the folders later steps made, deepest first, where they are empty now (or,
-    in a dry run, would be: every file below them goes)."""
+def folders(root: Root, remove: list[str], make: list[str], *,
+            dry_run: bool) -> list[Restored]:
+    """Remove the folders the later steps made, deepest first, where they are empty now
+    (in a dry run: would be), and make again those they removed (empty ones: the files
+    in them are written by ``apply``, which makes their folders)."""
     done = []
-    for rel in sorted(folders, key=lambda d: -d.count("/")):
-        real = root.path / PurePosixPath(rel)
+    for rel in sorted(remove, key=lambda d: -d.count("/")):
         st = lstat(root, rel)
         if st is None or not stat.S_ISDIR(st.st_mode) or root.covered(rel, True):
             continue
         try:
-            gone = True if dry_run else root.remove(real, folder=True)
+            gone = True if dry_run else root.remove(root.path / PurePosixPath(rel), folder=True)
         except (LokiError, OSError):
             gone = False
         if gone:
             done.append(Restored(path=rel, action="rmdir"))
+    for rel in sorted(make):
+        if lstat(root, rel) is not None or root.covered(rel, True):
+            continue
+        try:
+            if not dry_run:
+                with root.folder_fd(PurePosixPath(rel).parts, create=True):
+                    pass
+        except (LokiError, OSError):
+            continue
+        done.append(Restored(path=rel, action="mkdir"))
     return done
 
 
@@ -170,7 +182,7 @@ def _put(root: Root, store: Store, change: Change) -> None:
 
 def _diff(root: Root, store: Store, change: Change) -> str:
     """The unified diff of ``rel`` from now (a/) to the target (b/), or a ``#`` line."""
-    rel = printable(change.rel)
+    rel = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in change.rel)
     now, then = _side(root, store, change.rel, None), _side(root, store, change.rel, change.target)
     if isinstance(now, str) or isinstance(then, str):
         return f"# {rel}: {now if isinstance(now, str) else then}\n"

@@ -102,10 +102,10 @@ def observe(root: Root, rel: str, store: Store | None, max_file: int,
     try:
         with root.open_file(root.path / PurePosixPath(rel)) as fd:
             key, size = store.put_fd(fd)
-    except PermissionError:
-        return State("file", mode, None, st.st_size, sig, why="unreadable (no read permission)")
     except (LokiError, OSError) as exc:
-        return State("file", mode, None, st.st_size, sig, why=f"could not be read: {exc}")
+        denied = isinstance(exc, PermissionError) or isinstance(exc.__cause__, PermissionError)
+        why = "unreadable (no read permission)" if denied else f"could not be read: {exc}"
+        return State("file", mode, None, st.st_size, sig, why=why)
     return State("file", mode, key, size, sig)
 
 

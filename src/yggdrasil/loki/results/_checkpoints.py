@@ -44,12 +44,12 @@ class CheckpointList(Result):
     note: str = ""  # e.g. the first checkpoint is not finished, or checkpointing stopped
 
 
-Action = Literal["write", "remove", "link", "rmdir"]
+Action = Literal["write", "remove", "link", "rmdir", "mkdir"]
 
 
 class Restored(_Data):
-    """A path put back (or that would be): its file written, removed, a link made, or a
-    folder the later steps made removed."""
+    """A path put back (or that would be): its file written, removed, a link made, a
+    folder the later steps made removed (``rmdir``) or one they removed made again."""
 
     path: str
     action: Action
@@ -86,14 +86,20 @@ def _list_text(result: CheckpointList) -> str:
     return "\n".join([head, *lines, *([result.note] if result.note else [])])
 
 
+def _shown(path: str) -> str:
+    """A path on one line: a newline or other control character in a name is escaped."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in path)
+
+
 def _step_line(c: CheckpointInfo) -> str:
-    shown = ", ".join(c.paths[:8]) + (f", ... ({len(c.paths) - 8} more)" if len(c.paths) > 8 else "")
+    shown = ", ".join(map(_shown, c.paths[:8])) + (f", ... ({len(c.paths) - 8} more)" if len(c.paths) > 8 else "")
     files = f"{len(c.paths)} file(s): {shown}" if c.paths else "no files changed"
     note = f"  [{c.note}]" if c.note else ""
     return f"{c.n}  {c.tool}  {files}{note}"
 
 
-_VERBS = {"write": "restored", "remove": "removed", "link": "restored link", "rmdir": "removed"}
+_VERBS = {"write": "restored", "remove": "removed", "link": "restored link", "rmdir": "removed",
+          "mkdir": "made folder"}
 
 
 @renders(RewindResult)
@@ -106,8 +112,9 @@ def _rewind_text(result: RewindResult) -> str:
     if result.not_restored:
         head += f", {len(result.not_restored)} not restored"
     prefix = "would be " if result.dry_run else ""
-    lines = [f"{prefix}{_VERBS[r.action]} {r.path}{'/' * (r.action == 'rmdir')}" for r in done]
-    lines += [f"not restored {n.path}: {n.why}" for n in result.not_restored]
+    lines = [f"{prefix}{_VERBS[r.action]} {_shown(r.path)}{'/' * r.action.endswith('dir')}"
+             for r in done]
+    lines += [f"not restored {_shown(n.path)}: {n.why}" for n in result.not_restored]
     lines = clip_list(lines, MAX_PATH_LINES, "paths", "give paths= to rewind fewer")
     body = "\n".join([head, *lines])
     return f"{body}\n{result.diff}".rstrip("\n") if result.diff else body

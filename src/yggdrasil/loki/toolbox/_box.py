@@ -358,7 +358,7 @@ class Toolbox:
                                          record=self._touched is None)
             if self.journal is not None:
                 for done in result.restored:
-                    if done.action != "rmdir":
+                    if done.action not in ("rmdir", "mkdir"):
                         self.journal.rewound(done.path, at_start=done.path in back)
             gone = set(back)
             self.changed[:] = [p for p in self.changed if p not in gone]
