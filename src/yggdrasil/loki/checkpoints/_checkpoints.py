@@ -229,8 +229,8 @@ class Checkpoints:
         if dry_run or not out.done:
             return result, []
         files = [r.path for r in out.done if r.action not in ("rmdir", "mkdir")]
-        back = [p for p in files if self.timeline.start_state(self.run, p).same(
-            self.timeline.state_at(self.run, step, p))]
+        at_step = self.timeline.states_at(self.run, step, set(files))
+        back = [p for p in files if self.timeline.start_state(self.run, p).same(at_step[p])]
         for path in files:
             self.note(path)
         with self._lock:
@@ -268,32 +268,35 @@ def plan(timeline: Timeline, run: str, last: int, step: int, root: Root,
         refused += [NotRestored(path=p, why="no step after this one changed it")
                     for p in sorted(wanted - paths)]
         paths &= wanted
+    expected = timeline.states_at(run, last, paths)
+    target = timeline.states_at(run, step, paths)
+    crossed = _crossed(timeline, run, step, paths)
     changes = []
     for rel in sorted(paths):
-        expected = timeline.state_at(run, last, rel)
-        target = timeline.state_at(run, step, rel)
-        change = Change(rel, expected, target)
-        if rel.endswith("/") and expected.kind == "unknown":  # a folder loki does not look into
-            change.refused = expected.why
+        change = Change(rel, expected[rel], target[rel])
+        if rel.endswith("/") and change.expected.kind == "unknown":  # loki does not look in
+            change.refused = change.expected.why
         else:
-            change.refused = _crossed(timeline, run, step, rel)
+            change.refused = crossed.get(rel, "")
         changes.append(change)
     return changes, refused
 
 
-def _crossed(timeline: Timeline, run: str, step: int, rel: str) -> str:
-    """Why ``rel`` must be kept when the rewind goes back across the start of a run that
-    continued another: it changed between the two runs, outside both."""
+def _crossed(timeline: Timeline, run: str, step: int, paths: set[str]) -> dict[str, str]:
+    """Why each of ``paths`` must be kept when the rewind goes back across the start of a
+    run that continued another: it changed between the two runs, outside both."""
+    why: dict[str, str] = {}
     for info, first, _ in timeline.chain(run):
         if info.parent is None or step >= first - 1:
             continue
-        before = timeline.state_at(info.parent, first - 1, rel)
-        after = timeline.start_state(info.id, rel)
-        if after.kind != "unknown" and not before.same(after) and not (
-                before.kind == after.kind == "absent"):
-            return (f"changed between run {info.parent} and run {info.id}, outside both; "
-                    "kept, never overwritten")
-    return ""
+        before = timeline.states_at(info.parent, first - 1, paths)
+        for rel in paths:
+            after = timeline.start_state(info.id, rel)
+            if after.kind != "unknown" and not before[rel].same(after) and not (
+                    before[rel].kind == after.kind == "absent"):
+                why.setdefault(rel, f"changed between run {info.parent} and run {info.id}, "
+                                    "outside both; kept, never overwritten")
+    return why
 
 
 def _relative(root: Root, path: str) -> str:

@@ -78,6 +78,7 @@ def apply(root: Root, store: Store, changes: list[Change], *, dry_run: bool) -> 
     diff is from the files now to the targets."""
     out = Outcome([], [], "")
     diffs: list[str] = []
+    size = skipped = 0
     for change in sorted(changes, key=lambda c: c.rel):
         why = change.refused or _blocked(root, change)
         if why is None:
@@ -85,7 +86,11 @@ def apply(root: Root, store: Store, changes: list[Change], *, dry_run: bool) -> 
         if why:
             out.not_restored.append(NotRestored(path=change.rel, why=why))
             continue
-        diffs.append(_diff(root, store, change))
+        if size <= DIFF_TOTAL:  # past the cap no diff is shown: none is made
+            diffs.append(_diff(root, store, change))
+            size += len(diffs[-1])
+        else:
+            skipped += 1
         action = _action(change.target)
         if not dry_run:
             try:
@@ -96,8 +101,9 @@ def apply(root: Root, store: Store, changes: list[Change], *, dry_run: bool) -> 
                 continue
         out.done.append(Restored(path=change.rel, action=action))
     text = "".join(diffs)
-    if len(text) > DIFF_TOTAL:
-        text = text[:DIFF_TOTAL] + f"\n# [diff cut at {DIFF_TOTAL} of {len(text)} characters]\n"
+    if len(text) > DIFF_TOTAL or skipped:
+        text = (text[:DIFF_TOTAL] + f"\n# [diff cut at {DIFF_TOTAL} characters; "
+                f"{skipped} more file(s) not shown]\n")
     out.diff = text
     return out
 

@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from ..errors import LokiError
-from ..files import Root, Store
+from ..files import READ_FLAGS, Root, Store
 
 __all__ = ["ABSENT", "Sig", "State", "lstat", "observe", "readlink", "sig_of"]
 
@@ -80,19 +80,29 @@ def lstat(root: Root, rel: str) -> os.stat_result | None:
         return None
 
 
-def observe(root: Root, rel: str, store: Store | None, max_file: int,
-            st: os.stat_result | None = None) -> State:
-    """The state of ``rel`` now; a regular file's bytes are kept in ``store`` (none: not
-    kept). ``st``: its lstat, when the caller has it."""
+def observe(root: Root, rel: str, store: Store | None, max_file: int) -> State:
+    """The state of ``rel`` now (its folder walked once from the root, no link
+    followed); a regular file's bytes are kept in ``store`` (none: not kept)."""
     if rel.endswith("/"):
         return State("unknown", why="a folder whose contents are not tracked (.git, "
                      "node_modules, a virtualenv...); it cannot be put back")
-    st = st if st is not None else lstat(root, rel)
-    if st is None:
+    *folder, name = PurePosixPath(rel).parts
+    try:
+        with root.folder_fd(tuple(folder)) as dfd:
+            return _observe_at(root, rel, dfd, name, store, max_file)
+    except (LokiError, OSError):  # gone, or a folder on its way is a link or a file
+        return ABSENT
+
+
+def _observe_at(root: Root, rel: str, dfd: int, name: str, store: Store | None,
+                max_file: int) -> State:
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
         return ABSENT
     sig, mode = sig_of(st), stat.S_IMODE(st.st_mode)
     if stat.S_ISLNK(st.st_mode):
-        return State("link", mode, size=st.st_size, sig=sig, link=readlink(root, rel))
+        return State("link", mode, size=st.st_size, sig=sig, link=os.readlink(name, dir_fd=dfd))
     if not stat.S_ISREG(st.st_mode):
         return State("other", mode, sig=sig, why=_kind(st.st_mode))
     why = _not_kept(root, rel, st, store, max_file)
@@ -100,13 +110,19 @@ def observe(root: Root, rel: str, store: Store | None, max_file: int,
         return State("file", mode, None, st.st_size, sig, why=why)
     assert store is not None
     try:
-        with root.open_file(root.path / PurePosixPath(rel)) as fd:
-            key, size = store.put_fd(fd)
-    except (LokiError, OSError) as exc:
-        denied = isinstance(exc, PermissionError) or isinstance(exc.__cause__, PermissionError)
-        why = "unreadable (no read permission)" if denied else f"could not be read: {exc}"
-        return State("file", mode, None, st.st_size, sig, why=why)
-    return State("file", mode, key, size, sig)
+        fd = os.open(name, READ_FLAGS, dir_fd=dfd)
+    except PermissionError:
+        return State("file", mode, None, st.st_size, sig, why="unreadable (no read permission)")
+    except OSError as exc:
+        return State("file", mode, None, st.st_size, sig, why=f"could not be read: {exc}")
+    try:
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
+            return observe(root, rel, store, max_file)  # replaced meanwhile: look again
+        key, size = store.put_fd(fd)
+    finally:
+        os.close(fd)
+    return State("file", mode, key, size, sig_of(now))
 
 
 def _not_kept(root: Root, rel: str, st: os.stat_result, store: Store | None,

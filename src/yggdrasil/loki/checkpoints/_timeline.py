@@ -202,18 +202,26 @@ class Timeline:
 
     def state_at(self, run: str, step: int, rel: str) -> State:
         """The state of ``rel`` right after ``step`` (0: as the first run began)."""
+        return self.states_at(run, step, {rel})[rel]
+
+    def states_at(self, run: str, step: int, paths: set[str]) -> dict[str, State]:
+        """The state of each of ``paths`` right after ``step``: its entry of the last
+        step at or before it in the run whose range holds it, else that run's baseline."""
         chain = self.chain(run)
-        for info, first, last in reversed(chain):
-            if step < first - 1 and info.parent is not None:
-                continue  # the step lies in a parent's range
-            with self.store.lock:
-                row = self.store.db.execute(
-                    "SELECT state FROM entries WHERE run=? AND path=? AND n BETWEEN ? AND ? "
-                    "ORDER BY n DESC LIMIT 1", (info.id, rel, first, min(step, last))).fetchone()
-            if row is not None:
-                return State.loads(row[0])
-            return self.start_state(info.id, rel)
-        return self.start_state(chain[0][0].id, rel)
+        info, first, last = next((seg for seg in reversed(chain)  # the run holding the step
+                                  if not (step < seg[1] - 1 and seg[0].parent is not None)),
+                                 chain[0])
+        found: dict[str, State] = {}
+        with self.store.lock:
+            rows = self.store.db.execute(
+                "SELECT path, state FROM entries WHERE run=? AND n BETWEEN ? AND ? ORDER BY n",
+                (info.id, first, min(step, last))).fetchall()
+        for path, state in rows:
+            if path in paths:
+                found[path] = State.loads(state)
+        for path in paths - found.keys():
+            found[path] = self.start_state(info.id, path)
+        return found
 
     def start_state(self, run: str, rel: str) -> State:
         """The state of ``rel`` when ``run`` began (its baseline)."""

@@ -356,11 +356,11 @@ class Toolbox:
             self._settle()
             result, back = keeper.rewind(step, paths, dry_run=dry_run,
                                          record=self._touched is None)
+            gone = set(back)
             if self.journal is not None:
                 for done in result.restored:
                     if done.action not in ("rmdir", "mkdir"):
-                        self.journal.rewound(done.path, at_start=done.path in back)
-            gone = set(back)
+                        self.journal.rewound(done.path, at_start=done.path in gone)
             self.changed[:] = [p for p in self.changed if p not in gone]
         return result
 
