@@ -59,6 +59,10 @@ class BaselineWalk:
             if self.result is None:
                 self.offered.setdefault(rel, state)
 
+    def done_now(self) -> None:
+        """Take the baseline as found (a run that has ended): no walk."""
+        self._done.set()
+
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
 

@@ -53,7 +53,8 @@ class Checkpoints:
     """The checkpoints of one toolbox, as run ``run`` in the store at ``folder``."""
 
     def __init__(self, root: Root, folder: Path, *,
-                 limits: CheckpointLimits = CheckpointLimits(), run: str | None = None) -> None:
+                 limits: CheckpointLimits = CheckpointLimits(), run: str | None = None,
+                 new: bool = True) -> None:
         self.root = replace(root, git_writable=True, restores=True)  # puts back what was
         self.journal: Journal | None = None
         self.folder = folder
@@ -61,7 +62,11 @@ class Checkpoints:
         self.store = Store(folder)
         self.timeline = Timeline(self.store)
         self.run = run or new_run_id()
-        self.timeline.new_run(self.run, str(root.path))
+        if new:
+            self.timeline.new_run(self.run, str(root.path))
+        elif self.timeline.run(self.run) is None:
+            raise LokiError(f"no checkpoints of run {self.run!r} in {folder} (never kept, "
+                            "or pruned)")
         self.n = 0  # the last step's number
         self.pending: dict[str, None] = {}  # paths changed since the last step
         self.stopped = ""  # why checkpointing stopped (a full disk): nothing more is kept
@@ -74,6 +79,19 @@ class Checkpoints:
         self.walk = BaselineWalk(self.root, self.store, self.timeline, self.run,
                                  max_file=limits.max_file, max_bytes=limits.max_bytes,
                                  skip=self._skipped)
+
+    @classmethod
+    def of_run(cls, run: str, folder: Path, root: Root, *,
+               limits: CheckpointLimits = CheckpointLimits()) -> Checkpoints:
+        """The checkpoints of a run that has ended (``loki rewind``): listed and rewound
+        as its toolbox would, each rewind a step of that run. LokiError when the store
+        holds no such run."""
+        keeper = cls(root, folder, limits=limits, run=run, new=False)
+        keeper.n = keeper.timeline.last_step(run)
+        keeper.walk.result = keeper.timeline.baseline(run)
+        keeper.walk.done_now()
+        keeper._caught_up = True
+        return keeper
 
     def start(self, journal: Journal | None = None) -> Checkpoints:
         """Hear the journal's originals, take the first checkpoint in the background, and
