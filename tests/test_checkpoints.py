@@ -393,3 +393,20 @@ def test_a_full_disk_stops_checkpointing_and_the_step_still_completes(tmp_path: 
     assert out["after"] == [True, None]
     assert out["steps"] == [1] and "checkpointing stopped" in out["note"]
     assert out["restored"] == []  # step 1 is whole: the rewind to it had nothing to do
+
+
+def test_each_step_of_act_names_its_checkpoint(root: Path) -> None:
+    from yggdrasil.loki import Loki
+    from yggdrasil.loki.engines.scripted import ScriptedEngine
+
+    (root / "a.txt").write_text("one\n")
+    script = [{"thought": "look", "tool": "read_file", "args": {"path": "a.txt"}},
+              {"thought": "change", "tool": "run", "args": {"command": "echo two > a.txt"}},
+              {"thought": "add", "tool": "write_file", "args": {"path": "b", "content": "b"}},
+              {"thought": "ok", "done": True, "answer": "done"}]
+    with filesystem_toolbox(root) as box:
+        result = Loki(ScriptedEngine(script)).act("t", toolbox=box)
+        assert [s.checkpoint for s in result.steps] == [None, 1, 2]  # a read keeps none
+        assert box.checkpointing is not None and result.checkpoints == box.checkpointing.run
+        box.rewind(result.steps[1].checkpoint or 0)
+        assert (root / "a.txt").read_text() == "two\n" and not (root / "b").exists()

@@ -210,6 +210,7 @@ def test_each_call_is_a_checkpoint_and_the_rewind_tool_is_a_setting(root: Path,
 
     (run, write, steps, back), _ = serve_and(
         mcp_python, root, scenario, env={"LOKI_CHECKPOINTS__REWIND_TOOL": "true"})
+    assert field(run, "structured_content")["exit_code"] == 0 and not field(write, "is_error")
     assert text_of(steps).splitlines()[1:] == ["1  run  1 file(s): a.txt",
                                                "2  write_file  1 file(s): b.txt"]
     structured = field(back, "structured_content")

@@ -26,7 +26,7 @@ from ..files import Journal, JournalEntry, Root, Store, StoreError
 from ..results import CheckpointInfo, CheckpointList, NotRestored, RewindResult
 from ._baseline import BaselineWalk
 from ._prune import prune
-from ._rewind import Change, apply, folders, lock_root
+from ._rewind import Change, apply, folders, lock_root, state_diff
 from ._state import ABSENT, State, observe
 from ._timeline import Timeline
 
@@ -213,6 +213,25 @@ class Checkpoints:
             note = f"the first checkpoint is partial: {self.walk.error}"
         return CheckpointList(run=self.run, checkpoints=infos, note=note)
 
+    def step_diffs(self, each: int = 20_000, total: int = 200_000) -> dict[int, str]:
+        """The diff each step of this run made to the files (from the state before it to
+        the state after it), each cut to ``each`` characters and ``total`` in all."""
+        out: dict[int, str] = {}
+        used = 0
+        for info in self.timeline.steps(self.run):
+            if info.run != self.run or used >= total:
+                continue
+            paths = {p for p in info.paths if not p.endswith("/")}
+            before = self.timeline.states_at(self.run, info.n - 1, paths)
+            after = self.timeline.states_at(self.run, info.n, paths)
+            text = "".join(state_diff(self.store, p, before[p], after[p]) for p in sorted(paths))
+            room = min(each, total - used)
+            if len(text) > room:
+                text = text[:room] + f"\n# [cut at {room} of {len(text)} characters]\n"
+            out[info.n] = text
+            used += len(text)
+        return out
+
     # -- rewinding -------------------------------------------------------------------------
 
     def rewind(self, step: int, paths: Iterable[str] | None = None, *,
@@ -324,3 +343,31 @@ def _relative(root: Root, path: str) -> str:
     if named == root.path or not named.is_relative_to(root.path):
         raise ToolError(f"path {path!r} is not inside the root {root.path}", category="path")
     return root.rel(named)
+
+
+def materialize(folder: Path, root: Root, run: str, step: int) -> RewindResult:
+    """Make ``root`` (a fresh copy of the tree ``run`` began from: a fleet attempt's) hold
+    the files as ``run`` left them right after ``step``: each path its steps up to there
+    changed is put as it was then, where the copy holds what the run began from (checked
+    by content); the others are listed."""
+    store = Store(folder)
+    timeline = Timeline(store)
+    if timeline.run(run) is None:
+        raise LokiError(f"no checkpoints of run {run!r} in {folder} (never kept, pruned, or "
+                        "kept on another machine)")
+    last = timeline.last_step(run)
+    if not 0 <= step <= last:
+        raise LokiError(f"run {run!r} has no checkpoint {step} (it has 0-{last})")
+    paths: set[str] = set()
+    for info in timeline.steps(run):
+        if info.n <= step:
+            paths.update(info.paths)
+    start = timeline.states_at(run, 0, paths)
+    target = timeline.states_at(run, step, paths)
+    changes = [Change(p, start[p], target[p], by_content=True) for p in sorted(paths)
+               if not p.endswith("/")]
+    out = apply(replace(root, git_writable=True, restores=True), store, changes, dry_run=False)
+    out.done += folders(root, [], [p[:-1] for p in paths if p.endswith("/")
+                                   and target[p].kind == "dir"], dry_run=False)
+    return RewindResult(run=run, step=step, restored=out.done, not_restored=out.not_restored,
+                        diff=out.diff)

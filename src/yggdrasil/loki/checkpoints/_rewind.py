@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import LokiError, ToolError
-from ..files import Root, Store, StoreError
+from ..files import Root, Store, StoreError, digest
 from ..results import NotRestored, Restored
-from ._state import State, lstat, readlink, sig_of
+from ._state import State, lstat, observe, readlink, sig_of
 
-__all__ = ["Change", "Outcome", "apply", "folders", "lock_root"]
+__all__ = ["Change", "Outcome", "apply", "folders", "lock_root", "state_diff"]
 
 DIFF_FILE = 1 << 20  # bytes: bigger files get a one-line note instead of a diff
 DIFF_TOTAL = 200_000  # characters of diff in one result
@@ -38,10 +38,14 @@ DIFF_TOTAL = 200_000  # characters of diff in one result
 
 @dataclass
 class Change:
+    """``by_content``: the path is as expected when its bytes and mode are (a fresh copy
+    of the same tree, a fleet attempt's), not only its stat signature."""
+
     rel: str
     expected: State
     target: State
     refused: str = ""  # set when the plan already knows it cannot be done
+    by_content: bool = False
 
 
 @dataclass
@@ -147,7 +151,8 @@ def _blocked(root: Root, change: Change) -> str | None:
     if root.covered(rel) is not None:
         return "protected: a rewind never writes a protected file"
     st = lstat(root, rel)
-    if not _as_expected(st, expected):
+    if not (_same_content(root, rel, expected) if change.by_content else
+            _as_expected(st, expected)):
         return ("changed since the last checkpoint, not by this run's steps (someone "
                 "else's edit?); kept, never overwritten")
     if target.same(expected) or (target.kind == "absent" and st is None):
@@ -167,6 +172,53 @@ def _as_expected(st: os.stat_result | None, expected: State) -> bool:
     if expected.kind == "unknown":
         return True  # nothing to compare with: the target decides
     return st is not None and expected.sig == sig_of(st)
+
+
+def _same_content(root: Root, rel: str, expected: State) -> bool:
+    now = observe(root, rel, None, 0)
+    if now.kind != expected.kind or now.kind == "unknown":
+        return now.kind == expected.kind == "absent" or expected.kind == "unknown"
+    if now.kind == "link":
+        return now.link == expected.link
+    if now.kind != "file" or expected.hash is None or now.mode != expected.mode:
+        return False
+    try:
+        return digest(root.read_bytes(root.path / PurePosixPath(rel))) == expected.hash
+    except (LokiError, OSError):
+        return False
+
+
+def state_diff(store: Store, rel: str, before: State, after: State) -> str:
+    """The unified diff of ``rel`` from one kept state to another (a step's own change)."""
+    old, new = _lines(store, before), _lines(store, after)
+    name = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in rel)
+    if isinstance(old, str) or isinstance(new, str):
+        return f"# {name}: {old if isinstance(old, str) else new}\n"
+    lines = difflib.unified_diff(old, new, "/dev/null" if before.kind == "absent" else f"a/{name}",
+                                 "/dev/null" if after.kind == "absent" else f"b/{name}",
+                                 lineterm="")
+    text = "".join(f"{line}\n" for line in lines)
+    if not text and before.mode != after.mode:
+        return f"# {name}: mode {before.mode:o} -> {after.mode:o}\n"
+    return text
+
+
+def _lines(store: Store, state: State) -> list[str] | str:
+    if state.kind in ("absent", "dir"):
+        return []
+    if state.kind == "link":
+        return [f"-> {state.link}"]
+    if state.kind != "file" or state.hash is None:
+        return state.why or "not kept"
+    if state.size > DIFF_FILE:
+        return "too big to diff"
+    try:
+        data = store.read(state.hash)
+    except StoreError as exc:
+        return str(exc)
+    if b"\0" in data:
+        return "binary: no diff"
+    return data.decode("utf-8", "replace").splitlines()
 
 
 def _put(root: Root, store: Store, change: Change) -> None:
@@ -215,17 +267,8 @@ def _side(root: Root, store: Store, rel: str, target: State | None) -> list[str]
             data = root.read_bytes(root.path / PurePosixPath(rel))
         except (LokiError, OSError) as exc:
             return f"cannot be read ({exc})"
-    elif target.kind == "absent":
-        return []
-    elif target.kind == "link":
-        return [f"-> {target.link}"]
-    elif target.hash is None or target.size > DIFF_FILE:
-        return "too big to diff" if target.hash else (target.why or "not kept")
     else:
-        try:
-            data = store.read(target.hash)
-        except StoreError as exc:
-            return str(exc)
+        return _lines(store, target)
     if b"\0" in data:
         return "binary: no diff"
     return data.decode("utf-8", "replace").splitlines()

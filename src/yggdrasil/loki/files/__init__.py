@@ -25,7 +25,7 @@ from ._protect import (
     protect_globs,
 )
 from ._root import DIR_FLAGS, READ_FLAGS, Root, resolve_inside
-from ._store import CHUNK, Store, StoreError
+from ._store import CHUNK, Store, StoreError, digest
 from ._syntax import OnSyntaxError, SyntaxGate, syntax_problem
 from .edits import ConfirmAction
 
@@ -55,6 +55,7 @@ __all__ = [
     "StoreError",
     "SyntaxGate",
     "answer_of",
+    "digest",
     "protect_globs",
     "resolve_inside",
     "settings_path",

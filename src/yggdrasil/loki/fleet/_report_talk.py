@@ -30,6 +30,7 @@ class Message:
     text: str
     call: str = ""  # the tool call an assistant message makes, as ``name {args}``
     cut: int = 0  # characters left out
+    checkpoint: str = ""  # a tool's answer: the checkpoint taken right after the call
 
 
 @dataclass
@@ -111,8 +112,10 @@ def _step(record: dict[str, Any]) -> list[Message]:
                 Message("note", "the loop asked again", seen)]
     args = record.get("args")
     call = f"{tool} {json.dumps(args, ensure_ascii=False, default=str)}" if args else tool
+    checkpoint = record.get("checkpoint")
     return [Message("assistant", f"step {n}", thought, call=call),
-            Message("tool", f"{tool} said", seen)]
+            Message("tool", f"{tool} said", seen,
+                    checkpoint=str(checkpoint) if type(checkpoint) is int else "")]
 
 
 def _end(record: dict[str, Any]) -> Message:
