@@ -144,6 +144,11 @@ def filesystem_toolbox(
     string from ``after_call`` replaces the observation; an exception in a hook is an ERROR
     observation.
 
+    ``checkpoints`` (default True): after every call that may change files, a checkpoint
+    of what it changed is kept outside the root (the state folder), what commands and jobs
+    changed too; ``Toolbox.checkpoints()`` lists them and ``Toolbox.rewind(step)`` puts
+    the files back as after one. ``rewind_tool=True`` gives the model a ``rewind`` tool.
+
     ``mcp_servers``: MCP servers whose tools to add (``McpServer`` or mappings of its
     fields, see ``Toolbox.add_mcp``), named ``<server>__<tool>``. They run outside the
     fence; ``rules`` (and ``rules_default``) decide their calls by tool name, e.g.

@@ -11,7 +11,9 @@ for the walk only when it starts before the walk is done.
 
 A root seen before costs a stat walk: a file whose signature matches the last baseline
 of the same root, and whose ctime is older than that run's start (so a same-size write
-in the same clock tick cannot hide), takes its hash from there without being read.
+in the same clock tick cannot hide), takes its hash from there without being read (a
+blob pruned meanwhile by another process would be found missing at a rewind, which
+says so and writes nothing for that file).
 """
 
 from __future__ import annotations
@@ -103,17 +105,21 @@ class BaselineWalk:
         base = Baseline(complete=snap.complete,
                         note="" if snap.complete else "the root holds too many files")
         read = 0
-        items = sorted(snap.files.items())
-        for start in range(0, len(items), BATCH_FILES):
+        unread = []
+        for rel, sig in sorted(snap.files.items()):
+            state = self._cached(known, rel, sig)
+            if state is None:
+                unread.append(rel)
+            else:
+                base.files[rel] = state
+        for start in range(0, len(unread), BATCH_FILES):
             if self._stop.is_set():
                 base.complete, base.note = False, "stopped"
                 return base
             with self.store.transaction():
-                for rel, sig in items[start:start + BATCH_FILES]:
-                    state = self._cached(known, rel, sig)
-                    if state is None:
-                        state = observe(self.root, rel, self.store, self.max_file)
-                        read += state.size if state.hash else 0
+                for rel in unread[start:start + BATCH_FILES]:
+                    state = observe(self.root, rel, self.store, self.max_file)
+                    read += state.size if state.hash else 0
                     base.files[rel] = state
             if read > self.max_bytes:
                 base.complete = False
@@ -142,9 +148,9 @@ class BaselineWalk:
         size, mtime, ino, mode, ctime = sig
         if (was is None or was.hash is None or was.sig != (size, mtime, ino, ctime)
                 or was.mode != stat.S_IMODE(mode) or not stat.S_ISREG(mode)
-                or ctime >= started - RACY_NS or not self.store.has(was.hash)):
+                or ctime >= started - RACY_NS):
             return None
-        return was
+        return was  # its blob is there: the store keeps every blob of a run it keeps
 
     def catch_up(self, touched: set[str]) -> None:
         """Bring the finished baseline up to now for the files this run has not touched:

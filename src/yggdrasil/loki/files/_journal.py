@@ -470,7 +470,7 @@ class Journal:
             if entry.backup is not None:
                 self.copies.drop(entry.backup)
             return
-        entry.exists = self.root.stat(self.root.path / PurePosixPath(rel)) is not None
+        entry.exists = self._stat(self.root.path / PurePosixPath(rel)) is not None
         self._saw(rel, entry)
 
     def _restore(self, rel: str, backup: Kept, mode: int) -> None:
