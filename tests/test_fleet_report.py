@@ -145,6 +145,25 @@ def test_a_transcript_is_read_only_inside_the_folder(tmp_path: Path) -> None:
     assert [m.role for m in talk.messages] == ["task", "assistant", "tool", "answer"]
 
 
+def test_a_tool_answer_is_titled_from_its_typed_result(tmp_path: Path) -> None:
+    from yggdrasil.loki import Loki
+    from yggdrasil.loki.engines.scripted import ScriptedEngine
+
+    root, out = tmp_path / "root", tmp_path / "out"
+    root.mkdir()
+    (out / "t").mkdir(parents=True)
+    engine = ScriptedEngine([
+        {"tool": "run", "args": {"command": "echo boom >&2; exit 3"}},
+        {"tool": "read_file", "args": {"path": "../outside.txt"}},
+        {"tool": "list_dir", "args": {}},
+        {"done": True, "answer": "done"}])
+    Loki(engine).act("try things", root=root, transcript=out / "t" / "transcript.jsonl")
+    talk = read_talk(out, "", "t", 10_000)
+    tools = [(m.title, m.failed) for m in talk.messages if m.role == "tool"]
+    assert tools == [("run said (exit 3)", False), ("read_file failed (path)", True),
+                     ("list_dir said", False)]
+
+
 def test_a_long_transcript_is_cut_to_its_budget(tmp_path: Path) -> None:
     out = tmp_path / "out"
     (out / "t").mkdir(parents=True)

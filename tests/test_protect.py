@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from yggdrasil.loki.files import Root
+from yggdrasil.loki.results import SearchSkips, render_text
 from yggdrasil.loki.search import Search, find_rg, protection, rg_overrides
 from yggdrasil.loki.tools import DEFAULT_PROTECTED, Toolbox, filesystem_toolbox
 
@@ -101,15 +102,15 @@ def test_list_dir_marks_protected_entries_without_their_size(tree: Path) -> None
 def test_grep_and_find_skip_and_count_them(tree: Path, engine: str) -> None:
     search = Search(Root.at(tree, protection(DEFAULT_PROTECTED)), backend=engine)  # type: ignore[arg-type]
     out = search.grep("key", include_ignored=True)
-    assert SECRET not in out
+    assert not any(SECRET in m.text for m in out.matches)
     # 21 protected paths, two of them inside .aws/ and .ssh/, which count once each
-    assert out.endswith("[skipped: 21 protected]"), out
+    assert out.skipped == SearchSkips(protected=21), out
+    assert render_text(out).endswith("[skipped: 21 protected]")
     names = search.find("*", include_ignored=True)
-    assert names.splitlines()[:3] == [".env.example", ".env.sample", ".env.template"]
-    assert "credentials.json" not in names and names.endswith("[skipped: 21 protected]")
+    assert names.paths[:3] == [".env.example", ".env.sample", ".env.template"]
+    assert "credentials.json" not in names.paths and names.skipped == SearchSkips(protected=21)
     # Without include_ignored the hidden ones count as protected too: protection comes first.
-    assert search.grep(SECRET).endswith("[skipped: 3 hidden, 21 protected; include_ignored="
-                                        "true searches ignored and hidden files]")
+    assert search.grep(SECRET).skipped == SearchSkips(hidden=3, protected=21)
 
 
 def test_both_engines_agree_on_protected_trees(tree: Path) -> None:
@@ -126,7 +127,9 @@ def test_both_engines_agree_on_protected_trees(tree: Path) -> None:
         assert got[0] == got[1]
         found = [Search(root, backend=b).find("*", include_ignored=ignored) for b in ENGINES]  # type: ignore[arg-type]
         assert found[0] == found[1]
-    assert "sub/.env.example:1: ok" in got[0] and "examplex" not in got[0]
+    paths = [(m.path, m.text) for m in got[0].matches]
+    assert ("sub/.env.example", f"ok {SECRET}") in paths
+    assert not any("examplex" in path for path, _ in paths)
 
 
 def test_exceptions_ripgrep_cannot_express_fall_back_to_python(tree: Path) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import codecs
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from texts import Texts
 from yggdrasil.loki.errors import PathError, ToolError
 from yggdrasil.loki.files import Root
-from yggdrasil.loki.results import MAX_ENTRIES, MAX_HITS
+from yggdrasil.loki.results import MAX_ENTRIES, MAX_HITS, SearchSkips
 from yggdrasil.loki.search import COUNT_LIMIT, IgnoreFile, Search, find_rg, glob_regex
 from yggdrasil.loki.tools import Toolbox
 
@@ -70,8 +72,9 @@ def tree(root: Path) -> Path:
     return root
 
 
-def search(root: Path, engine: str) -> Search:
-    return Search(Root.at(root), engine)  # type: ignore[arg-type]
+def search(root: Path, engine: str) -> Any:
+    """The search tools answering text (the observation contract)."""
+    return Texts(Search(Root.at(root), engine))  # type: ignore[arg-type]
 
 
 # -- what each engine finds ----------------------------------------------------------
@@ -95,6 +98,23 @@ def test_grep_skips_ignored_hidden_binary_and_links(tree: Path, engine: str) -> 
         "utf16.txt:1: needle utf16",
         f"[skipped: 7 ignored, 5 hidden, 2 binary; {HINT}]",
     ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_grep_and_find_answer_typed_results(tree: Path, engine: str) -> None:
+    typed = search(tree, engine).typed
+    found = typed.grep("needle", path="pkg")
+    assert (found.kind, found.pattern, found.start) == ("grep", "needle", "pkg")
+    assert [(m.path, m.line, m.text) for m in found.matches] == [
+        ("pkg/important.txt", 1, "needle important"), ("pkg/mod.py", 1, "needle = 1"),
+        ("pkg/sub/code.py", 1, "needle in sub")]
+    assert (found.more, found.more_at_least) == (0, False)
+    assert found.skipped == SearchSkips(ignored=3, hidden=1)
+    paths = typed.find("*.txt", include_ignored=True)
+    assert paths.kind == "find" and "pkg/notes.txt" in paths.paths
+    assert paths.include_ignored and paths.skipped == SearchSkips()
+    nothing = typed.find("*.rs")
+    assert (nothing.paths, nothing.more) == ([], 0)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from typing import Literal
 
 import pytest
+from pydantic import BaseModel
 
 import yggdrasil.loki
 from yggdrasil.loki.errors import ToolDefinitionError, ToolError
@@ -180,3 +182,85 @@ def test_an_error_quoting_a_huge_argument_is_capped() -> None:
     for text in (box.call("n" * 2_000_000, {}), box.call("boom", {"x": "y" * 2_000_000})):
         assert text.startswith("ERROR:")
         assert len(text) < 110_000
+
+
+# -- typed results -----------------------------------------------------------------------
+
+
+class Count(BaseModel):
+    words: int
+    longest: str
+
+
+def test_a_custom_tool_may_answer_a_pydantic_model() -> None:
+    box = Toolbox()
+
+    @box.tool
+    def count(text: str) -> Count:
+        """Count the words.
+
+        Args:
+            text: the text
+        """
+        words = text.split()
+        return Count(words=len(words), longest=max(words, key=len))
+
+    done = box.invoke("count", {"text": "a bb ccc"})
+    assert done.ok and done.data == Count(words=3, longest="ccc")
+    assert json.loads(done.text) == {"words": 3, "longest": "ccc"}
+    assert done.structured() == {"words": 3, "longest": "ccc"}
+    assert box.get("count").output_schema["properties"]["words"] == {"title": "Words",  # type: ignore[index]
+                                                                    "type": "integer"}
+
+
+def test_a_custom_tool_of_text_has_no_data_and_keeps_its_prefixes() -> None:
+    box = Toolbox()
+    box.add(Tool("echo", "say it", {"text": "what"}, lambda text: text))
+    assert box.invoke("echo", {"text": "fine"}).data is None
+    said = box.invoke("echo", {"text": "REFUSED: not today"})
+    assert said.refused and not said.is_error and said.text == "REFUSED: not today"
+    assert box.invoke("echo", {"text": "ERROR: broken"}).is_error
+    assert box.get("echo").output_schema is None
+
+
+def test_a_tool_answering_neither_text_nor_a_model_is_an_error_saying_what_is_allowed() -> None:
+    box = Toolbox()
+    box.add(Tool("answer", "the answer", {}, lambda: 42))
+    done = box.invoke("answer", {})
+    assert done.is_error and done.data.category == "output"  # type: ignore[union-attr]
+    assert done.text == ("ERROR: answer returned int; a tool returns a str or a pydantic "
+                         "model")
+
+
+def test_errors_and_refusals_are_typed_with_their_category_and_rule(
+        tmp_path, monkeypatch: pytest.MonkeyPatch,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    # the system temp dir elsewhere: the root's files are real assets, their edits asked about
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path_factory.mktemp("systemtmp")))
+    (tmp_path / "app.py").write_text("x = 1\n")
+    box = filesystem_toolbox(tmp_path, confirm=lambda action: False,
+                             rules=[("deny", "git push")])
+    unknown = box.invoke("reed_file", {})
+    assert unknown.is_error and unknown.data.category == "unknown_tool"  # type: ignore[union-attr]
+    escape = box.invoke("read_file", {"path": "../x"})
+    assert escape.data.category == "path"  # type: ignore[union-attr]
+    bad = box.invoke("read_file", {"path": "app.py", "end": "soon"})
+    assert bad.is_error and bad.data.category == "tool"  # type: ignore[union-attr]
+    denied = box.invoke("run", {"command": "git push origin main"})
+    assert denied.is_error and denied.data.category == "denied"  # type: ignore[union-attr]
+    assert denied.data.rule == "('deny', 'git push')"  # type: ignore[union-attr]
+    declined = box.invoke("write_file", {"path": "app.py", "content": "x = 2\n"})
+    assert declined.refused and not declined.is_error
+    assert (declined.data.verb, declined.data.path) == ("overwrite", "app.py")  # type: ignore[union-attr]
+    assert (tmp_path / "app.py").read_text() == "x = 1\n"
+
+
+def test_a_before_call_refusal_is_typed_and_after_call_keeps_the_data(tmp_path) -> None:
+    box = filesystem_toolbox(
+        tmp_path, before_call=lambda tool, args: "not now" if tool == "list_dir" else None,
+        after_call=lambda tool, args, text: text + "\n[checked]")
+    refused = box.invoke("list_dir", {})
+    assert refused.refused and refused.text == "REFUSED: not now"
+    assert refused.data.rule == "before_call"  # type: ignore[union-attr]
+    ran = box.invoke("run", {"command": "exit 4"})
+    assert ran.text.endswith("\n[checked]") and ran.data.exit_code == 4  # type: ignore[union-attr]

@@ -21,8 +21,8 @@ from annotated_types import Interval, MaxLen
 
 from ..errors import PathError, ToolError
 from ..files import Root
-from ..results import MAX_HITS, human_size
-from ..search import Search, skip_note
+from ..results import MAX_HITS, SearchSkips, human_size, match_line, render_text, skip_note
+from ..search import Search
 from ._extract import Symbol, grammars_available, shallow
 from ._index import MAX_FILE_BYTES, Entry, Index, Scan
 from ._languages import extension_of
@@ -52,6 +52,10 @@ _DEFINITION_LINES = (
     r"pub|local|inline)\s+)*(def|class|function|func|fn|sub|proc|procedure|module|struct|"
     r"enum|interface|trait|type|impl|namespace|object|record|macro|defun|defmacro|defn|"
     r"const|let|var)\b|^#{1,6}\s")
+
+
+def _skips(counts: dict[str, int], include_ignored: bool) -> str:
+    return skip_note(SearchSkips(**counts), include_ignored)
 
 
 class Code:
@@ -131,13 +135,13 @@ class Code:
                        "shown; outline a subfolder or one file]")
         if not cut:
             cut = [f"no definitions found under {scan.start}"]
-        return "\n".join(cut + scan_notes(scan) + [skip_note(scan.skipped, False)]).rstrip()
+        return "\n".join(cut + scan_notes(scan) + [_skips(scan.skipped, False)]).rstrip()
 
     def _definition_lines(self, rel: str, why: str) -> str:
         found = self.search.grep(_DEFINITION_LINES, path=rel)
-        if found.startswith("no matches"):
+        if not found.matches:
             return f"[{why}; grep finds no lines that look like definitions]"
-        return f"[{why}; lines that look like definitions, found by grep:]\n{found}"
+        return f"[{why}; lines that look like definitions, found by grep:]\n{render_text(found)}"
 
     # -- find_symbol --------------------------------------------------------------------
 
@@ -148,7 +152,7 @@ class Code:
             return self._uses(query, path, f"tree-sitter grammars are not installed ({_INSTALL})")
         scan = self._scan(path, include_ignored=include_ignored, wanted=query)
         hits = _matches(query, scan)
-        notes = [skip_note(scan.skipped, include_ignored), *scan_notes(scan)]
+        notes = [_skips(scan.skipped, include_ignored), *scan_notes(scan)]
         if not hits:
             what = f"{kind.strip()} " if kind and kind.strip() else ""
             why = (f"no {what}definition named {query.text!r} in {scan.indexed} source files "
@@ -168,10 +172,10 @@ class Code:
         word = re.sub(r"[^\w]", "", query.parts[-1].replace("*", "").replace("?", ""))
         if not word:
             return why
-        found = self.search.grep(rf"\b{word}\b", path=path).split("\n")
-        if found[0].startswith("no matches"):
+        found = self.search.grep(rf"\b{word}\b", path=path)
+        if not found.matches:
             return f"{why}; grep finds no use of {word!r} either"
-        rows = [r for r in found if not r.startswith("[")][:_FALLBACK_HITS]
+        rows = [match_line(m) for m in found.matches[:_FALLBACK_HITS]]
         return "\n".join([f"[{why}; grep finds {word!r} here:]", *rows])
 
     # -- repo_map -----------------------------------------------------------------------
@@ -190,7 +194,7 @@ class Code:
         if kept is not None and kept[0] == scan.version:
             return kept[1]  # answered from the kept listing, and nothing changed since
         files = [(rel, e) for rel, e in scan.files if e.outline is not None and e.outline.symbols]
-        notes = [n for n in [*scan_notes(scan), skip_note(scan.skipped, False)] if n]
+        notes = [n for n in [*scan_notes(scan), _skips(scan.skipped, False)] if n]
         content = _MAPS.key(scan.start, budget, files, notes)
         mapped = _MAPS.get(content) or self._map(scan, files, notes, budget)
         _MAPS.put(content, mapped)

@@ -31,6 +31,7 @@ from .edits import (
     MAX_CONFIRM_LINES,
     MAX_DIFF_LINES,
     ConfirmAction,
+    EditItem,
     FileState,
     Plan,
     Spans,
@@ -157,7 +158,7 @@ class Files:
         return f"{'created' if created else 'overwrote'} {rel} ({len(data)} bytes)"
 
     def edit_file(self, path: str, old: str = "", new: str = "", replace_all: bool = False,
-                  edits: list[dict[str, Any]] | None = None) -> str:
+                  edits: list[EditItem] | None = None) -> str:
         items = edit_list(old, new, replace_all, edits)
         real = self.root.resolve(_file_path(path))
         rel = self.root.rel(real)

@@ -32,6 +32,7 @@ from ..files import Root
 from ..results import CommandResult
 from ..sandbox import run_process
 from ..settings import Settings as ToolboxSettings
+from ..shell import stream_of
 from ..tools import filesystem_toolbox
 from ._copies import CopyError, WorkingCopy
 from ._gate import GateClient, GatedEngine
@@ -198,7 +199,7 @@ def _setup(task: Task, path: Path, deadline: float) -> None:
     done = run_process(["/bin/sh", "-c", task.setup], cwd=str(path), timeout=_left(deadline))
     if done.timed_out or done.exit_code != 0:
         why = "timed out" if done.timed_out else f"exit {done.exit_code}"
-        said = last_lines(done.result().stderr.text()) or "(nothing on stderr)"
+        said = last_lines(stream_of(done.stderr).text()) or "(nothing on stderr)"
         # an exit code is the same on every try; a timeout (a slow node) may not be
         raise AttemptError(f"setup failed ({why}): {said}",
                            final=not done.timed_out and not _killed(done.exit_code))

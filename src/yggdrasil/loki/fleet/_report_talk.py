@@ -31,6 +31,7 @@ class Message:
     call: str = ""  # the tool call an assistant message makes, as ``name {args}``
     cut: int = 0  # characters left out
     checkpoint: str = ""  # a tool's answer: the checkpoint taken right after the call
+    failed: bool = False  # a tool's answer that was an error or a refusal
 
 
 @dataclass
@@ -114,8 +115,27 @@ def _step(record: dict[str, Any]) -> list[Message]:
     call = f"{tool} {json.dumps(args, ensure_ascii=False, default=str)}" if args else tool
     checkpoint = record.get("checkpoint")
     return [Message("assistant", f"step {n}", thought, call=call),
-            Message("tool", f"{tool} said", seen,
+            Message("tool", _said(tool, record), seen,
+                    failed=bool(record.get("is_error") or record.get("refused")),
                     checkpoint=str(checkpoint) if type(checkpoint) is int else "")]
+
+
+def _said(tool: str, record: dict[str, Any]) -> str:
+    """The title of a tool's answer, from its typed result: a command's exit, an error's
+    category, a refusal."""
+    data = record.get("data")
+    data = data if isinstance(data, dict) else {}
+    kind = data.get("kind")
+    if kind == "command":
+        code = data.get("exit_code")
+        how = (f"exit {code}" if type(code) is int else
+               "timed out" if data.get("timed_out") else "cancelled")
+        return f"{tool} said ({how})"
+    if kind == "error":
+        return f"{tool} failed ({_str(data.get('category'))})"
+    if kind == "refused":
+        return f"{tool} was refused"
+    return f"{tool} said"
 
 
 def _end(record: dict[str, Any]) -> Message:

@@ -61,6 +61,7 @@ from ._render import (
     text_result,
     tool_result,
 )
+from ._search import FoundFiles, GrepMatches, Match, SearchSkips, match_line, skip_note
 
 __all__ = [
     "MAX_CHANGE_LINES",
@@ -75,6 +76,8 @@ __all__ = [
     "CommandResult",
     "ErrorResult",
     "FileChange",
+    "FoundFiles",
+    "GrepMatches",
     "ImagePart",
     "JobInput",
     "JobList",
@@ -82,6 +85,7 @@ __all__ = [
     "JobRow",
     "JobStarted",
     "JobState",
+    "Match",
     "NotRestored",
     "Part",
     "Refusal",
@@ -89,6 +93,7 @@ __all__ = [
     "Restored",
     "Result",
     "RewindResult",
+    "SearchSkips",
     "StreamOutput",
     "TextPart",
     "ToolResult",
@@ -102,6 +107,7 @@ __all__ = [
     "human_size",
     "job_state",
     "json_text",
+    "match_line",
     "plain",
     "printable",
     "remote_error",
@@ -110,6 +116,7 @@ __all__ = [
     "renders",
     "retexted",
     "shows",
+    "skip_note",
     "text_result",
     "tool_result",
 ]

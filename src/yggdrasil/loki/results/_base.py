@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from ._bounds import printable
+from ._bounds import clip_text, printable
 
 __all__ = [
     "ErrorResult",
@@ -29,6 +29,7 @@ __all__ = [
     "TextPart",
     "ToolResult",
     "plain",
+    "verdict",
 ]
 
 
@@ -133,12 +134,14 @@ class ToolResult:
             object.__setattr__(self, "parts", (TextPart(text=self.text),))
 
     @classmethod
-    def of(cls, text: str, changed: tuple[str, ...] = ()) -> ToolResult:
-        """The result of a plain observation string (its ``ERROR:``/``REFUSED:`` prefix
-        says what it is), made printable and capped."""
-        from ._render import text_result
-
-        return text_result(text, changed=changed)
+    def of(cls, text: str, changed: tuple[str, ...] = (), *, tool: str = "",
+           data: BaseModel | None = None) -> ToolResult:
+        """A string from outside the built-in tools (a custom tool, a hook) as a result:
+        made printable and capped, and its ``ERROR:``/``REFUSED:`` prefix says whether it
+        is an error or a refusal. The one place an observation's text is read."""
+        shown = clip_text(printable(text))
+        said = verdict(shown)
+        return cls(shown, said == "ERROR", said == "REFUSED", changed, data=data, tool=tool)
 
     @property
     def ok(self) -> bool:
@@ -156,6 +159,16 @@ class ToolResult:
 
     def __str__(self) -> str:
         return self.text
+
+
+def verdict(text: str) -> Literal["ERROR", "REFUSED", ""]:
+    """What a string from outside the built-in tools says it is by its first word (a
+    custom tool's answer, a hook's, another MCP server's): the custom-tool wrapper's one
+    reading of text."""
+    for word in ("ERROR", "REFUSED"):
+        if text.startswith(f"{word}:"):
+            return word
+    return ""
 
 
 def plain(value: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ._base import ErrorResult, Result
+from ._base import ErrorResult, Result, verdict
 from ._render import renders
 
 __all__ = ["RemoteResult", "remote_error"]
@@ -29,6 +29,6 @@ def _remote_text(result: RemoteResult) -> str:
 def remote_error(server: str, text: str) -> ErrorResult:
     """Another server's error result as ours: its text once, after our ``ERROR:`` (a
     server that is itself a loki says ``ERROR:`` already)."""
-    message = text[len("ERROR:"):].lstrip() if text.startswith("ERROR:") else text
+    message = text[len("ERROR:"):].lstrip() if verdict(text) == "ERROR" else text
     return ErrorResult(category="server", message=message, rule=None,
                        hint=f"the MCP server {server!r} answered with an error")

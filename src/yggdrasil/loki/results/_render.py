@@ -4,8 +4,9 @@ Each result kind registers how it reads as text (``@renders(Kind)``), in the mod
 that declares it, and may register the parts it is shown as (``@shows(Kind)``: text
 plus an image, say). :func:`tool_result` is the one way anything a tool returns, or
 raises, becomes a :class:`ToolResult`; it applies the guard every observation passes
-(made printable and capped). A custom tool's plain string is the one text read here for
-what it means (its ``ERROR:``/``REFUSED:`` prefix): built-in tools say it as data.
+(made printable and capped). A custom tool's plain string is the one text read for what it
+means (its ``ERROR:``/``REFUSED:`` prefix, in ``ToolResult.of``, the custom-tool wrapper):
+built-in tools say it as data.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from ..errors import Refused, ToolError
-from ._base import ErrorResult, ImagePart, Refusal, Result, TextPart, ToolResult, plain
+from ._base import ErrorResult, ImagePart, Refusal, Result, TextPart, ToolResult, plain, verdict
 from ._bounds import clip_text, json_text, printable
 
 __all__ = [
@@ -123,9 +124,7 @@ def text_result(text: str, *, tool: str = "", changed: tuple[str, ...] = (),
                 data: BaseModel | None = None) -> ToolResult:
     """A string from outside the built-in tools (a custom tool, a hook) as a ToolResult:
     its ``ERROR:``/``REFUSED:`` prefix says whether it is an error or a refusal."""
-    shown = clip_text(printable(text))
-    return ToolResult(shown, shown.startswith("ERROR:"), shown.startswith("REFUSED:"),
-                      changed, data=data, tool=tool)
+    return ToolResult.of(text, changed, tool=tool, data=data)
 
 
 def _made(parts: tuple[TextPart | ImagePart, ...], data: BaseModel, changed: tuple[str, ...],
@@ -137,7 +136,7 @@ def _made(parts: tuple[TextPart | ImagePart, ...], data: BaseModel, changed: tup
 def hook_refusal(text: str, *, tool: str = "") -> ToolResult:
     """What a ``before_call`` hook's string refuses a call with: ``REFUSED: <text>``,
     unless the hook wrote its own ``ERROR:``/``REFUSED:`` line."""
-    if text.startswith(("ERROR:", "REFUSED:")):
+    if verdict(text):
         return text_result(text, tool=tool)
     return tool_result(Refusal(message=text, rule="before_call"), tool=tool)
 

@@ -26,10 +26,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from io import BufferedReader
-from typing import IO, Any, Protocol
+from typing import IO, Protocol
 
 from ..errors import ToolError
-from ..results import CommandResult, StreamOutput
 from ._cancel import current_cancel
 from ._kill import kill_pipe_holders, kill_tree, signal_command, start_time
 
@@ -69,14 +68,9 @@ class Capture:
         """Bytes dropped from the middle."""
         return self.total - len(self.head) - len(self.tail)
 
-    def output(self) -> StreamOutput:
-        """What was kept, decoded (head and tail apart when bytes were cut between them)."""
-        head = self.head.decode("utf-8", "replace")
-        tail = self.tail.decode("utf-8", "replace")
-        return StreamOutput(head=head, tail=tail, cut=max(0, self.cut), bytes=self.total)
-
-    def text(self) -> str:
-        return self.output().text()
+    def decoded(self) -> tuple[str, str]:
+        """(head, tail), decoded; apart when bytes were cut between them (``cut``)."""
+        return self.head.decode("utf-8", "replace"), self.tail.decode("utf-8", "replace")
 
 
 class Sink(Protocol):
@@ -100,17 +94,6 @@ class Completed:
     timeout: float = 0.0
     held_open: bool = False  # a process that escaped the kill still holds stdout/stderr
     cancelled: bool = False  # stopped through its cancel event (see ``_cancel``)
-
-    def result(self, **more: Any) -> CommandResult:
-        """The command's typed result; ``more``: the fields a caller adds (what changed,
-        what the fence refused)."""
-        code = self.exit_code if not (self.timed_out or self.cancelled) else None
-        killed = signal.Signals(-code).name if code is not None and code < 0 and \
-            -code in signal.valid_signals() else None
-        return CommandResult(exit_code=code, timed_out=self.timed_out and not self.cancelled,
-                             cancelled=self.cancelled, timeout=self.timeout, signal=killed,
-                             stdout=self.stdout.output(), stderr=self.stderr.output(),
-                             held_open=self.held_open, **more)
 
 
 # -- running ------------------------------------------------------------------------------

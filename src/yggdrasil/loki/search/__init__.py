@@ -18,7 +18,7 @@ from ._listing import Listing, list_files
 from ._protected import protection, rg_overrides
 from ._pysearch import COUNT_LIMIT
 from ._rg import find_rg
-from ._search import Backend, Search, skip_note
+from ._search import Backend, Search
 from ._walk import PathCheck, Visit
 
 __all__ = [
@@ -36,5 +36,4 @@ __all__ = [
     "list_files",
     "protection",
     "rg_overrides",
-    "skip_note",
 ]

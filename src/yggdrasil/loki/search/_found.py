@@ -70,7 +70,7 @@ class Found:
     skipped counts then cover only the part walked before the first row not shown.
     """
 
-    rows: list[str]
+    rows: list[str] | list[Hit]  # find: root-relative paths; grep: the hits
     more: int
     over: bool
     skipped: dict[str, int]
@@ -118,14 +118,10 @@ class HitCollector:
         """The answer; past the limit (``limit`` when counted elsewhere), the snapshot."""
         if self.over and self.first is not None:
             more = (limit or self.limit) - self.keep
-            return Found(_render(self.first), more, True, skips.counts(self.cut))
+            return Found(self.first, more, True, skips.counts(self.cut))
         hits = sorted(self.hits, key=lambda h: (path_key(h.path), h.line))
         more = max(0, len(hits) - self.keep)
-        return Found(_render(hits[: self.keep]), more, False, skips.counts())
-
-
-def _render(hits: list[Hit]) -> list[str]:
-    return [f"{h.path}:{h.line}: {h.text}" for h in hits]
+        return Found(hits[: self.keep], more, False, skips.counts())
 
 
 class PathCollector:

@@ -4,7 +4,8 @@ Both engines (``_rg.RgEngine``, ``_pysearch.PythonEngine``) walk the same files,
 the same ones and return the same rows in the same order, so an observation does not
 depend on whether ``rg`` is on PATH (only the regex dialect does: Rust vs Python).
 This module checks the request, confines the start path through :class:`Root`, picks
-an engine and renders the answer:
+an engine and answers with the typed result (``FoundFiles``, ``GrepMatches``), which
+``results`` renders:
 
     src/app.py:12: def main():                 (grep; find prints one path per line)
     [... 40 more matches not shown; narrow the pattern, path or glob]
@@ -16,11 +17,12 @@ from __future__ import annotations
 import stat
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from ..errors import PathError, ToolError
 from ..files import Root
-from ._found import Accept, Found, Pattern, Query
+from ..results import FoundFiles, GrepMatches, Match, SearchSkips
+from ._found import Accept, Found, Hit, Pattern, Query
 from ._globs import GlobError, glob_matcher, rebase_ignore_text
 from ._protected import rg_overrides
 from ._pysearch import COUNT_LIMIT, PythonEngine
@@ -63,19 +65,16 @@ class Search:
                             "(an exception that is not a plain file name); use the Python engine")
         return PythonEngine(self.root)
 
-    def find(self, pattern: str, path: str = ".", include_ignored: bool = False) -> str:
+    def find(self, pattern: str, path: str = ".", include_ignored: bool = False) -> FoundFiles:
         accept = path_matcher(pattern)
         # A name glob also goes in the query: the Python walk then skips other names early.
         name_glob = "" if "/" in pattern.strip() else pattern.strip()
         query = self._query(path, include_ignored, name_glob)
         found = self.engine().find(query, accept)
-        if not found.rows:
-            return _joined([f"no files match {pattern!r} under {query.start}",
-                            _skip_note(found, include_ignored)])
-        return _render(found, "paths", "use a narrower pattern or path", include_ignored)
+        return FoundFiles(paths=[str(r) for r in found.rows], **_facts(pattern, query, found))
 
     def grep(self, pattern: str, path: str = ".", glob: str = "", ignore_case: bool = False,
-             include_ignored: bool = False) -> str:
+             include_ignored: bool = False) -> GrepMatches:
         if "\n" in pattern:
             raise ToolError("pattern contains a line break; grep matches one line at a time")
         if "/" in glob:
@@ -83,10 +82,9 @@ class Search:
         _check_glob(glob)
         query = self._query(path, include_ignored, glob)
         found = self.engine().grep(query, Pattern(pattern, ignore_case))
-        if not found.rows:
-            return _joined([f"no matches for {pattern!r} under {query.start}",
-                            _skip_note(found, include_ignored)])
-        return _render(found, "matches", "narrow the pattern, path or glob", include_ignored)
+        hits = [h for h in found.rows if isinstance(h, Hit)]
+        return GrepMatches(matches=[Match(path=h.path, line=h.line, text=h.text) for h in hits],
+                           **_facts(pattern, query, found))
 
     def _query(self, path: str, include_ignored: bool, name_glob: str = "") -> Query:
         real = self.root.resolve(path)
@@ -154,32 +152,9 @@ def _check_glob(glob: str) -> None:
         raise ToolError(str(exc)) from exc
 
 
-def _render(found: Found, what: str, narrow: str, include_ignored: bool) -> str:
-    rows = list(found.rows)
-    if found.over:
-        rows.append(f"[... more than {found.more} more {what} not shown (counting stops at "
-                    f"{COUNT_LIMIT}); {narrow}]")
-    elif found.more:
-        rows.append(f"[... {found.more} more {what} not shown; {narrow}]")
-    return _joined([*rows, _skip_note(found, include_ignored)])
-
-
-def _skip_note(found: Found, include_ignored: bool) -> str:
-    return skip_note(found.skipped, include_ignored, over=found.over)
-
-
-def skip_note(counts: dict[str, int], include_ignored: bool, *, over: bool = False) -> str:
-    """'[skipped: 12 ignored, 3 hidden, 2 binary, 1 protected; ...]', or '' when nothing was skipped."""
-    parts = [f"{counts[kind]} {kind}" for kind in ("ignored", "hidden", "binary", "protected")
-             if counts.get(kind)]
-    if not parts:
-        return ""
-    label = "skipped before the cut" if over else "skipped"
-    hint = ""
-    if not include_ignored and (counts["ignored"] or counts["hidden"]):
-        hint = "; include_ignored=true searches ignored and hidden files"
-    return f"[{label}: {', '.join(parts)}{hint}]"
-
-
-def _joined(rows: list[str]) -> str:
-    return "\n".join(r for r in rows if r)
+def _facts(pattern: str, query: Query, found: Found) -> dict[str, Any]:
+    """What find and grep say besides their rows: the cut and what was skipped."""
+    return {"pattern": pattern, "start": query.start, "more": found.more,
+            "more_at_least": found.over, "counted_to": COUNT_LIMIT if found.over else 0,
+            "include_ignored": query.include_ignored,
+            "skipped": SearchSkips(**found.skipped, before_cut=found.over)}

@@ -18,6 +18,7 @@ from ._changes import diff, snapshot
 from ._job import JobLimits
 from ._jobs import Jobs
 from ._protected import ProtectedPaths, walk_protected
+from ._results import command_result, stream_of
 from ._rules import RULE_ACTIONS, CommandRules, Rule, RuleAction, Verdict, parse_rules
 from ._shell import DEFAULT_HIDDEN, SANDBOX_MODES, SandboxMode, Shell, writable_paths
 from ._watch import ChangeTracker, TreeWatch
@@ -37,9 +38,11 @@ __all__ = [
     "Shell",
     "TreeWatch",
     "Verdict",
+    "command_result",
     "diff",
     "parse_rules",
     "snapshot",
+    "stream_of",
     "walk_protected",
     "writable_paths",
 ]

@@ -44,6 +44,7 @@ from ._job import JobLimits
 from ._jobs import Jobs
 from ._notes import ProxyNotes
 from ._protected import MaskedPaths, ProtectedPaths, walk_protected
+from ._results import command_result, stream_of
 from ._rules import CommandRules
 from ._watch import ChangeTracker
 
@@ -451,7 +452,7 @@ class Shell:
         (unless the supervisor's refusals, a UNIX socket's say, already tell why)."""
         if done.exit_code == 0 or not (fence.abi or masked):
             return []
-        secret, other = _denied_lines(done.stderr.text(), masked)
+        secret, other = _denied_lines(stream_of(done.stderr).text(), masked)
         found: list[Denial] = ["protected"] if secret else []
         if other and fence.abi and not refused.lines:
             found.append("fence" if self.network else "fence-offline")
@@ -502,7 +503,7 @@ class Shell:
             if self.journal is not None:
                 put_back = self.journal.after_command(changes)
             self.jobs.resume()
-        return done.result(refusals=refused.lines, refusals_dropped=refused.dropped,
+        return command_result(done, refusals=refused.lines, refusals_dropped=refused.dropped,
                            proxy=notes.take().splitlines(), changes=file_changes(changes),
                            changes_tracked=changes.tracked, put_back=put_back,
                            denied=self._denied(done, fence, masked, refused))

@@ -13,7 +13,6 @@ from ..shell import Shell
 from ..tables import TableReader
 from ..web import AddressPolicy, Web
 from ._catalog_code import code_tools, read_file_tool
-from ._catalog_edits import EDITS_ITEMS
 from ._tool import Tool
 
 __all__ = ["job_tools", "read_tools", "web_tools", "write_tools"]
@@ -84,7 +83,7 @@ def write_tools(files: Files, shell: Shell) -> list[Tool]:
 
 
 def _edit_file(files: Files) -> Tool:
-    tool = Tool(
+    return Tool(
         "edit_file", "Replace `old` with `new` in a file: one place (unless replace_all), or "
         "several edits at once with `edits`. Slips in `old` (indentation, tabs/spaces, "
         "trailing spaces, line endings, curly quotes) are forgiven when it still matches one "
@@ -97,8 +96,6 @@ def _edit_file(files: Files) -> Tool:
          "edits": 'several edits in one call, applied in order, all or nothing: '
                   '[{"old": "...", "new": "...", "replace_all": false}, ...]'},
         files.edit_file, mutates=True)
-    tool.input_schema["properties"]["edits"]["items"] = EDITS_ITEMS
-    return tool
 
 
 _BACKGROUND = ("true: start it as a background job (a server, a watcher, a long build) and "

@@ -17,18 +17,9 @@ from ..results import CheckpointList, RewindResult
 from ._box import Toolbox
 from ._tool import Tool
 
-__all__ = ["EDITS_ITEMS", "edit_tools", "rewind_tool"]
+__all__ = ["edit_tools", "rewind_tool"]
 
 Step = Annotated[int, Interval(ge=0)]
-
-# The schema of one item of edit_file's ``edits`` (the signature can only say list[dict]).
-EDITS_ITEMS = {
-    "type": "object",
-    "properties": {"old": {"type": "string"}, "new": {"type": "string"},
-                   "replace_all": {"type": "boolean"}},
-    "required": ["old", "new"],
-    "additionalProperties": False,
-}
 
 PATCH_FORMAT = """\
 Add, delete, update and move files in one call, all or nothing. Format:

@@ -5,10 +5,11 @@ reshape it. Binding checks a model's decoded arguments against the same signatur
 coerces the harmless slips models make ("10" for 10, "true" for True).
 
 Limits are declared once, on the run function's hints, with ``annotated_types``
-(``rows: Annotated[int, Interval(ge=0, le=1000)] = 10``): they become ``minimum``/
-``maximum``/``minLength``... in the schema, so a model sees them, and ``bind_args``
-enforces them from that same schema, so what is shown is what is checked. A
-``Literal`` hint is an ``enum``; a string enum forgives case, spaces and a plural.
+(``rows: Annotated[int, Interval(ge=0, le=1000)] = 10``): pydantic makes them
+``minimum``/``maximum``/``minLength``... in the schema, so a model sees them, and
+``bind_args`` enforces them from that same schema, so what is shown is what is checked.
+A ``Literal`` hint is an ``enum``; a string enum forgives case, spaces and a plural. An
+argument whose items have a shape (edit_file's ``edits``) names it with a TypedDict.
 """
 
 from __future__ import annotations
@@ -18,22 +19,12 @@ import math
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Union
 
-import annotated_types as at
 from pydantic import BaseModel, TypeAdapter
 
 from ..errors import ToolDefinitionError, ToolError
 from ..results import ErrorResult, Refusal
-
-_JSON_TYPES: dict[Any, str] = {
-    str: "string",
-    int: "integer",
-    float: "number",
-    bool: "boolean",
-    list: "array",
-    dict: "object",
-}
 
 
 def _unwrap(hint: Any) -> tuple[Any, list[Any]]:
@@ -54,46 +45,32 @@ def _unwrap(hint: Any) -> tuple[Any, list[Any]]:
 
 
 def type_schema(hint: Any) -> dict[str, Any]:
-    """The JSON Schema fragment for one Python type hint (``{}`` when unknown)."""
-    hint, metadata = _unwrap(hint)
-    origin = typing.get_origin(hint)
-    if origin is Literal:
-        values = list(typing.get_args(hint))
-        schema: dict[str, Any] = {"type": _JSON_TYPES.get(type(values[0]), "string"),
-                                  "enum": values}
-    elif origin in (list, tuple, set, frozenset):
-        args = typing.get_args(hint)
-        schema = {"type": "array", "items": type_schema(args[0])} if args else {"type": "array"}
-    elif origin in (dict, Mapping):
-        schema = {"type": "object"}
-    elif hint in _JSON_TYPES:
-        schema = {"type": _JSON_TYPES[hint]}
-    else:
-        schema = {}
-    schema.update(_limits(metadata, schema.get("type")))
-    return schema
+    """The JSON Schema of one argument's type hint, as pydantic makes it (``{}`` when it
+    cannot): limits declared with ``annotated_types`` become ``minimum``/``maxLength``...,
+    a ``Literal`` an ``enum``, a TypedDict or model an object; ``Optional`` is dropped
+    (null means the default), references are inlined and titles left out, so that the
+    vendor flavors reshape plain schemas."""
+    inner, metadata = _unwrap(hint)
+    shaped = Annotated[(inner, *metadata)] if metadata else inner
+    try:
+        made = TypeAdapter(shaped).json_schema()
+    except Exception:  # a type pydantic has no schema for: described by words only
+        return {}
+    inlined: dict[str, Any] = _inline(made, made.get("$defs", {}))
+    return inlined
 
 
-def _limits(metadata: list[Any], kind: str | None) -> dict[str, Any]:
-    """JSON Schema keywords for ``annotated_types`` constraints (others are ignored)."""
-    found: dict[str, Any] = {}
-    sized = "Items" if kind == "array" else "Length"
-    for item in metadata:
-        if isinstance(item, at.GroupedMetadata):  # Interval, Len: a group of the ones below
-            found.update(_limits(list(item), kind))
-        elif isinstance(item, at.Gt):
-            found["exclusiveMinimum"] = item.gt
-        elif isinstance(item, at.Ge):
-            found["minimum"] = item.ge
-        elif isinstance(item, at.Lt):
-            found["exclusiveMaximum"] = item.lt
-        elif isinstance(item, at.Le):
-            found["maximum"] = item.le
-        elif isinstance(item, at.MinLen):
-            found[f"min{sized}"] = item.min_length
-        elif isinstance(item, at.MaxLen):
-            found[f"max{sized}"] = item.max_length
-    return found
+def _inline(node: Any, defs: Mapping[str, Any], depth: int = 0) -> Any:
+    """``node`` with each local ``$ref`` replaced by its definition and titles dropped."""
+    if isinstance(node, list):
+        return [_inline(item, defs, depth) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and depth < 16:
+        return _inline(defs.get(ref.removeprefix("#/$defs/"), {}), defs, depth + 1)
+    return {key: _inline(value, defs, depth) for key, value in node.items()
+            if key not in ("$defs", "title")}
 
 
 def _parameters(run: Callable[..., Any]) -> dict[str, inspect.Parameter]:

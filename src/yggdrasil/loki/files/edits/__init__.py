@@ -21,13 +21,14 @@ from ._diff import (
     render,
     whole,
 )
-from ._edit import apply_edits, edit_list, summary
+from ._edit import EditItem, apply_edits, edit_list, summary
 from ._patch import parse_patch
 
 __all__ = [
     "MAX_CONFIRM_LINES",
     "MAX_DIFF_LINES",
     "ConfirmAction",
+    "EditItem",
     "FileState",
     "Plan",
     "Spans",

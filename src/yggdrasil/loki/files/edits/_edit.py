@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Required
+
+from pydantic import ConfigDict
+from typing_extensions import TypedDict
 
 from ...errors import ToolError
 from .._text import printable
@@ -247,8 +250,21 @@ def _more(places: list[str]) -> str:
     return f", ... {len(places) - _SHOW_PLACES} more" if len(places) > _SHOW_PLACES else ""
 
 
+class EditItem(TypedDict, total=False):
+    """One edit: replace old with new (every occurrence with replace_all)."""
+
+    # edit_file's ``edits`` schema is made from this class: its docstring is what a model
+    # reads, and unknown keys are refused (extra="forbid")
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    old: Required[str]
+    new: Required[str]
+    replace_all: bool
+
+
 def edit_list(old: str, new: str, replace_all: bool,
-              edits: list[dict[str, Any]] | None) -> list[Edit]:
+              edits: list[EditItem] | list[dict[str, Any]] | None) -> list[Edit]:
     """The edits of one edit_file call: ``old``/``new`` first (when given), then ``edits``."""
     items = [Edit(old, new, replace_all)] if old or new else []
     for i, item in enumerate(edits or []):
