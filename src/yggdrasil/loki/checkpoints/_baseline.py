@@ -77,6 +77,8 @@ class BaselineWalk:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
+        if not self._thread.ident:  # never started: nobody waits for it
+            self._done.set()
 
     def _run(self) -> None:
         try:

@@ -74,6 +74,7 @@ class Checkpoints:
         self._told = False  # the stop was said in a call's result
         self._dirs_seen = 0
         self._caught_up = False  # the baseline was brought up to the first command
+        self._begun = False  # the first checkpoint is being (or was) taken
         self._made: dict[str, str] = {}  # folders a rewind removed or made: "d/" -> how
         self._lock = threading.RLock()
         self.walk = BaselineWalk(self.root, self.store, self.timeline, self.run,
@@ -90,19 +91,30 @@ class Checkpoints:
         keeper.n = keeper.timeline.last_step(run)
         keeper.walk.result = keeper.timeline.baseline(run)
         keeper.walk.done_now()
-        keeper._caught_up = True
+        keeper._caught_up = keeper._begun = True
         return keeper
 
     def start(self, journal: Journal | None = None) -> Checkpoints:
-        """Hear the journal's originals, take the first checkpoint in the background, and
-        prune the store (at most hourly); returns itself."""
+        """Hear the journal's originals; the first checkpoint is taken from the first call
+        on (``begin``); returns itself."""
         self.journal = journal
         if journal is not None:
             journal.first_touch = self._first_touch
             self._dirs_seen = len(journal.created_dirs)
+        return self
+
+    def begin(self) -> None:
+        """Before a call: take the first checkpoint in the background, and prune the store
+        (at most hourly), unless that has begun already. A toolbox that is only listed
+        (``loki tools``) walks nothing."""
+        if self._begun:
+            return
+        with self._lock:
+            if self._begun:
+                return
+            self._begun = True
         self.walk.start()
         threading.Thread(target=self._prune, name="loki-prune", daemon=True).start()
-        return self
 
     def _skipped(self) -> list[Path]:
         return self.journal.private_dirs() if self.journal is not None else []
@@ -113,9 +125,17 @@ class Checkpoints:
         with self._lock:
             self.pending.setdefault(rel)
 
+    def close(self) -> None:
+        """Stop the first checkpoint's walk (a toolbox that closes before it began walks
+        nothing after)."""
+        with self._lock:
+            self._begun = True
+        self.walk.stop()
+
     def wait_baseline(self) -> None:
         """Before a command or a job starts: the first checkpoint must be whole, since a
         command's changes are kept only as a difference from it."""
+        self.begin()
         if not self.walk.done:
             self.walk.wait(BASELINE_WAIT)
         if not self._caught_up:
@@ -278,9 +298,6 @@ class Checkpoints:
         return result.model_copy(update={"checkpoint": self.step("rewind")}), back
 
     # -- lifetime ----------------------------------------------------------------------------
-
-    def close(self) -> None:
-        self.walk.stop()
 
     def _prune(self) -> None:
         try:

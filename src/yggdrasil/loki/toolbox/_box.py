@@ -424,6 +424,8 @@ class Toolbox:
             return tool_result(ErrorResult(category="unknown_tool", message=(
                 f"unknown tool {name!r}; available tools: {available}")), tool=str(name))
         event = cancel if cancel is not None else threading.Event()
+        if self.checkpointing is not None:
+            self.checkpointing.begin()  # the first checkpoint, in the background
         with self._calls.track(event):
             if not tool.mutates:
                 return self._hooked(tool, arguments, event)
