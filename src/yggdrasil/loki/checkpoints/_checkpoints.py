@@ -175,8 +175,8 @@ class Checkpoints:
                 return None
             try:
                 with self.store.transaction():  # one commit for the step (100,000 files...)
-                    states = {rel: observe(self.root, rel, self.store, self.limits.max_file)
-                              for rel in paths}
+                    states = {rel: observe(self.root, rel, self.store, self.limits.max_file,
+                                           fast=True) for rel in paths}
                     states.update((d + "/", State("dir")) for d in dirs)
                     states.update((d, State("dir") if how == "mkdir" else ABSENT)
                                   for d, how in made.items())

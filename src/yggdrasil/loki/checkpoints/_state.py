@@ -80,22 +80,24 @@ def lstat(root: Root, rel: str) -> os.stat_result | None:
         return None
 
 
-def observe(root: Root, rel: str, store: Store | None, max_file: int) -> State:
+def observe(root: Root, rel: str, store: Store | None, max_file: int, *,
+            fast: bool = False) -> State:
     """The state of ``rel`` now (its folder walked once from the root, no link
-    followed); a regular file's bytes are kept in ``store`` (none: not kept)."""
+    followed); a regular file's bytes are kept in ``store`` (none: not kept; ``fast``:
+    compressed later, off a step's path)."""
     if rel.endswith("/"):
         return State("unknown", why="a folder whose contents are not tracked (.git, "
                      "node_modules, a virtualenv...); it cannot be put back")
     *folder, name = PurePosixPath(rel).parts
     try:
         with root.folder_fd(tuple(folder)) as dfd:
-            return _observe_at(root, rel, dfd, name, store, max_file)
+            return _observe_at(root, rel, dfd, name, store, max_file, fast)
     except (LokiError, OSError):  # gone, or a folder on its way is a link or a file
         return ABSENT
 
 
 def _observe_at(root: Root, rel: str, dfd: int, name: str, store: Store | None,
-                max_file: int) -> State:
+                max_file: int, fast: bool) -> State:
     try:
         st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError:
@@ -118,8 +120,8 @@ def _observe_at(root: Root, rel: str, dfd: int, name: str, store: Store | None,
     try:
         now = os.fstat(fd)
         if not stat.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
-            return observe(root, rel, store, max_file)  # replaced meanwhile: look again
-        key, size = store.put_fd(fd)
+            return observe(root, rel, store, max_file, fast=fast)  # replaced: look again
+        key, size = store.put_fd(fd, fast=fast)
     finally:
         os.close(fd)
     return State("file", mode, key, size, sig_of(now))

@@ -180,7 +180,7 @@ class StoreCopies:
     def keep(self, fd: int) -> Copy | StoredCopy:
         if os.fstat(fd).st_size <= self.max_file:
             try:
-                key, size = self.store.put_fd(fd)
+                key, size = self.store.put_fd(fd, fast=True)  # a tool waits
                 return StoredCopy(self.store, key, size)
             except StoreError:  # a full disk: the undo still needs its copy (checkpoints
                 pass  # say they stopped)

@@ -13,6 +13,10 @@ fleet's attempts, ``loki rewind`` beside a running session), and small blobs rea
 write faster than as files of their own (no inode per blob). Blobs are verified when
 read: a damaged one (a power cut before the OS flushed it) is an error, never restored.
 
+A step's checkpoint keeps what changed as it is and the compactor compresses it soon
+after, in a thread of its own (``_compactor``): compressing is most of what keeping ten
+files would cost a step.
+
 ``used`` (seconds since the epoch) is stamped when a blob is stored or found again; the
 pruning of unreferenced blobs (``Store.collect``) spares the recently used ones, so a
 blob a running session just stored, before anything refers to it, is never collected.
@@ -31,17 +35,17 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ..errors import LokiError
+from ._compactor import LEVEL, Compactor
 
 __all__ = ["CHUNK", "Store", "StoreError"]
 
 CHUNK = 4 << 20  # bytes per chunk of a big file
-_LEVEL = 1  # zlib: fast; higher levels cost 3-5x the time for ~15% less space
 _BUSY_MS = 30_000  # a writer waits this long for another process's commit
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS blobs (
     hash TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB, parts TEXT,
-    used REAL NOT NULL);
+    used REAL NOT NULL, z INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
@@ -65,6 +69,8 @@ class Store:
         self.folder = folder
         self.lock = threading.RLock()
         self._depth = 0  # transactions open in the thread holding ``lock``
+        self.compactor = Compactor(folder / "store.db", self.lock, self.transaction,
+                                   lambda: self.db)
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.db = sqlite3.connect(folder / "store.db", timeout=_BUSY_MS / 1000,
@@ -72,11 +78,13 @@ class Store:
             self.db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # only takes on a new file
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")  # a commit is atomic, not fsynced
+            self.db.execute("PRAGMA wal_autocheckpoint=0")  # folded by the compactor
             self.db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the checkpoint store in {folder}: {exc}") from exc
 
     def close(self) -> None:
+        self.compactor.stop()
         with self.lock:
             self.db.close()
 
@@ -113,34 +121,35 @@ class Store:
 
     # -- writing ------------------------------------------------------------------------
 
-    def put(self, data: bytes) -> str:
-        """Keep ``data`` (at most CHUNK bytes); its hash."""
+    def put(self, data: bytes, *, fast: bool = False) -> str:
+        """Keep ``data`` (at most CHUNK bytes); its hash. ``fast``: as it is, compressed
+        soon after by the compactor (a step's checkpoint is not held up by zlib)."""
         with self.transaction() as db:
-            return self._put(db, data)
+            key = digest(data)
+            found = db.execute("UPDATE blobs SET used=? WHERE hash=?", (time.time(), key))
+            if not found.rowcount:
+                db.execute("INSERT INTO blobs (hash, size, data, used, z) VALUES (?, ?, ?, ?, ?)",
+                           (key, len(data), data if fast else zlib.compress(data, LEVEL),
+                            time.time(), 0 if fast else 1))
+                if fast:
+                    self.compactor.poke()
+            return key
 
-    def _put(self, db: sqlite3.Connection, data: bytes | memoryview) -> str:
-        key = digest(data)
-        found = db.execute("UPDATE blobs SET used=? WHERE hash=?", (time.time(), key))
-        if not found.rowcount:
-            db.execute("INSERT INTO blobs (hash, size, data, used) VALUES (?, ?, ?, ?)",
-                       (key, len(data), zlib.compress(data, _LEVEL), time.time()))
-        return key
-
-    def put_fd(self, fd: int) -> tuple[str, int]:
+    def put_fd(self, fd: int, *, fast: bool = False) -> tuple[str, int]:
         """Keep the file open at ``fd`` (read from its start, as it is now); (hash, size).
         Each chunk of a big file commits on its own: a writer in another thread or process
-        is never held up for long."""
+        is never held up for long. ``fast``: see ``put``."""
         os.lseek(fd, 0, os.SEEK_SET)
         first = _read_full(fd, CHUNK)
         if len(first) < CHUNK:
-            return self.put(first), len(first)
+            return self.put(first, fast=fast), len(first)
         whole = hashlib.sha256()
         parts: list[str] = []
         size = 0
         chunk = first
         while chunk:
             whole.update(chunk)
-            parts.append(self.put(chunk))
+            parts.append(self.put(chunk, fast=fast))
             size += len(chunk)
             chunk = _read_full(fd, CHUNK)
         key = whole.hexdigest()
@@ -166,12 +175,13 @@ class Store:
         """The blob's bytes, a chunk at a time, each checked against its hash; StoreError
         when it is missing or damaged (then nothing of it should be used)."""
         with self.lock:
-            row = self.db.execute("SELECT data, parts FROM blobs WHERE hash=?", (key,)).fetchone()
+            row = self.db.execute("SELECT data, parts, z FROM blobs WHERE hash=?",
+                                  (key,)).fetchone()
         if row is None:
             raise StoreError(f"blob {key[:12]} is not in the store (pruned?)")
-        data, parts = row
+        data, parts, packed = row
         if parts is None:
-            yield self._checked(key, data)
+            yield self._checked(key, data, packed)
             return
         whole = hashlib.sha256()
         for part in parts.split():
@@ -184,9 +194,9 @@ class Store:
     def read(self, key: str) -> bytes:
         return b"".join(self.chunks(key))
 
-    def _checked(self, key: str, data: bytes) -> bytes:
+    def _checked(self, key: str, data: bytes, packed: int) -> bytes:
         try:
-            raw = zlib.decompress(data)
+            raw = zlib.decompress(data) if packed else data
         except zlib.error as exc:
             raise StoreError(f"blob {key[:12]} is damaged: {exc}") from exc
         if digest(raw) != key:
@@ -194,6 +204,14 @@ class Store:
         return raw
 
     # -- size and pruning ----------------------------------------------------------------
+
+    def settle(self) -> None:
+        """Compress what was kept raw and fold the log into the database: then
+        ``bytes_used`` is what the store takes (for a measure, a test)."""
+        self.compactor.settle()
+        with self.lock:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.db.execute("PRAGMA incremental_vacuum")
 
     def bytes_used(self) -> int:
         """The store's size on disk (the database and its write-ahead log)."""
