@@ -410,3 +410,76 @@ def test_each_step_of_act_names_its_checkpoint(root: Path) -> None:
         assert box.checkpointing is not None and result.checkpoints == box.checkpointing.run
         box.rewind(result.steps[1].checkpoint or 0)
         assert (root / "a.txt").read_text() == "two\n" and not (root / "b").exists()
+
+
+def test_blobs_are_compressed_off_the_step_and_a_damaged_one_is_never_restored(
+        box: Toolbox, root: Path) -> None:
+    (root / "a.txt").write_text("x = 1\n" * 2000)
+    (root / "b.txt").write_text("b\n")
+    ok(box.invoke("run", {"command": "echo changed > a.txt; echo changed > b.txt"}))
+    keeper = box.checkpointing
+    assert keeper is not None
+    keeper.store.settle()
+    with keeper.store.lock:
+        raw = keeper.store.db.execute("SELECT count(*) FROM blobs WHERE z=0").fetchone()[0]
+        size, kept = keeper.store.db.execute(
+            "SELECT size, length(data) FROM blobs ORDER BY size DESC LIMIT 1").fetchone()
+    assert raw == 0 and size == 12_000 and kept < 200  # compressed
+    key = keeper.timeline.start_state(keeper.run, "a.txt").hash
+    with keeper.store.transaction() as db:  # a blob damaged on disk (a torn write)
+        db.execute("UPDATE blobs SET data=? WHERE hash=?", (b"not zlib", key))
+    result = box.rewind(0)
+    why = {n.path: n.why for n in result.not_restored}
+    assert "damaged" in why["a.txt"] and (root / "a.txt").read_text() == "changed\n"
+    assert (root / "b.txt").read_text() == "b\n"  # the rest still comes back
+
+
+def test_old_runs_are_pruned_and_their_blobs_go(root: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from yggdrasil.loki.checkpoints import CheckpointLimits, prune
+
+    monkeypatch.setenv("LOKI_STATE_DIR", str(tmp_path / "state"))  # a store of its own
+    (root / "a.txt").write_text("a\n")
+    old = filesystem_toolbox(root)
+    ok(old.invoke("run", {"command": "echo unique-to-the-old-run > a.txt"}))
+    old.close()
+    box = filesystem_toolbox(root)
+    ok(box.invoke("write_file", {"path": "b.txt", "content": "b\n"}))
+    keeper, gone = box.checkpointing, old.checkpointing
+    assert keeper is not None and gone is not None
+    keeper.store.settle()
+    with keeper.store.transaction() as db:  # the old run began long ago
+        db.execute("UPDATE runs SET started=started-86400*30 WHERE id=?", (gone.run,))
+        db.execute("UPDATE blobs SET used=used-86400*30")
+    dropped = prune(keeper.timeline, CheckpointLimits(max_age=14 * 86400), keep={keeper.run},
+                    force=True)
+    assert gone.run in dropped and keeper.timeline.run(gone.run) is None
+    assert keeper.timeline.run(keeper.run) is not None
+    live = keeper.timeline.hashes([keeper.run])
+    with keeper.store.lock:
+        left = {r[0] for r in keeper.store.db.execute("SELECT hash FROM blobs")}
+    assert left == live  # the old run's own blobs went, the live run's stayed
+    assert box.rewind(0).not_restored == [] and not (root / "b.txt").exists()
+
+
+def test_the_store_is_pruned_to_its_size(root: Path, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from yggdrasil.loki.checkpoints import CheckpointLimits, prune
+
+    monkeypatch.setenv("LOKI_STATE_DIR", str(tmp_path / "state"))  # a store of its own
+    runs = []
+    for n in range(3):
+        box = filesystem_toolbox(root)
+        ok(box.invoke("write_file", {"path": f"f{n}.bin", "content": os.urandom(200_000).hex()}))
+        assert box.checkpointing is not None
+        box.checkpointing.store.settle()
+        runs.append(box.checkpointing)
+        box.close()
+    keeper = runs[-1]
+    with keeper.store.transaction() as db:
+        db.execute("UPDATE blobs SET used=used-86400")
+    dropped = prune(keeper.timeline, CheckpointLimits(max_bytes=1 << 20), keep={keeper.run},
+                    force=True)
+    assert dropped and dropped[0] == runs[0].run  # the oldest first
+    keeper.store.settle()
+    assert keeper.store.bytes_used() <= 1 << 20 or len(dropped) == 2
