@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._checkpoints import CheckpointLimits, Checkpoints, materialize, new_run_id, plan
+from ._checkpoints import CheckpointLimits, Checkpoints, new_run_id
+from ._plan import materialize, plan
 from ._prune import prune
 from ._rewind import apply, folders, lock_root
 from ._state import State, observe
