@@ -246,7 +246,7 @@ def test_loki_config_and_loki_trust(root: Path, tmp_path: Path, home: dict[str, 
     assert shown["settings"]["jobs.max_jobs"] == 3
     assert shown["origins"]["jobs.max_jobs"] == "command line"
     assert any("fence.sandbox" in w for w in shown["warnings"])
-    trusted = run("trust", "--root", str(root))
+    trusted = run("trust", "--root", str(root), "--yes")
     assert trusted.returncode == 0 and "trusted as it is now" in trusted.stdout
     text = run("config", "--root", str(root)).stdout
     assert 'fence.sandbox = "off"  # project: ' in text and "warning" not in text

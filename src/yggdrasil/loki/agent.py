@@ -77,15 +77,18 @@ class Loki:
         self.instructions = instructions
         self.agents_md = agents_md
 
-    def session(self, root: str | os.PathLike[str] = ".", *, read_only: bool = False,
-                allow_web: bool = False, confirm: Callable[[str], Any] | None = None,
+    def session(self, root: str | os.PathLike[str] = ".", *, read_only: bool | None = None,
+                allow_web: bool | None = None, confirm: Callable[[str], Any] | None = None,
                 toolbox: Toolbox | None = None) -> Session:
         """A conversation for several ``act`` calls: each run sees the ones before it.
 
         Without ``toolbox`` the session opens ``filesystem_toolbox(root, ...)`` and keeps it
         across its runs (``changed`` and ``revert()`` span them all) until ``close()`` or
-        the end of ``with loki.session(...) as session:``.
+        the end of ``with loki.session(...) as session:``. A given toolbox was built with
+        its own options: ``read_only``, ``allow_web`` or ``confirm`` beside it is a
+        ValueError.
         """
+        _no_options_beside(toolbox, read_only=read_only, allow_web=allow_web, confirm=confirm)
         if toolbox is None:
             own = filesystem_toolbox(Path(root), settings=self.settings, read_only=read_only,
                                      allow_web=allow_web, confirm=confirm)
@@ -96,7 +99,7 @@ class Loki:
     def act(
         self, task: str, root: str | os.PathLike[str] | None = None,
         max_steps: int | None = None,
-        read_only: bool = False, allow_web: bool = False,
+        read_only: bool | None = None, allow_web: bool | None = None,
         confirm: Callable[[str], Any] | None = None, toolbox: Toolbox | None = None,
         on_step: Callable[[ActStep], None] | None = None,
         transcript: str | os.PathLike[str] | None = None, *, repo_map: int = DEFAULT_REPO_MAP,
@@ -109,7 +112,9 @@ class Loki:
         Without ``toolbox`` (or a session's), ``filesystem_toolbox(root, settings=...,
         read_only=..., allow_web=..., confirm=...)`` is used and closed when the run ends
         (its background jobs stop), with ``settings`` (default: the agent's); ``max_steps``
-        defaults to ``settings.agent.max_steps`` (12); a given toolbox is used as is and stays open. ``root`` defaults to the
+        defaults to ``settings.agent.max_steps`` (12). A given toolbox is used as is and
+        stays open: ``read_only``, ``allow_web`` or ``confirm`` beside it (or a session's)
+        is a ValueError, as they could not apply. ``root`` defaults to the
         toolbox's root, else the current folder; a ``root`` other than the toolbox's is
         a ValueError (the run would work in one folder and report another). ``on_step(step)``
         is called as each step completes; ``transcript`` is a JSONL file written as the run
@@ -134,6 +139,7 @@ class Loki:
         if repo_map < 0:
             raise ValueError(f"repo_map is a size in characters (0: no map), got {repo_map}")
         toolbox = toolbox or (session.toolbox if session is not None else None)
+        _no_options_beside(toolbox, read_only=read_only, allow_web=allow_web, confirm=confirm)
         root = root if root is not None else (session.root if session is not None else None)
         plan = _Plan(task, max_steps, on_step, transcript, repo_map, instructions, session,
                      on_event, run_id or new_run_id())
@@ -189,6 +195,15 @@ class _Plan:
     session: Session | None
     on_event: EventSink | None
     run: str
+
+
+def _no_options_beside(toolbox: Toolbox | None, **options: Any) -> None:
+    """ValueError when toolbox options come with a toolbox, which has its own."""
+    given = [name for name, value in options.items() if value is not None]
+    if toolbox is not None and given:
+        raise ValueError(f"{', '.join(given)} cannot apply to a toolbox that is given (it was "
+                         "built with its own); pass them to filesystem_toolbox(...) when "
+                         "making it, or give no toolbox and let the run make one")
 
 
 def _root_of(toolbox: Toolbox, root: str | os.PathLike[str] | None) -> str:

@@ -55,7 +55,7 @@ class Checkpoints:
     def __init__(self, root: Root, folder: Path, *,
                  limits: CheckpointLimits = CheckpointLimits(), run: str | None = None,
                  new: bool = True) -> None:
-        self.root = replace(root, git_writable=True, restores=True)  # puts back what was
+        self.root = replace(root, restores=True)  # puts back what was
         self.journal: Journal | None = None
         self.folder = folder
         self.limits = limits

@@ -99,7 +99,7 @@ def materialize(folder: Path, root: Root, run: str, step: int) -> RewindResult:
     target = timeline.states_at(run, step, paths)
     changes = [Change(p, start[p], target[p], by_content=True) for p in sorted(paths)
                if not p.endswith("/")]
-    out = apply(replace(root, git_writable=True, restores=True), store, changes, dry_run=False)
+    out = apply(replace(root, restores=True), store, changes, dry_run=False)
     out.done += folders(root, [], [p[:-1] for p in paths if p.endswith("/")
                                    and target[p].kind == "dir"], dry_run=False)
     return RewindResult(run=run, step=step, restored=out.done, not_restored=out.not_restored,

@@ -49,7 +49,8 @@ def run_call(args: argparse.Namespace) -> int:
         logging.getLogger("yggdrasil.loki.code").addHandler(logging.StreamHandler())
         logging.getLogger("yggdrasil.loki.code").setLevel(logging.INFO)
     # one call, no run to rewind: it keeps no checkpoints (nor waits for their first walk)
-    settings = cli_settings(args, extra={"checkpoints.enabled": False})
+    settings = cli_settings(args).with_values({"checkpoints.enabled": False},
+                                              origin="loki call")
     box = open_toolbox(args, confirm=terminal_confirm(args.yes), settings=settings)
     tool = box.get(args.tool)
     if tool is None:

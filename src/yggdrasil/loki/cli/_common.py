@@ -16,6 +16,7 @@ import textwrap
 from typing import Any, TextIO
 
 from ..files import Answer, Confirm, answer_of
+from ..results import did_you_mean
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -60,10 +61,20 @@ exit codes:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line, like every other loki error."""
+    """argparse whose usage errors are one line, like every other loki error, and name
+    the closest choice for one that is not (``loki cofig``: did you mean config?)."""
 
     def error(self, message: str) -> Any:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            hint = did_you_mean(value, map(str, action.choices or ()))
+            if not hint:
+                raise
+            raise argparse.ArgumentError(action, f"{exc.message}{hint}") from None
 
 
 class CliError(Exception):

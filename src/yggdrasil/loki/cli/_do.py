@@ -28,6 +28,7 @@ from ._common import (
     confirm_mode,
     terminal_confirm,
 )
+from ._flags import AGENT, TOOLBOX, add_settings_flags
 from ._runs import (
     MAX_INSTRUCTIONS_FILE,
     event_sink,
@@ -61,14 +62,7 @@ def add_do(commands: Any) -> None:
                "  loki do 'replay' --engine scripted --model run.jsonl --json\n"
                "\n" + EXIT_CODES)
     parser.add_argument("task", help="what the agent should do, in plain words")
-    parser.add_argument("--engine", metavar="NAME",
-                        help="openai, anthropic, ollama or scripted (default: from the environment)")
-    parser.add_argument("--model", metavar="M",
-                        help="model name (for scripted: the JSONL file of decisions to replay)")
-    parser.add_argument("--base-url", metavar="URL", help="API base URL (OpenAI-compatible servers)")
-    parser.add_argument("--max-steps", type=int, default=None, metavar="N",
-                        help="most tool calls before the run stops (default: agent.max_steps "
-                             "of the settings, 12)")
+    add_settings_flags(parser.add_argument_group("the agent"), AGENT)
     parser.add_argument("--json", action="store_true",
                         help="print the whole result (steps, answer, files, usage) as JSON")
     parser.add_argument("--log", metavar="FILE",
@@ -95,18 +89,15 @@ def run_do(args: argparse.Namespace) -> int:
     from ..agent import Loki
     from ..loop import new_run_id
 
-    if args.max_steps is not None and args.max_steps < 1:
-        raise CliError("--max-steps must be at least 1")
     if args.events == "-" and args.json:
         raise CliError("--events - and --json both write to stdout; give one a file")
-    settings = cli_settings(args)
-    args.max_steps = args.max_steps or settings.agent.max_steps
+    settings = cli_settings(args, groups=TOOLBOX | AGENT)
+    args.max_steps = settings.agent.max_steps
     instructions = _read_instructions(args.instructions)
     session = _session(args)
     said = len(session.notes) if session is not None else 0
     try:
-        loki = Loki(engine=args.engine, model=args.model, base_url=args.base_url,
-                    agents_md=not args.no_agents_md, settings=settings)
+        loki = Loki(agents_md=not args.no_agents_md, settings=settings)
     except (EngineConfigError, ValueError) as exc:
         raise CliError(str(exc)) from exc
     progress = Progress(args.max_steps, live=sys.stderr.isatty())

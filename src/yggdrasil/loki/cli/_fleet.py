@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, CliError, wrap
-from ._toolbox import add_settings_flags, announce_settings, cli_settings, fleet_fence
+from ._flags import add_settings_flags
+from ._toolbox import add_profile_flag, announce_settings, cli_settings, fleet_fence
 
 __all__ = ["add_fleet", "run_fleet"]
 
@@ -70,8 +71,10 @@ def add_fleet(commands: Any) -> None:
     parser.add_argument("--model", metavar="M",
                         help="model name; {id} becomes the task id (scripted: scripts/{id}.jsonl)")
     parser.add_argument("--base-url", metavar="URL", help="API base URL (OpenAI-compatible servers)")
-    add_settings_flags(parser.add_argument_group("the agent's toolbox (verify: nothing "
-                                                 "protected, no rules)"), fleet=True)
+    toolbox = parser.add_argument_group("the agent's toolbox (verify: nothing protected, "
+                                        "no rules)")
+    add_profile_flag(toolbox)
+    add_settings_flags(toolbox, exclude=("read_only", "web.enabled"))
     parser.add_argument("--cache", metavar="DIR",
                         help="each node's mirrors and working copies (default "
                              "~/.cache/yggdrasil-loki/fleet)")

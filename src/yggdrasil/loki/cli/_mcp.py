@@ -11,6 +11,7 @@ from typing import Any
 
 from ..settings import Settings
 from ._common import EXIT_OK, CliError
+from ._flags import MCP, TOOLBOX, add_settings_flags
 from ._toolbox import announce, cli_settings, open_toolbox, subcommand
 
 __all__ = ["add_mcp", "run_mcp"]
@@ -41,11 +42,7 @@ def add_mcp(commands: Any) -> None:
                '"args": ["mcp", "--root", "/path/to/project"]}}}\n'
                "  claude mcp add --transport http loki http://127.0.0.1:8765/mcp "
                '--header "Authorization: Bearer $TOKEN"')
-    group = parser.add_argument_group("mcp")
-    group.add_argument("--max-message-bytes", type=_positive, default=None,
-                       metavar="N", help="a JSON-RPC message (a line on stdin, an HTTP body) "
-                       "longer than N bytes is answered with an error and dropped unread "
-                       "(default: 16777216 = 16 MiB)")
+    add_settings_flags(parser.add_argument_group("mcp"), MCP)
     http = parser.add_argument_group("streamable HTTP")
     http.add_argument("--http", metavar="HOST:PORT",
                       help="serve over streamable HTTP at http://HOST:PORT/mcp instead of stdio "
@@ -56,25 +53,10 @@ def add_mcp(commands: Any) -> None:
     http.add_argument("--no-token", action="store_true",
                       help="accept requests without a token: only behind a proxy that "
                            "authenticates")
-    http.add_argument("--http-host", action="append", default=None, metavar="NAME",
-                      help="a host name clients reach the server by (the Host header; "
-                           "repeatable): others are refused against DNS rebinding (default: "
-                           "the address bound, and loopback names)")
-    http.add_argument("--http-origin", action="append", default=None, metavar="ORIGIN",
-                      help="a browser origin allowed to call (e.g. https://app.example; "
-                           "repeatable; default: pages of the accepted hosts only)")
-    http.add_argument("--idle-timeout", type=_positive, default=None, metavar="SECONDS",
-                      help="a session with no request for this long ends and its toolbox "
-                           "(jobs included) is closed (default: 600)")
-    http.add_argument("--max-sessions", type=_positive, default=None, metavar="N",
-                      help="open sessions (each a toolbox) before new ones get 503 (default: 32)")
 
 
 def run_mcp(args: argparse.Namespace) -> int:
-    settings = cli_settings(args, extra={  # the files are read once: every session gets them
-        "mcp.max_message_bytes": args.max_message_bytes, "mcp.idle_timeout": args.idle_timeout,
-        "mcp.max_sessions": args.max_sessions, "mcp.http_hosts": args.http_host,
-        "mcp.http_origins": args.http_origin})
+    settings = cli_settings(args, groups=TOOLBOX | MCP)  # read once: every session gets them
     box = open_toolbox(args, settings=settings)  # before importing the SDK: fails fast
     announce(box, confirm="by the MCP client (mutating tools are marked destructive)",
              root=args.root)
@@ -146,13 +128,3 @@ def _token(args: argparse.Namespace) -> str | None:
         raise CliError(f"the token from {source} is {len(token)} characters; use at least 16 "
                        "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
     return token
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
-    return value

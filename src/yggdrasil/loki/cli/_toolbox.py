@@ -2,8 +2,8 @@
 the toolbox they open, and the fence said out loud.
 
 Every toolbox-backed subcommand (tools, call, do, mcp) and ``loki fleet`` take the same
-flags; a flag that is given overrides the files and ``LOKI_*`` variables
-(``load_settings``), one that is not leaves them. :func:`announce` prints, when a run
+flags, made from the settings' declarations (``_flags``); a flag that is given overrides
+the files and ``LOKI_*`` variables (``load_settings``), one that is not leaves them. :func:`announce` prints, when a run
 starts, the one line saying which fence is actually in force, and a loud warning when
 commands run unfenced or confirmation is off.
 """
@@ -14,138 +14,39 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TextIO
 
 from ..errors import LokiError
 from ..files import Confirm
 from ..settings import Settings, SettingsError, load_settings
-from ..tools import McpServer, Toolbox, filesystem_toolbox
+from ..tools import Toolbox, filesystem_toolbox
 from ._common import CliError, wrap
+from ._flags import TOOLBOX, add_settings_flags, given_settings
 
 __all__ = [
+    "add_profile_flag",
     "add_settings_flags",
     "announce",
     "announce_settings",
     "cli_settings",
     "fleet_fence",
     "open_toolbox",
-    "pairs",
-    "rule",
     "subcommand",
     "toolbox_options",
 ]
 
 
-def add_settings_flags(group: Any, *, fleet: bool = False) -> None:
-    """The settings flags, into an argparse group (``fleet``: without --read-only/--web)."""
-    add = group.add_argument
-    add("--profile", metavar="NAME",
-        help="apply the [profiles.NAME] tables of the settings files (or LOKI_PROFILE)")
-    if not fleet:
-        add("--read-only", action="store_const", const=True, default=None,
-            help="only the read tools: no write_file, edit_file, run_python or run")
-        add("--web", action="store_const", const=True, default=None, help="add the web_* tools")
-    add("--sandbox", choices=("auto", "require", "off"), default=None,
-        help="fence commands with Landlock and namespaces: when available (auto, the default), "
-             "always or refuse to run (require), never (off)")
-    add("--no-network", action="store_true",
-        help="no network for commands: a network namespace of their own with only loopback "
-             "(without namespaces, Landlock ABI 4+ blocks TCP only)")
-    add("--allow-host", action="append", default=[], metavar="HOST",
-        help="commands may reach only the hosts given (repeatable; 'pypi.org', '*.github.com', "
-             "'host:8080') over HTTP(S), through loki's proxy")
-    add("--allow-private-hosts", action="store_const", const=True, default=None,
-        help="the web tools and the proxy may reach private and loopback addresses")
-    add("--host", action="append", default=[], metavar="NAME=ADDRESS",
-        help="resolve NAME to ADDRESS for the proxy instead of DNS (repeatable)")
-    add("--writable", action="append", default=[], metavar="DIR",
-        help="commands may also write DIR (repeatable; it must exist), e.g. ~/.cache/pip")
-    add("--unix-socket", action="append", default=[], metavar="PATH",
-        help="commands may also connect to this UNIX socket, or the sockets in this folder "
-             "(repeatable); other sockets outside the root and their TMPDIR are unreachable")
-    add("--hidden", action="append", default=[], metavar="PATH",
-        help="commands may not read PATH either (repeatable; ~/.ssh, ~/.aws... always)")
-    add("--git-writable", action="store_const", const=True, default=None,
-        help="commands and tools may change .git/config and .git/hooks")
-    add("--env", action="append", default=[], metavar="NAME=VALUE",
-        help="add a variable to the commands' environment (repeatable)")
-    add("--protect", action="append", default=[], metavar="GLOB",
-        help="also protect files matching GLOB (gitignore syntax, repeatable): no tool or "
-             "command reads them; .env, keys, credentials are protected by default")
-    add("--no-protect", action="store_true",
-        help="drop the default protected files (.env, *.pem, ...); --protect globs still apply")
-    add("--rule", action="append", default=[], metavar="ACTION:COMMAND",
-        help="allow, ask about or deny commands by their leading words, e.g. --rule "
-             "deny:'git push' --rule ask:'rm -rf' (repeatable, first match wins)")
-    add("--rule-default", choices=("allow", "ask", "deny"), default=None,
-        help="what commands no --rule matches get (default: allow)")
-    add("--max-jobs", type=int, default=None, metavar="N",
-        help="background jobs running at once (default 8; 0: none)")
-    add("--job-lifetime", type=float, default=None, metavar="SECONDS",
-        help="a background job is stopped after this long (default 3600)")
-    add("--on-syntax-error", choices=("warn", "reject"), default=None,
-        help="a write, edit or patch that breaks a file's syntax: write it with a WARNING "
-             "(warn, the default) or refuse it (reject)")
-    add("--code-cache", action=argparse.BooleanOptionalAction, default=None,
-        help="keep the code index on disk in the user's cache folder")
-    add("--mcp", action="append", default=[], metavar="NAME=SERVER",
-        help="add the tools of an MCP server, named NAME__TOOL: NAME='COMMAND ARGS' (stdio) or "
-             "NAME=http://HOST/PATH (streamable HTTP); repeatable. They run outside the fence; "
-             "--rule decides their calls by tool name (--rule deny:NAME__TOOL)")
-
-
-def pairs(items: list[str], flag: str) -> dict[str, str]:
-    """``["A=1", "B=2"]`` -> ``{"A": "1", "B": "2"}``; CliError for an item without ``=``."""
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise CliError(f"{flag} {item!r}: write NAME=VALUE")
-        out[name] = value
-    return out
-
-
-def mcp_servers(items: list[str]) -> dict[str, McpServer]:
-    """``--mcp NAME=SERVER`` flags as servers by name; CliError for a malformed one."""
-    try:
-        servers = [McpServer.parse(text) for text in items]
-    except ValueError as exc:
-        raise CliError(str(exc)) from exc
-    return {server.name: server for server in servers}
-
-
 def cli_settings(args: argparse.Namespace, root: str | None = None,
-                 extra: dict[str, Any] | None = None) -> Settings:
-    """The settings the files, the environment and the given flags make for ``root``
-    (``extra``: a subcommand's own flags, by field; None where not given)."""
-    if args.no_network and args.allow_host:
-        raise CliError("--no-network and --allow-host contradict each other; give one")
-    given: dict[str, Any] = {
-        "read_only": getattr(args, "read_only", None), "web.enabled": getattr(args, "web", None),
-        "fence.sandbox": args.sandbox,
-        "fence.network": (list(args.allow_host) if args.allow_host
-                          else False if args.no_network else None),
-        "fence.allow_private_hosts": args.allow_private_hosts,
-        "fence.hosts": pairs(args.host, "--host") or None,
-        "fence.writable": [os.path.expanduser(p) for p in args.writable] or None,
-        "fence.unix_sockets": [os.path.expanduser(p) for p in args.unix_socket] or None,
-        "fence.hidden": list(args.hidden) or None, "fence.git_writable": args.git_writable,
-        "fence.env": pairs(args.env, "--env") or None,
-        "policy.protect": list(args.protect) or None,
-        "policy.rules": [rule(r) for r in args.rule] or None,
-        "policy.rules_default": args.rule_default, "jobs.max_jobs": args.max_jobs,
-        "jobs.lifetime": args.job_lifetime, "editing.on_syntax_error": args.on_syntax_error,
-        "code.cache": args.code_cache, "mcp_servers": mcp_servers(args.mcp) or None,
-        **(extra or {}),
-    }
+                 groups: Collection[str] = TOOLBOX) -> Settings:
+    """The settings the files, the environment and the given flags (of the fields in
+    ``groups``) make for ``root``."""
+    overrides, replaced = given_settings(args, groups)
     where = root if root is not None else getattr(args, "root", ".")
     try:
-        settings = load_settings(where, profile=args.profile,
-                                 overrides={k: v for k, v in given.items() if v is not None})
-        if args.no_protect:  # drops the defaults and whatever the files added
-            settings = settings.with_values({"policy.protect": tuple(args.protect)},
-                                            origin="command line")
+        settings = load_settings(where, profile=args.profile, overrides=overrides)
+        if replaced:  # --no-protect: drops the defaults and whatever the files added
+            settings = settings.with_values(replaced, origin="command line")
     except SettingsError as exc:
         raise CliError(str(exc)) from exc
     return settings
@@ -192,11 +93,13 @@ def announce_settings(settings: Settings, fence: str, *, confirm: str, root: str
 
 def toolbox_options(*, with_yes: bool) -> argparse.ArgumentParser:
     """A parent parser with the options every toolbox-backed subcommand shares: the root,
-    the settings flags (``_settings``), and ``--yes`` where a terminal may be asked."""
+    the profile, the settings flags (``_flags``), and ``--yes`` where a terminal may be
+    asked."""
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("toolbox")
     group.add_argument("--root", default=".", metavar="DIR",
                        help="the folder the tools are confined to (default: the current folder)")
+    add_profile_flag(group)
     add_settings_flags(group)
     if with_yes:
         group.add_argument("-y", "--yes", action="store_true",
@@ -219,13 +122,9 @@ def open_toolbox(args: argparse.Namespace, confirm: Confirm | None = None,
         raise CliError(str(exc)) from exc
 
 
-def rule(text: str) -> tuple[str, str]:
-    """``deny:git push`` -> ("deny", "git push")."""
-    action, sep, words = text.partition(":")
-    if not sep or action not in ("allow", "ask", "deny"):
-        raise CliError(f"--rule {text!r}: write ACTION:COMMAND with ACTION allow, ask or deny, "
-                       "e.g. --rule deny:'git push'")
-    return action, words
+def add_profile_flag(group: Any) -> None:
+    group.add_argument("--profile", metavar="NAME", help=(
+        "apply the [profiles.NAME] tables of the settings files (or LOKI_PROFILE)"))
 
 
 def subcommand(commands: Any, name: str, run: Callable[[argparse.Namespace], int], *,

@@ -4,8 +4,9 @@ A ``core.fsmonitor``, ``core.hooksPath``, an alias or a filter driver in ``.git/
 an executable in ``.git/hooks``, a ``.git/commondir`` naming another folder (git then
 reads *that* folder's config) or a ``.git`` file naming another git folder: each runs a
 command of the writer's choice the next time the user runs ``git status`` or ``git
-commit``, outside any fence. Commands get ``config`` and ``hooks`` read-only in their
-mount namespace (``git_writable=False``); :class:`~._root.Root` refuses the file tools
+commit``, outside any fence. While the root locks them (``Root.locks_git``, unless the
+user allows it), commands get ``config`` and ``hooks`` read-only in their mount
+namespace and :class:`~._root.Root` refuses the file tools
 (write, edit, patch, a web save) the same paths, and a few more that a mount cannot
 cover because they need not exist yet.
 
@@ -23,7 +24,6 @@ import subprocess
 import tempfile
 
 _GIT_CODE_NAMES = frozenset({"config", "config.worktree", "commondir"})
-HOW_TO_ALLOW_GIT = "the user allows it with filesystem_toolbox(git_writable=True)"
 
 
 def git_code_path(rel: str) -> bool:

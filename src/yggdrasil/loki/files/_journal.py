@@ -43,7 +43,6 @@ from ._gitfiles import (
     git_code_path,
     inert_hook,
     is_new_repo_config,
-    settings_path,
     settings_that_run_nothing,
 )
 from ._root import Root
@@ -51,6 +50,10 @@ from ._root import Root
 DIFF_LIMIT = 1 << 20  # bytes: larger files get no line counts
 Record = Callable[[str], None]  # hears each root-relative path the run changed
 Kept = Copy | StoredCopy  # an original's bytes: in a temp pack, or in the checkpoint store
+
+
+def _ignore(rel: str) -> None:
+    """The ``record`` of a journal no toolbox listens to."""
 
 
 Identity = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
@@ -122,18 +125,20 @@ class Reverted:
 
 
 class Journal:
-    """``copies``: where originals go (default: packs in a private temp folder; with
+    """What each path the run touched was, and how to put it back. ``record`` hears each
+    path the run changed (a Toolbox given the journal makes it its own ``record``).
+    ``copies``: where originals go (default: packs in a private temp folder; with
     checkpoints, the checkpoint store). ``first_touch(rel, entry)`` hears each path a
     write/edit tool is about to change for the first time, with its original (the
     checkpoints' baseline takes it when its walk has not reached that file yet)."""
 
-    def __init__(self, root: Root, record: Record, copies: Copies | StoreCopies | None = None,
-                 ) -> None:
-        # Undo puts back what the user had: the rule that keeps the model's tools off
-        # git's config and hooks (Root.git_writable) does not bind it.
-        self.root = replace(root, git_writable=True, restores=True)
-        self.git_writable = root.git_writable  # else a command's change to one is undone
-        self.record = record
+    def __init__(self, root: Root, record: Record | None = None,
+                 copies: Copies | StoreCopies | None = None) -> None:
+        # Undo puts back what the user had: the rules that keep the model's tools off
+        # git's config and hooks and the agent's settings (Root.restores) do not bind it.
+        self.root = replace(root, restores=True)
+        self.locks_git = root.locks_git  # else a command's change to one stays
+        self.record: Record = record if record is not None else _ignore
         self.entries: dict[str, JournalEntry] = {}
         self.created_dirs: list[str] = []
         self._created_dirs: set[str] = set()  # the same, for membership tests
@@ -281,7 +286,7 @@ class Journal:
 
     def after_command(self, diff: Diff) -> list[str]:
         """Record what a command changed; with git's code files read-only for the run
-        (``Root.git_writable``), put back at once those it changed (a ``.git/commondir``
+        (``Root.locks_git``), put back at once those it changed (a ``.git/commondir``
         naming a folder of the root, whose config then runs at the user's next ``git
         status``: a mount cannot cover a file that does not exist yet). The config of a
         repository the command made (``git init``, ``git clone``) stays, without the keys
@@ -290,11 +295,11 @@ class Journal:
         self._record_command(diff)
         done: list[str] = []
         for rel in (*diff.created, *diff.modified, *diff.deleted):
-            if settings_path(rel):  # never the agent's: it would loosen its next run
+            if self.root.holds_settings(rel):  # never the agent's: it would loosen its next run
                 if self._put_back(rel):
                     done.append(rel)
                 continue
-            if self.git_writable or not git_code_path(rel) or inert_hook(rel):
+            if not self.locks_git or not git_code_path(rel) or inert_hook(rel):
                 continue
             if rel in diff.created and is_new_repo_config(rel):
                 cleaned = self._clean_config(rel)  # a repository the command made keeps it

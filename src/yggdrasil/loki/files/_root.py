@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import overload
 
 from ..errors import PathError
-from ..results import printable
-from ._gitfiles import HOW_TO_ALLOW_GIT, git_code_path, settings_path
+from ..results import HOW_TO_ALLOW_GIT, printable
+from ._gitfiles import git_code_path, settings_path
 from ._protect import Protection
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -79,24 +79,43 @@ class Root:
     """An agent root: a resolved folder that every path must stay inside.
 
     ``protect``: the protected paths, refused by ``resolve`` and ``open_file`` (None or
-    an empty Protection: nothing is protected). ``git_writable=False``: the files git
-    takes commands from (``.git/config``, hooks, ``commondir``: ``_gitfiles``) are never
-    written through ``stage``/``write_atomic``; nor, unless ``restores`` (the journal's
-    view, which puts back what the user had), is the project's ``loki.toml``.
+    an empty Protection: nothing is protected). ``locks_git`` (the default, unless the
+    user's fence settings allow git's files): the files git takes commands from
+    (``.git/config``, hooks, ``commondir``: ``_gitfiles``) are never written through
+    ``stage``/``write_atomic``, and commands get them read-only (``shell``). ``sealed``: root-relative paths of the user's own loki
+    settings that lie inside the root (its configuration folder, with the trust store,
+    when the root is the home folder); no tool writes them, nor the project's
+    ``loki.toml``, unless ``restores`` (the journal's view, which puts back what the user
+    had).
     """
 
     path: Path
     protect: Protection | None = field(default=None, compare=False)
-    git_writable: bool = field(default=True, compare=False)
+    locks_git: bool = field(default=True, compare=False)
     restores: bool = field(default=False, compare=False)
+    sealed: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def at(cls, path: str | os.PathLike[str], protect: Protection | None = None, *,
-           git_writable: bool = True) -> Root:
+           locks_git: bool = True,
+           sealed: Iterable[str | os.PathLike[str]] = ()) -> Root:
+        """The root at ``path`` (an existing folder); ``sealed``: absolute paths of the
+        user's settings, kept only where they lie inside the root."""
         real = Path(os.path.realpath(os.fspath(path)))
         if not real.is_dir():
             raise PathError(f"root {os.fspath(path)!r} is not an existing folder")
-        return cls(real, protect or None, git_writable)
+        inside = []
+        for place in sealed:
+            held = Path(os.path.realpath(os.fspath(place)))
+            if held != real and held.is_relative_to(real):
+                inside.append(held.relative_to(real).as_posix())
+        return cls(real, protect or None, locks_git, sealed=tuple(inside))
+
+    def holds_settings(self, rel: str) -> bool:
+        """Whether the root-relative ``rel`` is the agent's own settings: the project's
+        ``loki.toml``, or inside a sealed path (the user's configuration)."""
+        return settings_path(rel) or any(rel == s or rel.startswith(s + "/")
+                                         for s in self.sealed)
 
     def resolve(self, path: str | os.PathLike[str]) -> Path:
         """The resolved path inside the root; PathError when it escapes, ProtectedError
@@ -228,13 +247,17 @@ class Root:
         return staged.created
 
     def check_writable(self, real: Path) -> None:
-        """PathError when no tool may write ``real``: with ``git_writable=False``, a file
-        git takes commands from (``_gitfiles``). ``stage`` checks it; a dry run asks too."""
+        """PathError when no tool may write ``real``: the agent's own settings, and while
+        the root locks them, the files git takes commands from (``_gitfiles``). ``stage``
+        checks it; a dry run asks too."""
         rel = self.rel(real)
-        if settings_path(rel) and not self.restores:
-            raise PathError(f"{rel} is read-only for the tools: it holds the agent's own "
-                            "settings (fence, rules, hosts); only the user changes it")
-        if not self.git_writable and git_code_path(rel):
+        if self.restores:
+            return
+        if self.holds_settings(rel):
+            raise PathError(f"{printable(rel)} is read-only for the tools: it holds the "
+                            "agent's own settings (fence, rules, hosts); only the user changes "
+                            "it")
+        if self.locks_git and git_code_path(rel):
             raise PathError(f"{printable(rel)} is read-only for the tools: git (or hg) takes "
                             "commands from it (hooks, core.fsmonitor, aliases, another git "
                             f"folder), which would run outside the sandbox; {HOW_TO_ALLOW_GIT}")

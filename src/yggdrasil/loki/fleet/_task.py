@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..results import json_text
+from ..results import did_you_mean, json_text
 from ._urls import SCHEME, URL_SCHEMES, is_url, shown_repo
 
 __all__ = ["Task", "TaskResult", "check_unique", "one_line"]
@@ -108,8 +108,9 @@ class Task:
         known = [f.name for f in fields(cls)]
         unknown = sorted(set(data) - set(known))
         if unknown:
-            raise ValueError(f"unknown task field(s) {', '.join(unknown)}; "
-                             f"allowed: {', '.join(known)}")
+            hint = did_you_mean(unknown[0], known)
+            raise ValueError(f"unknown task field(s) {', '.join(unknown)}{hint}"
+                             f"{' ' if hint else '; '}allowed: {', '.join(known)}")
         missing = [k for k in ("id", "repo", "prompt") if k not in data]
         if missing:
             raise ValueError(f"a task needs {', '.join(missing)} "

@@ -23,6 +23,7 @@ from ._bounds import (
     clip_line,
     clip_list,
     clip_text,
+    did_you_mean,
     human_size,
     json_text,
     printable,
@@ -35,6 +36,8 @@ from ._checkpoints import (
     RewindResult,
 )
 from ._commands import (
+    GIT_RULE,
+    HOW_TO_ALLOW_GIT,
     MAX_CHANGE_LINES,
     CommandResult,
     FileChange,
@@ -64,6 +67,8 @@ from ._render import (
 from ._search import FoundFiles, GrepMatches, Match, SearchSkips, match_line, skip_note
 
 __all__ = [
+    "GIT_RULE",
+    "HOW_TO_ALLOW_GIT",
     "MAX_CHANGE_LINES",
     "MAX_ENTRIES",
     "MAX_HITS",
@@ -102,6 +107,7 @@ __all__ = [
     "clip_list",
     "clip_text",
     "cut_note",
+    "did_you_mean",
     "error_result",
     "hook_refusal",
     "human_size",

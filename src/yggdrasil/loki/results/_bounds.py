@@ -6,12 +6,14 @@ never flood a model's context, and a cut always says what was cut and how to nar
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from yggdrasil.io import human_size
 
-__all__ = ["clip_line", "clip_list", "clip_text", "human_size", "json_text", "printable"]
+__all__ = ["clip_line", "clip_list", "clip_text", "did_you_mean", "human_size", "json_text",
+           "printable"]
 
 MAX_OBSERVATION = 100_000  # characters: the last guard, applied by Toolbox.call
 MAX_LINE = 2_000  # characters of one line shown by read_file and grep
@@ -66,3 +68,12 @@ def json_text(value: object, *, indent: int | None = None) -> str:
     except UnicodeEncodeError:
         return json.dumps(value, ensure_ascii=True, indent=indent, default=str)
     return text
+
+
+def did_you_mean(given: object, choices: Iterable[str]) -> str:
+    """``"; did you mean read_file?"`` for the choice closest to a mistyped name, or ""
+    when none is close (``difflib``'s ratio of at least 0.6: one or two letters off)."""
+    if not isinstance(given, str):
+        return ""
+    close = difflib.get_close_matches(given, list(choices), n=1)
+    return f"; did you mean {close[0]}?" if close else ""

@@ -181,12 +181,19 @@ def changed_section(changes: list[FileChange]) -> str:
     return "changed:\n" + "\n".join(kept) + "\n"
 
 
+# How the texts name the rule that keeps git's code files read-only, and how to lift it
+# (the setting fence.git_writable): the file tools' refusal, the fence's status line and
+# the note of what was put back all say it the same way.
+GIT_RULE = "git_writable=False"
+HOW_TO_ALLOW_GIT = "the user allows it with filesystem_toolbox(git_writable=True)"
+
+
 def _put_back_note(paths: list[str]) -> str:
     if not paths:
         return ""
     shown = clip_list(paths, 20, "paths", "see Toolbox.changed")
     return (f"[sandbox: put back {', '.join(shown)}: git (or hg) takes commands from it, "
-            "which would run outside the sandbox (git_writable=False)]\n")
+            f"which would run outside the sandbox ({GIT_RULE})]\n")
 
 
 def _denied_note(denied: Sequence[str]) -> str:

@@ -2,14 +2,14 @@
 
 Each layer is a flat mapping of dotted fields (``fence.sandbox``) to values, read from a
 TOML table (``[fence] sandbox = "require"``; ``[profiles.ci.fence]`` for a profile), from
-``LOKI_<GROUP>__<FIELD>`` variables, or given by flags and keywords. Lists of globs and
-folders add to what the layers below set, rules of a higher layer come first, tables
-(``env``, ``hosts``, ``mcp_servers``) merge by key; anything else is replaced.
+``LOKI_<GROUP>__<FIELD>`` variables, or given by flags and keywords. How a layer's value
+combines with the one below (replace, append, prepend, merge) is the field's declaration
+(``Setting.combine``).
 
 A project's file (``loki.toml`` in the root, or ``[tool.loki]`` in its ``pyproject.toml``)
-is written by whoever wrote the repository, so unless the user trusts it (``loki trust``:
-its path and a hash of its table in the user's configuration folder) it may only tighten:
-:func:`tightens` judges each field, and what would loosen is ignored with a warning.
+is written by whoever wrote the repository, so unless the user trusts it (``loki trust``,
+``_trust``) it may only tighten: each field's direction (``Setting.tighter``, ``_tighten``)
+judges what it asks for, and what would loosen is dropped with a warning.
 """
 
 from __future__ import annotations
@@ -19,22 +19,29 @@ import os
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..files import SETTINGS_FILE
-from ._model import Group, Settings, SettingsError, explain, field_names, put
-from ._tighten import tightens, untrusted_rules
+from ..results import did_you_mean
+from ._model import (
+    Group,
+    Ignored,
+    Settings,
+    SettingsError,
+    explain,
+    field_names,
+    put,
+    setting_fields,
+    unknown_setting,
+    value_at,
+)
+from ._tighten import Direction
 
-APPEND = frozenset({"policy.protect", "fence.hidden", "fence.writable", "fence.unix_sockets"})  # a layer adds to these
-PREPEND = frozenset({"policy.rules"})  # a higher layer's rules are matched first
-MERGE = frozenset({"fence.env", "fence.hosts", "mcp_servers"})  # tables merge by key
 PROJECT_FILE = SETTINGS_FILE  # the one file no tool or command of the agent may change
-TRUST_FILE = "trusted.json"
-_LEGACY_ENV = {"LOKI_ENGINE": "agent.engine", "LOKI_MODEL": "agent.model",
-               "LOKI_BASE_URL": "agent.base_url", "LOKI_CODE_CACHE": "code.cache"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ class Layer:
     label: str
     values: dict[str, Any]
     trusted: bool = True
+    lapsed: str = ""  # an untrusted file the user trusted once: what changed since
 
 
 def config_dir(env: Mapping[str, str]) -> Path:
@@ -82,61 +90,23 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise SettingsError(f"{path}: cannot read it: {exc.strerror}") from None
 
 
-def table_hash(table: Mapping[str, Any]) -> str:
-    """What trust is keyed by: the table's content, not the file's bytes, so an edit
-    elsewhere in pyproject.toml (a dependency) keeps the trust and one to the table ends it."""
-    import hashlib
-    canonical = json.dumps(table, sort_keys=True, default=str, ensure_ascii=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def trusted(env: Mapping[str, str]) -> dict[str, str]:
-    """The user's trusted project tables: path -> hash."""
-    path = config_dir(env) / TRUST_FILE
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-
-def trust(root: str | os.PathLike[str], env: Mapping[str, str] | None = None, *,
-          revoke: bool = False) -> list[Path]:
-    """Trust (or stop trusting) the project files of ``root`` as they are now; the files."""
-    env = os.environ if env is None else env
-    known = trusted(env)
-    files = []
-    for path, table in project_tables(Path(root).resolve()):
-        files.append(path)
-        if revoke:
-            known.pop(str(path), None)
-        else:
-            known[str(path)] = table_hash(table)
-    folder = config_dir(env)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{TRUST_FILE}.{os.getpid()}"
-    tmp.write_text(json.dumps(known, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, folder / TRUST_FILE)
-    return files
-
-
 def file_layers(path: Path, table: dict[str, Any], kind: str, profile: str | None,
-                is_trusted: bool) -> list[Layer]:
+                is_trusted: bool, lapsed: str = "") -> list[Layer]:
     """A file's base table, then its ``[profiles.<profile>]`` table, as layers."""
     table = dict(table)
     profiles = table.pop("profiles", {})
     if not isinstance(profiles, dict):
         raise SettingsError(f"{path}: 'profiles' must be a table of tables ([profiles.ci])")
-    layers = [Layer(f"{kind}: {path}", flatten(table, path), is_trusted)]
+    layers = [Layer(f"{kind}: {path}", flatten(table, path), is_trusted, lapsed)]
     if profile and isinstance(profiles.get(profile), dict):
         layers.append(Layer(f"{kind}: {path} (profile {profile})",
-                            flatten(profiles[profile], path), is_trusted))
+                            flatten(profiles[profile], path), is_trusted, lapsed))
     return layers
 
 
 def flatten(table: Mapping[str, Any], where: Path | str) -> dict[str, Any]:
     """``{"fence": {"sandbox": "off"}}`` -> ``{"fence.sandbox": "off"}``; an unknown key
-    is a SettingsError that lists the known ones."""
+    is a SettingsError that names the closest and lists the known ones."""
     known = field_names()
     flat: dict[str, Any] = {}
     for key, value in table.items():
@@ -149,20 +119,35 @@ def flatten(table: Mapping[str, Any], where: Path | str) -> dict[str, Any]:
             flat[key] = value
     for name in flat:
         if name not in known:
-            raise SettingsError(f"{where}: unknown setting {name!r}; the settings are: "
-                                f"{', '.join(known)}")
+            raise SettingsError(f"{where}: {unknown_setting(name, known)}")
     return flat
 
 
+@cache
+def env_names() -> dict[str, str]:
+    """Each variable that sets a field: ``LOKI_<GROUP>__<FIELD>`` (``LOKI_READ_ONLY``),
+    and the older names a field's declaration keeps (``LOKI_ENGINE``)."""
+    names = {}
+    for dotted in field_names():
+        names["LOKI_" + dotted.upper().replace(".", "__")] = dotted
+        names.update(dict.fromkeys(setting_fields()[dotted].setting.env, dotted))
+    return names
+
+
 def env_layer(env: Mapping[str, str]) -> Layer:
-    """``LOKI_FENCE__SANDBOX=require``, ``LOKI_READ_ONLY=1``, and the older
-    ``LOKI_ENGINE``/``LOKI_MODEL``/``LOKI_BASE_URL``/``LOKI_CODE_CACHE``."""
-    names = {name.upper().replace(".", "__"): name for name in field_names()}
+    """The ``LOKI_*`` variables that set fields (:func:`env_names`); a ``LOKI_A__B`` that
+    names no field is a SettingsError with the closest name (other ``LOKI_*`` variables,
+    such as ``LOKI_PROFILE``, are not settings)."""
+    names = env_names()
     values = {}
     for var, text in env.items():
         if not var.startswith("LOKI_"):
             continue
-        dotted = _LEGACY_ENV.get(var) or names.get(var[len("LOKI_"):])
+        dotted = names.get(var)
+        if dotted is None and "__" in var:
+            hint = did_you_mean(var, names)
+            raise SettingsError(f"environment: {var} is not a setting{hint}{' ' if hint else '; '}"
+                                f"the variables are: {', '.join(names)}")
         if dotted and text != "":
             values[dotted] = _env_value(text)
     return Layer("environment", values)
@@ -177,83 +162,95 @@ def _env_value(text: str) -> Any:
 
 
 def combine(layers: list[Layer], base: Settings | None = None) -> Settings:
-    """The settings the layers make, each applied over the ones below it."""
+    """The settings the layers make, each applied over the ones below it.
+
+    An untrusted layer's value is judged by the field's direction (``_tighten``): the
+    part it may not take at all is dropped (``admit``), then a value that would loosen
+    what the layers below set is ignored; each with a warning (:attr:`Settings.ignored`).
+    """
+    fields = setting_fields()
     current = base or Settings()
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
-    warnings: list[str] = []
+    ignored: list[Ignored] = []
+    untrusted_rules = 0
     for layer in layers:
-        for dotted, value in layer.values.items():
-            candidate = _merged(values, dotted, value, layer)
-            made = _validate(candidate, layer.label)
-            if not layer.trusted:
-                if dotted == "policy.rules":
-                    kept, dropped = untrusted_rules(value)
-                    if dropped:
-                        warnings.append(_ignored(layer, dotted, f"allow rules {dropped}"))
-                    candidate = _merged(values, dotted, kept, layer, append_rules=True)
-                    made = _validate(candidate, layer.label)
-                elif not tightens(dotted, _get(current, dotted), _get(made, dotted)):
-                    warnings.append(_ignored(layer, dotted, repr(value)))
-                    continue
+        source = layer.label.split(": ", 1)[-1]
+        if layer.trusted:  # taken whole: one validation for the layer
+            candidate = values
+            for dotted, asked in layer.values.items():
+                candidate = _merged(candidate, dotted, asked, fields[dotted].setting.combine,
+                                    source, None)
+                if dotted == "policy.rules":  # its rules go first: the untrusted asks stay last
+                    untrusted_rules = _tail(untrusted_rules, asked, True,
+                                            fields[dotted].setting.combine)
+            if layer.values:
+                values, current = candidate, _validate(candidate, source)
+                origins.update(dict.fromkeys(layer.values, layer.label))
+            continue
+        for dotted, asked in layer.values.items():
+            spec = fields[dotted].setting
+            value, dropped = spec.tighter.admit(asked)
+            if dropped:
+                ignored.append(Ignored(dotted, tuple(dropped), source, spec.tighter.dropped_why,
+                                       spec.tighter.dropped_as, layer.lapsed))
+            candidate = _merged(values, dotted, value, spec.combine, source, spec.tighter)
+            made = _validate(candidate, source)
+            if not spec.tighter.tightens(value_at(current, dotted), value_at(made, dotted)):
+                ignored.append(Ignored(dotted, value, source, lapsed=layer.lapsed))
+                continue
+            if dotted == "policy.rules":  # the ask rules an untrusted layer puts last
+                untrusted_rules = _tail(untrusted_rules, value, False, spec.combine)
             values, current = candidate, made
             origins[dotted] = layer.label
     current._origins = origins
-    current._warnings = tuple(warnings)
-    return current
+    current._ignored = tuple(ignored)
+    current._warnings = tuple(map(str, ignored))
+    current._untrusted_rules = untrusted_rules
+    return current.settled()
 
 
-def _ignored(layer: Layer, dotted: str, what: str) -> str:
-    return (f"ignored {dotted} = {what} from {layer.label.split(': ', 1)[-1]}: an untrusted "
-            "project may only tighten the settings (`loki trust` to trust it as it is now)")
+def _tail(count: int, rules: Any, trusted: bool, combine: str) -> int:
+    """How many untrusted ask rules end the rules after a layer: a trusted layer that
+    replaces the list ends them; one that puts its rules first keeps them last."""
+    if trusted:
+        return count if combine == "prepend" else 0
+    return count + sum(1 for r in rules if isinstance(r, (list, tuple)) and r and r[0] != "deny")
 
 
-def _merged(values: dict[str, Any], dotted: str, value: Any, layer: Layer, *,
-            append_rules: bool = False) -> dict[str, Any]:
+def _merged(values: dict[str, Any], dotted: str, value: Any, combine: str, source: str,
+            untrusted: Direction | None) -> dict[str, Any]:
+    """The dotted values with ``value`` combined into ``dotted`` as the field says (an
+    untrusted layer's list placed where its direction says)."""
     merged = dict(values)
     old = values.get(dotted)
-    if dotted in APPEND and old is not None:
-        merged[dotted] = [*old, *_as_list(value, dotted, layer)]
-    elif dotted in PREPEND and old is not None:
-        new = _as_list(value, dotted, layer)
-        if append_rules:  # an untrusted project's deny rules first, its ask rules last
-            denies = [r for r in new if _action(r) == "deny"]
-            merged[dotted] = [*denies, *old, *(r for r in new if _action(r) != "deny")]
-        else:
-            merged[dotted] = [*new, *old]
-    elif dotted in MERGE and isinstance(old, dict) and isinstance(value, dict):
+    if combine in ("append", "prepend"):
+        new, below = _as_list(value, dotted, source), list(old or ())
+        placed = untrusted.place(below, new) if untrusted is not None else None
+        if placed is None:
+            placed = [*below, *new] if combine == "append" else [*new, *below]
+        merged[dotted] = placed
+    elif combine == "merge" and isinstance(old, dict) and isinstance(value, dict):
         merged[dotted] = {**old, **value}
     else:
         merged[dotted] = value
     return merged
 
 
-def _action(rule: Any) -> Any:
-    return rule[0] if isinstance(rule, (list, tuple)) and rule else None
-
-
-def _as_list(value: Any, dotted: str, layer: Layer) -> list[Any]:
+def _as_list(value: Any, dotted: str, source: str) -> list[Any]:
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
-        raise SettingsError(f"{layer.label.split(': ', 1)[-1]}: {dotted} must be a list, "
-                            f"got {value!r}")
+        raise SettingsError(f"{source}: {dotted} must be a list, got {value!r}")
     return list(value)
 
 
-def _validate(values: dict[str, Any], label: str) -> Settings:
+def _validate(values: dict[str, Any], source: str) -> Settings:
+    fields = setting_fields()
     data: dict[str, Any] = {}
     for dotted, value in values.items():
+        if fields[dotted].setting.combine == "append":  # the layers add to the defaults
+            value = [*fields[dotted].default, *value]
         put(data, dotted, value)
-    for name in ("fence.hidden", "policy.protect"):  # the layers add to the defaults
-        if name in values:
-            put(data, name, [*_get(Settings(), name), *values[name]])
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        raise SettingsError(explain(exc, label.split(": ", 1)[-1])) from None
-
-
-def _get(settings: Settings, dotted: str) -> Any:
-    value: Any = settings
-    for part in dotted.split("."):
-        value = getattr(value, part)
-    return value
+        raise SettingsError(explain(exc, source)) from None

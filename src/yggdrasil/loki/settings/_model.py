@@ -1,164 +1,47 @@
 """The settings object: one value, grouped by concern, that every surface is configured by.
 
 ``Settings`` is data: ``filesystem_toolbox``, ``Loki``, the ``loki`` command, the MCP
-server and ``Fleet`` all take one; their keywords and flags are ways to fill it. The
-groups follow the concerns of the toolbox: the fence (where commands may reach), the
-policy (what the agent may do: protected files, command rules, confirm, hooks), jobs,
-editing, code navigation, the web, the agent's engine, and MCP servers whose tools join
-the toolbox. Validation errors name the field (``fence.sandbox``) and what is allowed.
+server and ``Fleet`` all take one; their keywords and flags are ways to fill it. Its
+groups and their fields are declared in ``_groups``; :func:`setting_fields` lists every
+field with its declaration, for the layers, the flags, the keywords and the docs.
+Validation errors name the field (``fence.sandbox``) and what is allowed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from functools import cache
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 
-from ..files import DEFAULT_PROTECTED, OnSyntaxError
-from ..shell import DEFAULT_HIDDEN, RuleAction, SandboxMode
+from ..results import did_you_mean
 from ..toolbox import McpServer
+from ._groups import (
+    AgentSettings,
+    CheckpointSettings,
+    CodeSettings,
+    EditingSettings,
+    FenceSettings,
+    Group,
+    JobsSettings,
+    McpSettings,
+    PolicySettings,
+    SettingsError,
+    WebSettings,
+    explain,
+    mcp_server,
+)
+from ._spec import Flag, Setting
+from ._tighten import ON_IS_STRICTER, Rules
 
-ProtocolChoice = Literal["auto", "native", "text"]  # loop.ProtocolName, which sits above
-
-
-class SettingsError(ValueError):
-    """A setting that cannot be used: the message names the field (and the file)."""
-
-
-def explain(exc: ValidationError, where: str = "", name: Callable[[str], str] = str) -> str:
-    """The first problem of a validation as one sentence: the field (as ``name`` shows
-    it), what is allowed, what was given; prefixed by ``where`` (a file) when given."""
-    first = exc.errors()[0]
-    field = name(".".join(str(p) for p in first["loc"] if not isinstance(p, int)))
-    got = first.get("input")
-    if first["type"] == "literal_error":
-        expected = first["ctx"]["expected"]  # "'a', 'b' or 'c'"
-        text = f"{field} must be {'one of ' * (',' in expected)}{expected}, got {got!r}"
-    else:
-        text = f"{field}: {first['msg'][0].lower()}{first['msg'][1:]}, got {got!r}"
-    return f"{where}: {text}" if where else text
-
-
-class Group(BaseModel):
-    """A group of settings: unknown keys are errors, values are checked when set."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
-                              arbitrary_types_allowed=True)
-
-
-class FenceSettings(Group):
-    """Where commands (run, run_python, jobs) may reach."""
-
-    sandbox: SandboxMode = Field("auto", description=(
-        "fence commands with Landlock and namespaces: auto (what this machine has), "
-        "require (refuse commands unless every layer is there), off (never)"))
-    network: bool | tuple[str, ...] = Field(True, description=(
-        "true: open; false: loopback only; a list of hosts ('pypi.org', '*.github.com'): "
-        "only those, over HTTP(S) through loki's proxy"))
-    allow_private_hosts: bool = Field(False, description=(
-        "the web tools and the proxy may reach private, loopback and link-local addresses"))
-    hosts: dict[str, str] = Field(default_factory=dict, description=(
-        "host names mapped to addresses instead of DNS, for the proxy (tests, local servers)"))
-    writable: tuple[str, ...] = Field((), description=(
-        "folders commands may write besides the root and their scratch TMPDIR"))
-    unix_sockets: tuple[str, ...] = Field((), description=(
-        "UNIX sockets (or folders of them) commands may connect to beyond the root, their "
-        "TMPDIR and the writable folders"))
-    hidden: tuple[str, ...] = Field(DEFAULT_HIDDEN, description=(
-        "paths commands cannot read (default: the well-known credential stores)"))
-    git_writable: bool = Field(False, description=(
-        "commands and tools may change .git/config and .git/hooks"))
-    env: dict[str, str] = Field(default_factory=dict, description=(
-        "variables added to the commands' (scrubbed) environment"))
-
-
-class PolicySettings(Group):
-    """What the agent may do, whatever the fence allows."""
-
-    protect: tuple[str, ...] = Field(DEFAULT_PROTECTED, description=(
-        "globs (gitignore syntax) of files no tool or command may read or change"))
-    rules: tuple[tuple[RuleAction, str], ...] = Field((), description=(
-        "command rules, first match wins: [['deny', 'git push'], ['ask', 'rm -rf']]"))
-    rules_default: RuleAction = Field("allow", description="what commands no rule matches get")
-    confirm: Callable[[str], Any] | None = Field(None, exclude=True, description=(
-        "asked before overwriting or editing an existing file (Python only)"))
-    before_call: Callable[..., Any] | None = Field(None, exclude=True, description=(
-        "hook before every call; a string refuses it (Python only)"))
-    after_call: Callable[..., Any] | None = Field(None, exclude=True, description=(
-        "hook after every call; a string replaces the observation (Python only)"))
-
-
-class JobsSettings(Group):
-    """Background jobs (run/run_python with background=true)."""
-
-    max_jobs: int = Field(8, ge=0, le=256, description="jobs running at once (0: none)")
-    lifetime: float = Field(3600.0, gt=0, le=7 * 86400, description="seconds before a job is stopped")
-    buffer: int = Field(32_768, ge=1024, le=64 << 20, description=(
-        "bytes kept per stream of output not yet read (head and tail)"))
-
-
-class EditingSettings(Group):
-    """Writes, edits and patches."""
-
-    on_syntax_error: OnSyntaxError = Field("warn", description=(
-        "a change that breaks a file's syntax: written with a WARNING, or refused"))
-
-
-class CodeSettings(Group):
-    """Code navigation (outline, find_symbol, repo_map)."""
-
-    cache: bool | None = Field(None, description=(
-        "keep the code index on disk in the user's cache folder (None: LOKI_CODE_CACHE=1)"))
-
-
-class CheckpointSettings(Group):
-    """Checkpoints after every call that may change files, and rewind."""
-
-    enabled: bool = Field(True, description=(
-        "keep a checkpoint of the root's files after every call that may change them, in "
-        "the state folder outside the root (what commands change too)"))
-    max_file: int = Field(64 << 20, ge=0, le=1 << 40, description=(
-        "bytes: a bigger file is listed in the checkpoints, its bytes not kept (a rewind "
-        "says it cannot put it back)"))
-    max_bytes: int = Field(2 << 30, ge=1 << 20, le=1 << 44, description=(
-        "bytes the checkpoint store may take; the oldest runs are pruned beyond"))
-    max_age_days: float = Field(14.0, gt=0, le=3650, description=(
-        "days a run's checkpoints are kept"))
-    rewind_tool: bool = Field(False, description=(
-        "give the model a rewind tool (list the checkpoints, put the files back as after "
-        "one of them)"))
-
-
-class WebSettings(Group):
-    """The web_* tools."""
-
-    enabled: bool = Field(False, description="add the web_* tools")
-
-
-class AgentSettings(Group):
-    """The loop and its engine (``Loki``, ``loki do``, fleets)."""
-
-    engine: str | None = Field(None, description=(
-        "openai, anthropic, ollama, scripted, or a registered name (None: from the environment)"))
-    model: str | None = Field(None, description="the model name the engine asks for")
-    base_url: str | None = Field(None, description="the endpoint (an OpenAI-compatible URL...)")
-    protocol: ProtocolChoice = Field("auto", description="native tool calling, text, or auto")
-    max_steps: int = Field(12, ge=1, le=10_000, description="tool calls per task at most")
-
-
-class McpSettings(Group):
-    """``loki mcp``, the toolbox served over MCP (stdio or streamable HTTP)."""
-
-    max_message_bytes: int = Field(16 << 20, ge=1, le=1 << 30, description=(
-        "a JSON-RPC message (a stdin line, an HTTP body) longer than this is refused unread"))
-    idle_timeout: float = Field(600.0, gt=0, le=7 * 86400, description=(
-        "HTTP: a session with no request for this long ends, its toolbox closed"))
-    max_sessions: int = Field(32, ge=1, le=4096, description=(
-        "HTTP: open sessions (a toolbox each) before new ones are refused"))
-    http_hosts: tuple[str, ...] = Field((), description=(
-        "HTTP: host names clients reach the server by (others refused: DNS rebinding)"))
-    http_origins: tuple[str, ...] = Field((), description="HTTP: browser origins allowed")
+__all__ = ["AgentSettings", "CheckpointSettings", "CodeSettings", "EditingSettings",
+           "FenceSettings", "Group",
+           "Ignored", "JobsSettings", "McpSettings", "PolicySettings", "SettingField",
+           "Settings", "SettingsError", "WebSettings", "explain", "field_names", "put",
+           "setting_fields", "unknown_setting", "value_at"]
 
 
 class Settings(Group):
@@ -170,7 +53,12 @@ class Settings(Group):
     for that was ignored (:attr:`warnings`).
     """
 
-    read_only: bool = Field(False, description="only the read tools")
+    read_only: Annotated[bool, Setting(
+        tighter=ON_IS_STRICTER, keyword="read_only", flags=(Flag(
+            "--read-only",
+            help="only the read tools: no write_file, edit_file, run_python or run"),)),
+    ] = Field(False, description="only the read tools (list_dir, read_file, find, grep, "
+                                 "outline, find_symbol, repo_map, read_table, query_table)")
     fence: FenceSettings = Field(default_factory=FenceSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
@@ -180,17 +68,31 @@ class Settings(Group):
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
-    mcp_servers: dict[str, McpServer] = Field(default_factory=dict, description=(
-        "MCP servers whose tools join the toolbox (outside the fence): "
-        "{command, args, env, cwd} or {url, headers}, and a timeout"))
+    mcp_servers: Annotated[dict[str, McpServer], Setting(
+        combine="merge", keyword="mcp_servers", flags=(Flag(
+            "--mcp", metavar="NAME=SERVER", item=mcp_server,
+            help="add the tools of an MCP server, named NAME__TOOL: NAME='COMMAND ARGS' "
+                 "(stdio) or NAME=http://HOST/PATH (streamable HTTP); repeatable. They run "
+                 "outside the fence; --rule decides their calls by tool name (--rule "
+                 "deny:NAME__TOOL)"),)),
+    ] = Field(default_factory=dict, description=(
+        "MCP servers whose tools join the toolbox, outside the fence, named "
+        "<server>__<tool>: {command, args, env, cwd} or {url, headers}, and a timeout "
+        "(a keyword takes a list of McpServer or mappings)"))
 
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _warnings: tuple[str, ...] = PrivateAttr(default=())
+    _ignored: tuple[Ignored, ...] = PrivateAttr(default=())
+    _untrusted_rules: int = PrivateAttr(default=0)  # the ask rules at the end of policy.rules
 
     @field_validator("mcp_servers", mode="before")
     @classmethod
     def _named_by_key(cls, servers: Any) -> Any:
-        """A table's key is its server's name (``[mcp_servers.db]`` is the server db)."""
+        """A table's key is its server's name (``[mcp_servers.db]`` is the server db); a
+        list of servers (a keyword, repeated flags) is a table by their names."""
+        if isinstance(servers, (list, tuple)):
+            made = [s if isinstance(s, McpServer) else McpServer(**s) for s in servers]
+            return {server.name: server for server in made}
         if not isinstance(servers, dict):
             return servers
         return {key: {"name": key, **value} if isinstance(value, dict) else value
@@ -203,16 +105,28 @@ class Settings(Group):
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What loading ignored, each as one sentence (an untrusted project loosening)."""
+        """What loading ignored or noticed, each as one sentence: an untrusted project's
+        loosening (see :attr:`ignored`), a trusted project file changed since."""
         return self._warnings
+
+    @property
+    def ignored(self) -> tuple[Ignored, ...]:
+        """What untrusted project files asked for and did not get, field by field."""
+        return self._ignored
 
     def with_values(self, values: dict[str, Any], origin: str = "keyword",
                     name: Callable[[str], str] = str) -> Settings:
         """A copy with the dotted fields in ``values`` set (``{"fence.sandbox": "off"}``);
-        SettingsError says which field is wrong (as ``name`` shows a dotted field)."""
+        SettingsError says which field is wrong (as ``name`` shows a dotted field), and
+        names the closest for one that is not a setting."""
+        known = setting_fields()
+        for dotted in values:
+            if dotted not in known:
+                raise SettingsError(unknown_setting(dotted, known, name))
         data = self.model_dump(exclude_none=False)
-        data["policy"].update({k: getattr(self.policy, k)
-                               for k in ("confirm", "before_call", "after_call")})
+        for dotted, spec in known.items():
+            if spec.python_only:  # not dumped: taken over as they are
+                put(data, dotted, value_at(self, dotted))
         for dotted, value in values.items():
             put(data, dotted, value)
         try:
@@ -220,8 +134,102 @@ class Settings(Group):
         except ValidationError as exc:
             raise SettingsError(explain(exc, name=name)) from None
         made._origins = {**self._origins, **dict.fromkeys(values, origin)}
-        made._warnings = self._warnings
+        made._warnings, made._ignored = self._warnings, self._ignored
+        made._untrusted_rules = 0 if "policy.rules" in values else self._untrusted_rules
+        return made.settled()
+
+    def settled(self) -> Settings:
+        """These settings without the untrusted ask rules that a default of deny makes
+        looser than no rule (see ``_tighten.Rules``), each dropped one a warning."""
+        rules, dropped = Rules.settle(self.policy.rules, self._untrusted_rules,
+                                      self.policy.rules_default)
+        if not dropped:
+            return self
+        made = self.model_copy(update={"policy": self.policy.model_copy(
+            update={"rules": rules})})
+        made._origins, made._untrusted_rules = dict(self._origins), 0
+        lost = Ignored("policy.rules", tuple(dropped), "a project file",
+                       "an untrusted project's ask rule may not soften rules_default = 'deny' "
+                       "(what no other rule matches)", "ask rules")
+        made._ignored = (*self._ignored, lost)
+        made._warnings = (*self._warnings, str(lost))
         return made
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """What an untrusted project file asked for and did not get: the dotted ``field``, the
+    ``value`` (or the part of it) dropped, the file it came from, and why."""
+
+    field: str
+    value: Any
+    source: str
+    why: str = "an untrusted project may only tighten the settings"
+    what: str = ""  # the part dropped, as the warning names it ("allow rules")
+    lapsed: str = ""  # what changed in the file since the user trusted it
+
+    def __str__(self) -> str:
+        shown = f"{self.what} {list(self.value)!r}" if self.what else repr(self.value)
+        since = f", which {self.lapsed}" if self.lapsed else ""
+        return (f"ignored {self.field} = {shown} from {self.source}{since}: {self.why} "
+                "(`loki trust` to trust it as it is now)")
+
+
+@dataclass(frozen=True)
+class SettingField:
+    """One field of Settings as the layers, flags and docs see it."""
+
+    dotted: str  # "fence.sandbox"
+    info: FieldInfo
+    setting: Setting
+
+    @property
+    def group(self) -> str:
+        return self.dotted.rpartition(".")[0]
+
+    @property
+    def python_only(self) -> bool:
+        """A function (confirm, hooks): set by a keyword, never by a file or a flag."""
+        return bool(self.info.exclude)
+
+    @property
+    def default(self) -> Any:
+        return self.info.get_default(call_default_factory=True)
+
+    @property
+    def help(self) -> str:
+        return self.info.description or ""
+
+
+@cache
+def setting_fields() -> dict[str, SettingField]:
+    """Every field of Settings by its dotted name, in declaration order."""
+    found: dict[str, SettingField] = {}
+    for name, info in Settings.model_fields.items():
+        kind = info.annotation
+        members = (((f"{name}.{sub}", f) for sub, f in kind.model_fields.items())
+                   if isinstance(kind, type) and issubclass(kind, Group) else [(name, info)])
+        for dotted, member in members:
+            marks = [m for m in member.metadata if isinstance(m, Setting)]
+            found[dotted] = SettingField(dotted, member, marks[0] if marks else Setting())
+    return found
+
+
+def unknown_setting(dotted: str, known: Collection[str],
+                    name: Callable[[str], str] = str) -> str:
+    """The sentence for a key that is not a setting: the closest one, and the list."""
+    shown = [name(k) for k in known]
+    hint = did_you_mean(name(dotted), shown)
+    return (f"unknown setting {name(dotted)!r}{hint}{' ' if hint else '; '}the settings are: "
+            f"{', '.join(shown)}")
+
+
+def value_at(settings: Any, dotted: str) -> Any:
+    """``settings.fence.sandbox`` for ``"fence.sandbox"``."""
+    value = settings
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def put(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -234,11 +242,9 @@ def put(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 def field_names() -> list[str]:
     """Every dotted field a file, a variable or a flag can set (``mcp_servers`` as one)."""
-    names = []
-    for name, info in Settings.model_fields.items():
-        kind = info.annotation
-        if isinstance(kind, type) and issubclass(kind, Group):
-            names += [f"{name}.{sub}" for sub, f in kind.model_fields.items() if not f.exclude]
-        else:
-            names.append(name)
-    return names
+    return list(_settable())
+
+
+@cache
+def _settable() -> tuple[str, ...]:
+    return tuple(d for d, spec in setting_fields().items() if not spec.python_only)

@@ -10,7 +10,8 @@ in the command's mount namespace (``(kind, path)`` pairs, see ``sandbox._namespa
   nosuid/nodev, and what it needs to read under a private tmpfs (the interpreter, PATH,
   HOME) bound back read-only;
 - for every ``.git`` folder of the root: the folder pinned (it cannot be moved or
-  replaced) and its ``config`` and ``hooks/`` read-only, unless ``git_writable``;
+  replaced) and its ``config`` and ``hooks/`` read-only while the root locks them
+  (``Root.locks_git``);
 - the sockets of daemons that run programs for whoever connects (docker, containerd,
   podman, systemd, the system bus) masked;
 - the root's protected files and folders (``Root.protect``: ``.env``, ``*.pem``, ``.aws/``)

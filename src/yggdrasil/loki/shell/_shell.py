@@ -18,14 +18,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from annotated_types import Interval
 
 from ..errors import PathError, ToolError
 from ..files import Journal, Root
-from ..netproxy import NetProxy
-from ..results import CommandResult, JobStarted
+from ..netproxy import AddressPolicy, AllowedHosts, NetProxy, ProxyRules
+from ..results import GIT_RULE, CommandResult, JobStarted
 from ..sandbox import (
     Completed,
     Session,
@@ -81,9 +81,31 @@ def writable_paths(paths: Sequence[str | os.PathLike[str]], what: str = "writabl
     return resolved
 
 
+class CommandFence(Protocol):
+    """What :meth:`Shell.fenced` reads of a fence (``settings.FenceSettings`` is one)."""
+
+    @property
+    def sandbox(self) -> SandboxMode: ...
+    @property
+    def network(self) -> bool | Sequence[str]: ...
+    @property
+    def allow_private_hosts(self) -> bool: ...
+    @property
+    def hosts(self) -> Mapping[str, str]: ...
+    @property
+    def writable(self) -> Sequence[str]: ...
+    @property
+    def unix_sockets(self) -> Sequence[str]: ...
+    @property
+    def hidden(self) -> Sequence[str]: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+
+
 @dataclass
 class Shell:
-    """run and run_python, in the root."""
+    """run and run_python, in the root. Which of git's files commands may change is the
+    root's to say (``Root.locks_git``), as for the file tools."""
 
     root: Root
     journal: Journal | None = None
@@ -93,7 +115,6 @@ class Shell:
     env: Mapping[str, str] | None = None  # passed through as given, even secret-looking names
     hidden: Sequence[str | os.PathLike[str]] = DEFAULT_HIDDEN  # unreadable when fenced
     shell: str = field(default_factory=lambda: shutil.which("bash") or "/bin/sh")
-    git_writable: bool = False  # commands may change .git/config and .git/hooks
     limits: JobLimits = field(default_factory=JobLimits)  # background jobs
     rules: CommandRules = field(default_factory=CommandRules)  # allow / ask / deny by words
     confirm: Callable[[str], Any] | None = None  # asked for commands an ``ask`` rule matches
@@ -114,6 +135,23 @@ class Shell:
         self._masked: list[str] = []  # what the last command got masked (absolute)
         self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits)
         self.supervision = Supervision(self.rules, self.confirm)
+
+    @classmethod
+    def fenced(cls, root: Root, journal: Journal | None, fence: CommandFence, *,
+               limits: JobLimits, rules: CommandRules, confirm: Callable[[str], Any] | None,
+               hidden: Sequence[str] = ()) -> Shell:
+        """A shell whose commands run in ``fence``: a host list becomes a proxy that is the
+        commands' only way out, the folders must exist, ``hidden`` is hidden besides the
+        fence's own. PathError names a folder that does not exist."""
+        network = fence.network
+        proxy = None if isinstance(network, bool) else NetProxy(ProxyRules(
+            AllowedHosts(network), AddressPolicy(allow_private=fence.allow_private_hosts),
+            dict(fence.hosts)))
+        return cls(root, journal, sandbox=fence.sandbox, network=network is True, proxy=proxy,
+                   writable=writable_paths(fence.writable), env=fence.env,
+                   unix_sockets=writable_paths(fence.unix_sockets, "unix_sockets path"),
+                   hidden=(*fence.hidden, *hidden), limits=limits, rules=rules,
+                   confirm=confirm)
 
     # -- the tools -----------------------------------------------------------------------
 
@@ -313,8 +351,8 @@ class Shell:
             return net
         if fence.namespaces:
             tmp = ", ".join(private_tmpfs())
-            git = ("" if self.git_writable else
-                   "; .git/config and .git/hooks are read-only (git_writable=False)")
+            git = ("; .git/config and .git/hooks are read-only "
+                   f"({GIT_RULE})" if self.root.locks_git else "")
             iso = (f"each runs in namespaces of its own: nothing it starts outlives it, its "
                    f"{tmp} are private and empty (the user's agent, tmux and D-Bus sockets "
                    f"are out of reach){git}")
@@ -346,18 +384,35 @@ class Shell:
         why = 'sandbox="off"' if self.sandbox == "off" else "masking them needs namespaces"
         return f"; the protected files are NOT hidden from them ({why})"
 
+    def _sealed(self) -> list[str]:
+        """The user's loki settings inside the root (``Root.sealed``) that exist, absolute."""
+        places = (os.path.join(self.root.path, rel) for rel in self.root.sealed)
+        return [p for p in places if os.path.lexists(p)]
+
+    def _sealed_files(self) -> list[str]:
+        """The files of the sealed places, root-relative (a configuration folder: few)."""
+        found = []
+        for place in self._sealed():
+            if not os.path.isdir(place) or os.path.islink(place):
+                found.append(self.root.rel(Path(place)))
+                continue
+            for folder, _, names in os.walk(place):
+                found += [self.root.rel(Path(folder, n)) for n in names]
+        return found
+
     def protected_paths(self) -> list[str]:
         """The root's protected files and folders (absolute, outermost only) as of the
-        tracker's last ``begin()``, or from a walk when it has no complete view."""
+        tracker's last ``begin()``, or from a walk when it has no complete view; and the
+        user's loki settings inside the root, masked as they are."""
         if self._protected is None:
-            return []
+            return self._sealed()
         tree = self.tracker.tree()
         if tree is None:
             rels = walk_protected(str(self.root.path), self._protected.protect)
         else:
             rels = self._protected.outermost(*tree)
         rels = self._masked_before.follow(str(self.root.path), rels)
-        return [os.path.join(self.root.path, rel) for rel in rels]
+        return [*(os.path.join(self.root.path, rel) for rel in rels), *self._sealed()]
 
     def hidden_paths(self) -> list[str]:
         """The hidden paths that exist now, resolved (relative ones from the root)."""
@@ -431,7 +486,7 @@ class Shell:
         mounts: list[tuple[str, str]] = []
         self._masked = []
         if fence.namespaces:
-            git = [] if self.git_writable else self.tracker.git_dirs()
+            git = self.tracker.git_dirs() if self.root.locks_git else []
             self._masked = self.protected_paths()
             mounts = mount_plan(writable, needed_paths(env, self.shell), git, self._masked,
                                 closed_network=not self.network)
@@ -484,8 +539,8 @@ class Shell:
         skip = [scratch, *self.jobs.scratches(),
                 *(self.journal.private_dirs() if self.journal else [])]
         self.tracker.begin(skip)
-        if self.journal is not None:
-            self.journal.keep_originals(self.tracker.code_files())
+        if self.journal is not None:  # what the journal puts back if a command changes it
+            self.journal.keep_originals([*self.tracker.code_files(), *self._sealed_files()])
         refused = Refusals()
         session = self._session(argv, refused.add, scratch, fence)
         argv, env, reaped = self._wrap(argv, env, scratch, fence, session)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Protocol
 
 from ..checkpoints import Checkpoints
@@ -18,6 +18,7 @@ from ..results import (
     RewindResult,
     TextPart,
     ToolResult,
+    did_you_mean,
     hook_refusal,
     retexted,
     tool_result,
@@ -111,6 +112,10 @@ class Toolbox:
     ``root``: the ``Root`` its file tools are confined to (``filesystem_toolbox`` sets it;
     ``Loki.act`` runs there and reads AGENTS.md through it). ``add_mcp`` adds an MCP
     server's tools; ``gate(tool)`` may refuse their calls (the command rules).
+
+    Built once, from what its maker made: ``journal`` (its ``record`` becomes this box's),
+    ``settings`` it was built from, ``fence`` (how commands run, in one phrase), ``notes``
+    (the start of ``status``), ``parts`` to attach and ``resources`` to own.
     """
 
     tools: dict[str, Tool] = field(default_factory=dict)
@@ -135,6 +140,18 @@ class Toolbox:
                                  compare=False)
     _touched: dict[str, None] | None = field(default=None, init=False, repr=False, compare=False)
     _index: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    notes: InitVar[str] = ""
+    parts: InitVar[Sequence[Attached]] = ()
+    resources: InitVar[Sequence[Closeable]] = ()
+
+    def __post_init__(self, notes: str, parts: Sequence[Attached],
+                      resources: Sequence[Closeable]) -> None:
+        self._status = notes
+        if self.journal is not None:
+            self.journal.record = self.record  # what the journal sees the run changed
+        for part in parts:
+            self.attach(part)
+        self.own(*resources)
 
     def add(self, tool: Tool) -> Tool:
         """Register a tool; a second tool with the same name is a definition error."""
@@ -421,8 +438,10 @@ class Toolbox:
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             available = ", ".join(self.tools) or "none"
+            hint = did_you_mean(name, self.tools)
             return tool_result(ErrorResult(category="unknown_tool", message=(
-                f"unknown tool {name!r}; available tools: {available}")), tool=str(name))
+                f"unknown tool {name!r}{hint}{' ' if hint else '; '}available tools: "
+                f"{available}")), tool=str(name))
         event = cancel if cancel is not None else threading.Event()
         if self.checkpointing is not None:
             self.checkpointing.begin()  # the first checkpoint, in the background
