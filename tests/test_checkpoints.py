@@ -485,3 +485,14 @@ def test_the_store_is_pruned_to_its_size(root: Path, tmp_path: Path,
     assert dropped and dropped[0] == runs[0].run  # the oldest first
     keeper.store.settle()
     assert keeper.store.bytes_used() <= 1 << 20 or len(dropped) == 2
+
+
+def test_names_that_are_not_utf8_come_back(box: Toolbox, root: Path) -> None:
+    name = os.fsdecode(b"caf\xe9.txt")  # Latin-1 bytes: a surrogate escape in Python
+    (root / name).write_text("one\n")
+    ok(box.invoke("run", {"command": "printf two > caf*.txt; touch $(printf 'n\\377w')"}))
+    listed = box.checkpoints().checkpoints
+    assert sorted(listed[0].paths) == sorted([name, os.fsdecode(b"n\xffw")])
+    result = box.rewind(0)
+    assert result.not_restored == [] and (root / name).read_text() == "one\n"
+    assert not (root / os.fsdecode(b"n\xffw")).exists()

@@ -181,8 +181,8 @@ class Checkpoints:
                     states.update((d, State("dir") if how == "mkdir" else ABSENT)
                                   for d, how in made.items())
                     self.timeline.add_step(self.run, n, tool, states, note)
-            except (StoreError, OSError) as exc:
-                self.stopped = f"checkpointing stopped at step {n}: {exc}"
+            except (StoreError, OSError, ValueError) as exc:  # ValueError: a bug of ours,
+                self.stopped = f"checkpointing stopped at step {n}: {exc}"  # never the step's
                 self.unrecorded.update(paths)
                 log.warning("%s", self.stopped)
                 return None

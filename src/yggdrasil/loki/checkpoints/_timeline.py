@@ -100,21 +100,22 @@ class Timeline:
                 parent_step: int | None = None) -> None:
         with self.store.transaction() as db:
             db.execute("INSERT OR IGNORE INTO runs (id, root, started, parent, parent_step) "
-                       "VALUES (?, ?, ?, ?, ?)", (run, root, time.time(), parent, parent_step))
+                       "VALUES (?, ?, ?, ?, ?)", (run, _key(root), time.time(), parent,
+                                                  parent_step))
 
     def run(self, run: str) -> RunInfo | None:
         with self.store.lock:
             row = self.store.db.execute(
                 "SELECT id, root, started, parent, parent_step, baseline, baseline_note "
                 "FROM runs WHERE id=?", (run,)).fetchone()
-        return RunInfo(*row) if row else None
+        return _info(row) if row else None
 
     def runs(self, root: str | None = None) -> list[RunInfo]:
         query = ("SELECT id, root, started, parent, parent_step, baseline, baseline_note "
                  "FROM runs" + (" WHERE root=?" if root else "") + " ORDER BY started")
         with self.store.lock:
-            rows = self.store.db.execute(query, (root,) if root else ()).fetchall()
-        return [RunInfo(*row) for row in rows]
+            rows = self.store.db.execute(query, (_key(root),) if root else ()).fetchall()
+        return [_info(row) for row in rows]
 
     def set_baseline(self, run: str, baseline: Baseline) -> None:
         key = self.store.put(baseline.dumps())
@@ -140,7 +141,7 @@ class Timeline:
             db.execute("INSERT INTO steps (run, n, tool, at, note) VALUES (?, ?, ?, ?, ?)",
                        (run, n, tool, time.time(), note))
             db.executemany("INSERT INTO entries (run, n, path, state, hash) VALUES (?, ?, ?, ?, ?)",
-                           ((run, n, p, s.dumps(), s.hash) for p, s in states.items()))
+                           ((run, n, _key(p), s.dumps(), s.hash) for p, s in states.items()))
 
     def last_step(self, run: str) -> int:
         """The number of the run's last step (its parent's when it has none of its own)."""
@@ -182,7 +183,7 @@ class Timeline:
                     "ORDER BY n, path", (info.id, first, last)).fetchall()
             by_step: dict[int, list[str]] = {}
             for n, path in paths:
-                by_step.setdefault(n, []).append(path)
+                by_step.setdefault(n, []).append(_path(path))
             out += [StepInfo(info.id, n, tool, at, note, tuple(by_step.get(n, ())))
                     for n, tool, at, note in rows]
         return out
@@ -197,7 +198,7 @@ class Timeline:
                 rows = self.store.db.execute(
                     "SELECT DISTINCT path FROM entries WHERE run=? AND n BETWEEN ? AND ?",
                     (info.id, max(first, step + 1), last)).fetchall()
-            found.update(r[0] for r in rows)
+            found.update(_path(r[0]) for r in rows)
         return found
 
     def state_at(self, run: str, step: int, rel: str) -> State:
@@ -216,7 +217,8 @@ class Timeline:
             rows = self.store.db.execute(
                 "SELECT path, state FROM entries WHERE run=? AND n BETWEEN ? AND ? ORDER BY n",
                 (info.id, first, min(step, last))).fetchall()
-        for path, state in rows:
+        for key, state in rows:
+            path = _path(key)
             if path in paths:
                 found[path] = State.loads(state)
         for path in paths - found.keys():
@@ -253,3 +255,18 @@ class Timeline:
                 for table, key in (("entries", "run"), ("steps", "run"), ("runs", "id")):
                     db.execute(f"DELETE FROM {table} WHERE {key}=?", (run,))
                 self._baselines.pop(run, None)
+
+
+def _key(path: str) -> bytes:
+    """A path as the tables keep it: its bytes (a name that is not UTF-8, kept by Python
+    as surrogate escapes, cannot be SQLite text)."""
+    return path.encode("utf-8", "surrogateescape")
+
+
+def _path(key: bytes | str) -> str:
+    return key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else key
+
+
+def _info(row: tuple[object, ...]) -> RunInfo:
+    run, root, *rest = row
+    return RunInfo(str(run), _path(root), *rest)  # type: ignore[arg-type]
