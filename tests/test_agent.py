@@ -59,8 +59,16 @@ def test_a_run_edits_real_files_and_reports(root: Path) -> None:
     assert result.files_changed == ["cli.py", "docs/notes.md"]
     assert [s.tool for s in result.steps] == ["read_file", "edit_file", "write_file"]
     assert result.steps[0] == ActStep(1, "look", "read_file", {"path": "cli.py"},
-                                      "1\tVERBOSE = False")
+                                      "1\tVERBOSE = False", data={
+                                          "kind": "read", "path": "cli.py", "content": "text",
+                                          "size": 16, "encoding": "utf-8", "first": 1, "last": 1,
+                                          "total": 1, "lines": ["VERBOSE = False"], "symbol": "",
+                                          "note": ""})
     assert seen == result.steps
+    edited = result.steps[1].data  # each step carries its call's typed result as JSON values
+    assert (edited["kind"], edited["replacements"], edited["edits"][0]["match"]) == (
+        "edit", 1, "exact")
+    assert result.steps[2].data["created"] is True and result.steps[2].changed == ["docs/notes.md"]
     assert (result.engine, result.model, result.root) == ("scripted", "script", str(root))
     assert json.loads(result.to_json())["steps"][1]["observation"] == (
         "edited cli.py (1 replacement)\n--- cli.py\n+++ cli.py\n@@ -1,1 +1,1 @@\n"

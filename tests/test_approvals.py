@@ -33,11 +33,13 @@ def test_always_allows_the_same_verb_on_the_same_path(root: Path) -> None:
         return "always" if action == "edit a.txt" else "no"
 
     with filesystem_toolbox(root, confirm=confirm) as box:
-        assert box.call("edit_file", {"path": "a.txt", "old": "1", "new": "2"}).startswith("edited")
-        assert box.call("edit_file", {"path": "a.txt", "old": "2", "new": "3"}).startswith("edited")
+        assert box.invoke("edit_file", {"path": "a.txt", "old": "1", "new": "2"}).ok
+        assert box.invoke("edit_file", {"path": "a.txt", "old": "2", "new": "3"}).ok
         assert box.call("edit_file", {"path": "b.txt", "old": "1", "new": "2"}) == (
             "REFUSED: user declined to edit b.txt")  # the string "no" declines
-        assert box.call("write_file", {"path": "a.txt", "content": "4\n"}).startswith("REFUSED")
+        refused = box.invoke("write_file", {"path": "a.txt", "content": "4\n"})
+        assert refused.refused and refused.data.verb == "overwrite"
+    assert (root / "a.txt").read_text() == "3\n"
     assert asked == ["edit a.txt", "edit b.txt", "overwrite a.txt"]
 
 
@@ -46,8 +48,9 @@ def test_booleans_and_unknown_answers(root: Path) -> None:
     for reply, allowed in ((True, True), (False, False), ("yes", True), ("maybe", False),
                            (None, False)):
         with filesystem_toolbox(root, confirm=lambda action, r=reply: r) as box:
-            seen = box.call("write_file", {"path": "a.txt", "content": "1\n"})
-        assert seen.startswith("overwrote") is allowed, (reply, seen)
+            seen = box.invoke("write_file", {"path": "a.txt", "content": "1\n"})
+        assert seen.ok is allowed and seen.refused is not allowed, (reply, seen.text)
+        assert (seen.data.kind == "write") is allowed, (reply, seen.text)
 
 
 def test_always_for_an_ask_rule_covers_the_commands_it_matches(root: Path) -> None:

@@ -174,9 +174,10 @@ def test_small_originals_share_a_pack_and_each_comes_back_whole(root: Path) -> N
         (root / name).write_bytes(data)
     text = "*** Begin Patch\n" + "".join(f"*** Add File: new{i}.txt\n+x\n" for i in range(2))
     for name in olds:
-        out = box.call("write_file", {"path": name, "content": f"new {name}"})
-        assert out.startswith(f"overwrote {name}"), out
-    assert box.call("apply_patch", {"patch": text + "*** End Patch"}).startswith("A ")
+        out = box.invoke("write_file", {"path": name, "content": f"new {name}"})
+        assert (out.data.path, out.data.created) == (name, False), out.text
+    added = box.invoke("apply_patch", {"patch": text + "*** End Patch"}).data
+    assert [(f.op, f.path) for f in added.files] == [("A", "new0.txt"), ("A", "new1.txt")]
     assert box.journal is not None
     [store] = box.journal.private_dirs()
     assert len(list(store.iterdir())) == 1
@@ -212,7 +213,8 @@ def test_an_edit_through_a_link_is_undone_by_the_links_name(root: Path, box: Too
     (root / "a.py").write_text("x = 1\n")
     os.symlink("a.py", root / "alias.py")
     box.call("edit_file", {"path": "alias.py", "old": "x = 1", "new": "x = 2"})
-    assert box.call("undo_edit", {"path": "alias.py"}).startswith("restored a.py")
+    undone = box.invoke("undo_edit", {"path": "alias.py"}).data
+    assert (undone.path, undone.outcome) == ("a.py", "restored")
     assert (root / "a.py").read_text() == "x = 1\n" and (root / "alias.py").is_symlink()
 
 

@@ -206,8 +206,9 @@ def test_read_file_symbol_reads_the_definition_with_its_decorators(app: Path, bo
         "14\t        return f\"hi {who}\"",
         "[showing lines 12-14 of 18; read_file(path='app.py', start=15) for more, or grep to "
         "find a line]"]
-    assert box.call("read_file", {"path": "app.py", "symbol": "main", "start": 3}).split(
-        "\n")[:2] == ["17\tdef main():", "18\t    print(Greeter(\"x\").greet(\"y\"))"]
+    main = box.invoke("read_file", {"path": "app.py", "symbol": "main", "start": 3}).data
+    assert (main.symbol, main.first, main.last, main.total, main.note) == ("main", 17, 18, 18, "")
+    assert main.lines == ["def main():", "    print(Greeter(\"x\").greet(\"y\"))"]
 
 
 def test_read_file_symbol_errors_list_what_the_file_defines(app: Path, box: Toolbox) -> None:
@@ -223,10 +224,12 @@ def test_read_file_symbol_errors_list_what_the_file_defines(app: Path, box: Tool
 def test_read_file_symbol_names_other_matches(root: Path, box: Toolbox) -> None:
     write(root, {"props.py": "class A:\n    @property\n    def x(self):\n        return 1\n\n"
                              "    @x.setter\n    def x(self, v):\n        pass\n"})
-    found = box.call("read_file", {"path": "props.py", "symbol": "A.x"}).split("\n")
-    assert found[:3] == ["2\t    @property", "3\t    def x(self):", "4\t        return 1"]
-    assert found[-1] == ("['A.x' also matches L7 (method A.x); read_file(path='props.py', "
-                         "start=N) reads one of those]")
+    found = box.invoke("read_file", {"path": "props.py", "symbol": "A.x"})
+    assert (found.data.symbol, found.data.first, found.data.last) == ("A.x", 2, 4)
+    assert found.data.lines == ["    @property", "    def x(self):", "        return 1"]
+    assert found.data.note == ("['A.x' also matches L7 (method A.x); read_file(path='props.py', "
+                               "start=N) reads one of those]")
+    assert found.text.split("\n")[-1] == found.data.note  # said after the window
 
 
 # -- the index follows the files --------------------------------------------------------

@@ -71,10 +71,11 @@ def test_definitions_added_deleted_and_moved_are_found_where_they_are(
     watched.call("run", {"command": "rm lib/made.py"})
     gone = watched.call("find_symbol", {"name": "made"})
     assert gone.startswith("no definition named 'made'") and "lib/made.py" not in gone
-    out = watched.call("apply_patch", {"patch": "*** Begin Patch\n*** Update File: pkg/util.py\n"
-                                                "*** Move to: pkg/moved.py\n@@\n-def unused():\n"
-                                                "+def renamed():\n*** End Patch\n"})
-    assert out.startswith("R pkg/util.py -> pkg/moved.py"), out
+    out = watched.invoke("apply_patch", {"patch": "*** Begin Patch\n*** Update File: pkg/util.py\n"
+                                                  "*** Move to: pkg/moved.py\n@@\n-def unused():\n"
+                                                  "+def renamed():\n*** End Patch\n"})
+    assert [(f.op, f.path, f.new_path) for f in out.data.files] == [
+        ("R", "pkg/util.py", "pkg/moved.py")], out.text
     assert watched.call("find_symbol", {"name": "renamed"}).startswith("pkg/moved.py:5: function renamed()")
     assert watched.call("find_symbol", {"name": "helper"}).startswith("pkg/moved.py:1: function helper(name)")
     assert watched.call("outline", {"path": "pkg"}).startswith("pkg/moved.py:\n  function helper(name)")

@@ -40,18 +40,18 @@ def test_reads_refuse_escapes(trap: Path, box: Toolbox, path: str) -> None:
     for tool, args in [("read_file", {"path": path}), ("list_dir", {"path": path}),
                        ("read_table", {"path": path}), ("grep", {"pattern": "SECRET", "path": path}),
                        ("find", {"pattern": "*", "path": path})]:
-        out = box.call(tool, args)
-        assert "SECRET" not in out, (tool, path, out)
-        assert out.startswith("ERROR:"), (tool, path, out)
+        done = box.invoke(tool, args)
+        assert "SECRET" not in done.text, (tool, path, done.text)
+        assert done.is_error and done.data.category == "path", (tool, path, done.text)
 
 
 @pytest.mark.parametrize("path", ESCAPES)
 def test_writes_refuse_escapes(trap: Path, box: Toolbox, path: str) -> None:
     before = (trap.parent / "outside" / "secret.txt").read_bytes()
-    out = box.call("write_file", {"path": path, "content": "pwned"})
-    assert "escapes the agent root" in out
-    out = box.call("edit_file", {"path": path, "old": "TOP", "new": "pwned"})
-    assert out.startswith("ERROR:")
+    out = box.invoke("write_file", {"path": path, "content": "pwned"})
+    assert out.data.category == "path" and "escapes the agent root" in out.text
+    out = box.invoke("edit_file", {"path": path, "old": "TOP", "new": "pwned"})
+    assert out.is_error and out.data.category == "path"
     assert (trap.parent / "outside" / "secret.txt").read_bytes() == before
     assert box.changed == []
 
@@ -64,8 +64,9 @@ def test_absolute_path_outside_is_refused(trap: Path, box: Toolbox) -> None:
 
 def test_paths_inside_work_absolute_relative_and_by_link(trap: Path, box: Toolbox) -> None:
     assert box.call("read_file", {"path": str(trap / "inside.txt")}) == "1\tinside"
-    assert box.call("read_file", {"path": "sub/../inside.txt"}) == "1\tinside"
-    assert box.call("read_file", {"path": "ok_link"}) == "1\tinside"
+    for path in ("sub/../inside.txt", "ok_link"):
+        read = box.invoke("read_file", {"path": path}).data
+        assert (read.path, read.lines) == ("inside.txt", ["inside"]), path
 
 
 def test_search_never_follows_links_out(trap: Path, box: Toolbox) -> None:
@@ -73,17 +74,21 @@ def test_search_never_follows_links_out(trap: Path, box: Toolbox) -> None:
     assert "TOP SECRET" not in out and "secret.txt" not in out
     found = box.call("find", {"pattern": "*secret*"})
     assert "secret.txt" not in found
-    listing = box.call("list_dir", {"path": "."})
-    assert "link_out@ -> (outside the root, not followed)" in listing
-    assert "ok_link@ -> inside.txt" in listing
+    listing = box.invoke("list_dir", {"path": "."})
+    assert "link_out@ -> (outside the root, not followed)" in listing.text.splitlines()
+    links = {e.name: (e.kind, e.target, e.outside) for e in listing.data.entries
+             if e.kind == "link"}
+    assert links == {"link_out": ("link", None, True), "file_link": ("link", None, True),
+                     "ok_link": ("link", "inside.txt", False)}
 
 
 def test_root_given_through_a_symlink(trap: Path, tmp_path: Path) -> None:
     alias = tmp_path / "alias"
     alias.symlink_to(trap)
     box = filesystem_toolbox(alias)
-    assert box.call("read_file", {"path": "inside.txt"}) == "1\tinside"
-    assert "escapes" in box.call("read_file", {"path": "../outside/secret.txt"})
+    assert box.invoke("read_file", {"path": "inside.txt"}).data.lines == ["inside"]
+    escape = box.invoke("read_file", {"path": "../outside/secret.txt"})
+    assert escape.data.category == "path" and "escapes" in escape.text
 
 
 def test_special_files_are_refused_not_hung(root: Path, box: Toolbox) -> None:

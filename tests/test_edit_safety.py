@@ -26,10 +26,11 @@ def test_a_file_changed_since_it_was_read_is_not_edited(root: Path, box: Toolbox
     assert target.read_text() == "verbose = False\ncolor = True\n"
     for tool, args in (("write_file", {"content": "x"}),
                        ("apply_patch", {"patch": "*** Begin Patch\n*** Delete File: cli.py\n"})):
-        out = box.call(tool, {"path": "cli.py", **args} if tool == "write_file" else args)
-        assert "cli.py changed since you last read it" in out, tool
+        done = box.invoke(tool, {"path": "cli.py", **args} if tool == "write_file" else args)
+        assert done.is_error and "cli.py changed since you last read it" in done.text, tool
     box.call("read_file", {"path": "cli.py"})  # reading again clears the guard
-    assert box.call("edit_file", {"path": "cli.py", "old": "False", "new": "True"}).startswith("edited")
+    edited = box.invoke("edit_file", {"path": "cli.py", "old": "False", "new": "True"})
+    assert edited.ok and edited.data.replacements == 1
 
 
 def test_the_guard_sees_same_size_rewrites_and_replacements(root: Path, box: Toolbox) -> None:
@@ -50,13 +51,14 @@ def test_the_guard_sees_same_size_rewrites_and_replacements(root: Path, box: Too
 
 def test_the_toolbox_own_writes_and_never_read_files_are_not_stale(root: Path, box: Toolbox) -> None:
     (root / "never.txt").write_text("a\n")
-    assert box.call("edit_file", {"path": "never.txt", "old": "a", "new": "b"}).startswith("edited")
-    assert box.call("edit_file", {"path": "never.txt", "old": "b", "new": "c"}).startswith("edited")
+    assert box.invoke("edit_file", {"path": "never.txt", "old": "a", "new": "b"}).ok
+    assert box.invoke("edit_file", {"path": "never.txt", "old": "b", "new": "c"}).ok
+    assert (root / "never.txt").read_text() == "c\n"
     box.call("write_file", {"path": "w.txt", "content": "1"})
-    assert box.call("write_file", {"path": "w.txt", "content": "2"}).startswith("overwrote")
+    assert box.invoke("write_file", {"path": "w.txt", "content": "2"}).data.created is False
     box.call("read_file", {"path": "w.txt"})
     (root / "w.txt").unlink()  # gone since read: writing it again creates it
-    assert box.call("write_file", {"path": "w.txt", "content": "3"}).startswith("created")
+    assert box.invoke("write_file", {"path": "w.txt", "content": "3"}).data.created is True
 
 
 def test_a_command_that_rewrites_a_read_file_makes_the_view_stale(root: Path, box: Toolbox) -> None:
@@ -85,10 +87,12 @@ def test_syntax_gate_reject_leaves_the_file_untouched(root: Path) -> None:
 def test_syntax_gate_reject_lets_a_broken_file_be_repaired_step_by_step(root: Path) -> None:
     box = filesystem_toolbox(root, on_syntax_error="reject")
     (root / "b.py").write_text("def f(:\n    return 1\n")
-    out = box.call("edit_file", {"path": "b.py", "old": "return 1", "new": "return 2"})
-    assert out.startswith("edited b.py") and "WARNING: b.py does not parse" in out
-    assert "nor did it before this change" in out
-    assert box.call("edit_file", {"path": "b.py", "old": "f(:", "new": "f():"}).startswith("edited")
+    out = box.invoke("edit_file", {"path": "b.py", "old": "return 1", "new": "return 2"})
+    assert out.ok and out.data.replacements == 1
+    (warning,) = out.data.warnings
+    assert warning.startswith("WARNING: b.py does not parse") and "nor did it before this change" in warning
+    fixed = box.invoke("edit_file", {"path": "b.py", "old": "f(:", "new": "f():"})
+    assert fixed.ok and fixed.data.warnings == []
 
 
 @pytest.mark.parametrize(("name", "good", "bad", "said"), [
@@ -104,13 +108,15 @@ def test_syntax_gate_covers_the_code_navigation_languages(
         root: Path, name: str, good: str, bad: str, said: str) -> None:
     pytest.importorskip("tree_sitter_language_pack")
     box = filesystem_toolbox(root, on_syntax_error="reject")
-    assert box.call("write_file", {"path": name, "content": good}).startswith("created")
+    good_one = box.invoke("write_file", {"path": name, "content": good}).data
+    assert good_one.created and good_one.warnings == []
     out = box.call("write_file", {"path": name, "content": bad})
     assert out.startswith(f"ERROR: {name} would no longer parse (") and said in out, out
     assert "grammar)" in out and (root / name).read_text() == good
     # a grammar approximates its language: a new file it cannot read gets a warning only
-    out = box.call("write_file", {"path": f"new_{name}", "content": bad})
-    assert out.startswith("created") and f"WARNING: new_{name} no longer parses" in out, out
+    new = box.invoke("write_file", {"path": f"new_{name}", "content": bad}).data
+    assert new.created and [w.startswith(f"WARNING: new_{name} no longer parses")
+                            for w in new.warnings] == [True], new
 
 
 def test_the_gate_never_refuses_a_new_c_file_a_grammar_misreads(root: Path) -> None:
@@ -118,8 +124,8 @@ def test_the_gate_never_refuses_a_new_c_file_a_grammar_misreads(root: Path) -> N
     box = filesystem_toolbox(root, on_syntax_error="reject")
     xmacros = ("#define LIST(X) X(a) X(b)\n#define DECL(n) int n;\nLIST(DECL)\n"
                "int main(void) { return a + b; }\n")
-    out = box.call("write_file", {"path": "x.c", "content": xmacros})
-    assert out.startswith("created x.c"), out
+    out = box.invoke("write_file", {"path": "x.c", "content": xmacros})
+    assert out.ok and (out.data.path, out.data.created) == ("x.c", True), out.text
     assert (root / "x.c").read_text() == xmacros
 
 
@@ -133,8 +139,8 @@ def test_syntax_gate_knows_yaml_streams_tags_and_json_with_comments(root: Path) 
         "b.jsonc": "[1, 2, // two\n]\n",
     }
     for name, text in valid.items():
-        out = box.call("write_file", {"path": name, "content": text})
-        assert out.startswith("created") and "WARNING" not in out, out
+        out = box.invoke("write_file", {"path": name, "content": text})
+        assert out.ok and out.data.created and out.data.warnings == [], out.text
     out = box.call("write_file", {"path": "package.json", "content": '{\n  // no\n}\n'})
     assert out.startswith("ERROR: package.json would no longer parse (line 2: ")  # strict JSON
     out = box.call("write_file", {"path": "c.yaml", "content": "a: 1\nb: c: d\n"})
@@ -153,11 +159,11 @@ def test_a_stray_byte_in_a_utf8_file_is_kept_and_new_text_is_utf8(root: Path, bo
     was written as the single byte 0xE9 in a UTF-8 file."""
     data = "# caf\u00e9\n".encode() + b"stray = '\xff'\n" + "name = 'caf\u00e9'\n".encode()
     (root / "m.py").write_bytes(data)
-    out = box.call("edit_file", {"path": "m.py", "old": "name = 'caf\u00e9'",
-                                 "new": "name = 'th\u00e9'"})
-    assert out.startswith("edited m.py (1 replacement)")
+    out = box.invoke("edit_file", {"path": "m.py", "old": "name = 'caf\u00e9'",
+                                   "new": "name = 'th\u00e9'"})
+    assert [(e.replacements, e.match) for e in out.data.edits] == [(1, "exact")]
     assert (root / "m.py").read_bytes() == data.replace("caf\u00e9'".encode(), "th\u00e9'".encode())
-    assert "+name = 'th\u00e9'" in out
+    assert "+name = 'th\u00e9'" in out.data.diff.hunks[0].lines
     out = box.call("edit_file", {"path": "m.py", "old": "# caf", "new": "# d\u00e9j\u00e0 caf"})
     assert (root / "m.py").read_bytes().startswith("# d\u00e9j\u00e0 caf\u00e9\n".encode() + b"stray = '\xff'")
 
@@ -173,9 +179,9 @@ def test_a_latin1_file_gets_latin1_bytes(root: Path, box: Toolbox) -> None:
 def test_utf16_with_bom_and_crlf_with_a_loose_match(root: Path, box: Toolbox) -> None:
     text = "def f():\r\n\tif x:\r\n\t\treturn '\u00e9'\r\n"
     (root / "w.py").write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
-    out = box.call("edit_file", {"path": "w.py", "old": "    if x:\n        return '\u00e9'",
-                                 "new": "    if x:\n        return '\u00e8'"})
-    assert "matched ignoring indentation" in out
+    out = box.invoke("edit_file", {"path": "w.py", "old": "    if x:\n        return '\u00e9'",
+                                   "new": "    if x:\n        return '\u00e8'"})
+    assert [(e.match, e.ignored) for e in out.data.edits] == [("loose", ["indentation"])]
     assert (root / "w.py").read_bytes() == b"\xff\xfe" + text.replace("\u00e9", "\u00e8").encode("utf-16-le")
 
 
@@ -238,13 +244,28 @@ def test_undo_edit_puts_one_file_back(root: Path, box: Toolbox) -> None:
     assert box.call("undo_edit", {"path": "a.py"}) == "restored a.py to what it held before this run changed it"
     assert (root / "a.py").read_text() == "a = 1\n" and (root / "b.py").read_text() == "b = 2\n"
     assert box.changed == ["b.py", "new/c.py"]
-    assert box.call("undo_edit", {"path": "./new/c.py"}) == "removed new/c.py (this run created it)"
+    removed = box.invoke("undo_edit", {"path": "./new/c.py"})
+    assert removed.text == "removed new/c.py (this run created it)"
+    assert (removed.data.kind, removed.data.path, removed.data.outcome) == ("undo", "new/c.py", "removed")
     assert not (root / "new").exists()  # the folder made for it went too
     out = box.call("undo_edit", {"path": "a.py"})
     assert out == "ERROR: a.py was not changed in this run; nothing to undo (files changed so far: b.py)"
-    assert "escapes the agent root" in box.call("undo_edit", {"path": "../outside/secret.txt"})
-    assert "a.py changed since you last read it" not in box.call(
-        "edit_file", {"path": "b.py", "old": "2", "new": "3"})
+    escape = box.invoke("undo_edit", {"path": "../outside/secret.txt"})
+    assert escape.data.category == "path" and "escapes the agent root" in escape.text
+    assert box.invoke("edit_file", {"path": "b.py", "old": "2", "new": "3"}).ok
+
+
+def test_undo_edit_data_says_what_became_of_the_file(root: Path, box: Toolbox) -> None:
+    (root / "a.py").write_text("a = 1\n")
+    box.call("edit_file", {"path": "a.py", "old": "1", "new": "2"})
+    restored = box.invoke("undo_edit", {"path": "a.py"})
+    assert (restored.data.path, restored.data.outcome) == ("a.py", "restored")
+    assert (root / "a.py").read_text() == "a = 1\n"
+    box.call("write_file", {"path": "t.txt", "content": "t"})
+    (root / "t.txt").unlink()  # created and removed again: nothing to put back
+    already = box.invoke("undo_edit", {"path": "t.txt"})
+    assert (already.data.outcome, already.ok) == ("already", True)
+    assert already.text == "t.txt is already as it was before this run (created and removed again)"
 
 
 def test_revert_paths_reverts_only_those(root: Path, box: Toolbox) -> None:

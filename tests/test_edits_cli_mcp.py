@@ -72,8 +72,10 @@ def test_do_refuses_an_edit_from_a_stale_view(root: Path) -> None:
     done = loki(root.parent, "do", "t", "--root", str(root), "--engine", "scripted",
                 "--model", str(plan), "--yes", "--json")
     steps = json.loads(done.stdout)["steps"]
+    assert steps[2]["is_error"] and steps[2]["data"]["kind"] == "error"
     assert steps[2]["observation"].startswith("ERROR: app.py changed since you last read it (")
-    assert steps[4]["observation"].startswith("edited app.py (1 replacement)")
+    assert (steps[4]["data"]["kind"], steps[4]["data"]["replacements"]) == ("edit", 1)
+    assert steps[4]["changed"] == ["app.py"]
     assert steps[5]["observation"] == "ERROR: cannot undo app.py: changed by a command (run/run_python); no copy of the original was kept"
     assert (root / "app.py").read_text() == "x = 2\n"
 
@@ -165,12 +167,21 @@ def test_mcp_patch_edits_stale_view_and_undo_in_one_session(root: Path) -> None:
 
     dry, applied, again, stale, edited, undone = mcp_session(root, scenario)
     assert not field(dry, "is_error") and text(dry).startswith("dry run: nothing was changed")
+    assert field(dry, "structured_content")["dry_run"] is True
     assert not field(applied, "is_error") and text(applied).startswith("M app.py (hunk 1 matched ignoring indentation)\nA notes.txt")
+    files = field(applied, "structured_content")["files"]
+    assert [(f["op"], f["path"], f["loose"]) for f in files] == [
+        ("M", "app.py", [{"hunk": 1, "ignored": "indentation"}]), ("A", "notes.txt", [])]
     assert field(again, "is_error") and "apply_patch changed nothing" in text(again)
     assert field(stale, "is_error") and text(stale).startswith("ERROR: app.py changed since you last read it")
     assert not field(edited, "is_error") and text(edited).startswith(
         "edited app.py (2 edits, 2 replacements; edit 2 matched ignoring indentation)")
+    data = field(edited, "structured_content")
+    assert [(e["match"], e["ignored"]) for e in data["edits"]] == [
+        ("exact", []), ("loose", ["indentation"])]
     assert text(undone) == "removed notes.txt (this run created it)"
+    assert field(undone, "structured_content") == {"kind": "undo", "path": "notes.txt",
+                                                   "outcome": "removed"}
     assert (root / "app.py").read_text() == APP.replace("return 1", "return 3").replace(
         "return 0", "return 9") + "# saved by the user\n"
     assert not (root / "notes.txt").exists()
@@ -184,4 +195,5 @@ def test_mcp_syntax_gate(root: Path) -> None:
 
     result = mcp_session(root, scenario, "--on-syntax-error", "reject")
     assert field(result, "is_error") and text(result).startswith("ERROR: conf.json would no longer parse (line 1:")
+    assert field(result, "structured_content")["kind"] == "error"
     assert (root / "conf.json").read_text() == '{"a": 1}\n'

@@ -304,7 +304,7 @@ def test_reading_a_job_never_waits_behind_a_command_nor_holds_one_up(
     reader = threading.Thread(target=box.call, args=("job_output", {"job": job, "wait": 30}))
     reader.start()
     time.sleep(0.3)  # let the reader start waiting (a late start only weakens the check)
-    assert box.call("write_file", {"path": "w.txt", "content": "x"}).startswith("created w.txt")
+    assert box.invoke("write_file", {"path": "w.txt", "content": "x"}).data.created
     assert reader.is_alive()  # the write did not wait the reader's 30 s out
     box.call("job_stop", {"job": job})
     reader.join()

@@ -137,6 +137,7 @@ def test_code_navigation_tools(root: Path, mcp_python: str) -> None:
     assert text_of(outline) == "class Cart  L1-3\n  method total(self)  L2-3"
     assert text_of(found) == "shop.py:2: method Cart.total(self)"
     assert text_of(read).split("\n")[:2] == ["2\t    def total(self):", "3\t        return 0"]
+    assert field(read, "structured_content")["symbol"] == "Cart.total"  # the window is its lines
     assert text_of(mapped).split("\n")[1:3] == ["shop.py:", "  class Cart  L1-3"]
     assert field(escape, "is_error") and "escapes the agent root" in text_of(escape)
 
@@ -163,6 +164,65 @@ def test_every_tool_declares_an_output_schema_and_answers_structured_content(
     error = field(escape, "structured_content")
     assert field(escape, "is_error") is True
     assert (error["kind"], error["category"]) == ("error", "path")
+
+
+def test_file_tools_answer_structured_content_their_output_schema_validates(
+        root: Path, mcp_python: str) -> None:
+    """read_file's window and edit_file's edits and diff arrive as structuredContent; the
+    SDK's client checks each against the tool's outputSchema (and again here, on purpose),
+    and a result broken on purpose fails that check."""
+    (root / "app.py").write_text("def main():\n\tif ready:\n\t\treturn 1\n\treturn 0\n")
+    calls = [("read_file", {"path": "app.py", "start": 2, "end": 3}),
+             ("edit_file", {"path": "app.py", "old": "    if ready:\n        return 1",
+                            "new": "    if ready:\n        return 2"}),
+             ("list_dir", {}), ("write_file", {"path": "n.txt", "content": "n\n"}),
+             ("apply_patch", {"patch": "*** Begin Patch\n*** Delete File: n.txt\n*** End Patch",
+                              "dry_run": True}),
+             ("undo_edit", {"path": "n.txt"})]
+
+    async def scenario(client: ClientSession) -> Any:
+        schemas = {t.name: field(t, "output_schema") for t in (await client.list_tools()).tools}
+        results = []
+        for name, args in calls:
+            result = await client.call_tool(name, args)  # validated by the client itself
+            await client.validate_tool_result(name, result)
+            results.append(result)
+        broken = results[0].model_copy(update={"structured_content": {
+            **field(results[0], "structured_content"), "lines": "not a list"}})
+        try:
+            await client.validate_tool_result("read_file", broken)
+        except RuntimeError as exc:
+            refused = str(exc)
+        else:
+            refused = ""
+        return schemas, results, refused
+
+    (schemas, results, refused), _ = serve_and(mcp_python, root, scenario)
+    assert "Invalid structured content returned by tool read_file" in refused
+    read, edit, listing, written, patch, undone = (
+        field(r, "structured_content") for r in results)
+    assert not any(field(r, "is_error") for r in results)
+    assert schemas["read_file"]["properties"]["kind"]["const"] == "read"
+    assert (read["kind"], read["path"], read["content"], read["encoding"]) == (
+        "read", "app.py", "text", "utf-8")
+    assert (read["first"], read["last"], read["total"], read["lines"]) == (
+        2, 3, 4, ["\tif ready:", "\t\treturn 1"])
+    assert text_of(results[0]) == ("2\t\tif ready:\n3\t\t\treturn 1\n[showing lines 2-3 of 4; "
+                                   "read_file(path='app.py', start=4) for more, or grep to find "
+                                   "a line]")
+    assert (edit["kind"], edit["path"], edit["replacements"], edit["warnings"]) == (
+        "edit", "app.py", 1, [])
+    assert edit["edits"] == [{"replacements": 1, "match": "loose", "ignored": ["indentation"]}]
+    (hunk,) = edit["diff"]["hunks"]
+    assert (hunk["old_start"], hunk["old_lines"], hunk["cut"]) == (1, 4, 0)
+    assert [line for line in hunk["lines"] if line[0] in "-+"] == ["-\t\treturn 1", "+\t\treturn 2"]
+    assert [(e["name"], e["kind"], e["size"]) for e in listing["entries"]] == [
+        ("app.py", "file", (root / "app.py").stat().st_size)]
+    assert (written["kind"], written["created"], written["bytes"]) == ("write", True, 2)
+    assert (patch["dry_run"], [(f["op"], f["path"]) for f in patch["files"]]) == (
+        True, [("D", "n.txt")])
+    assert patch["files"][0]["diff"]["hunks"][0]["lines"] == ["-n"]
+    assert (undone["kind"], undone["outcome"]) == ("undo", "removed")
 
 
 def test_escape_and_unknown_tool_are_error_results(root: Path, mcp_python: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import SRC
-from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
+from yggdrasil.loki.tools import Toolbox, ToolResult, filesystem_toolbox
 
 APP = "def main():\n    x = 1\n    y = 2\n    return x + y\n\n\ndef other():\n    return 0\n"
 
@@ -27,6 +27,16 @@ def patch(box: Toolbox, text: str, **more: object) -> str:
     return box.call("apply_patch", {"patch": text, **more})
 
 
+def patched(box: Toolbox, text: str, **more: object) -> ToolResult:
+    return box.invoke("apply_patch", {"patch": text, **more})
+
+
+def ops(done: ToolResult) -> list[tuple[str, str, str | None]]:
+    """What the patch did to each file: (M/A/D/R, path, new path)."""
+    assert done.ok, done.text
+    return [(f.op, f.path, f.new_path) for f in done.data.files]
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes()
             for p in sorted(root.rglob("*")) if p.is_file()}
@@ -36,15 +46,24 @@ def test_codex_patch_adds_deletes_updates_and_moves(root: Path, box: Toolbox) ->
     (root / "app.py").write_text(APP)
     (root / "old.txt").write_text("one\ntwo\n")
     (root / "gone.txt").write_text("bye\n")
-    out = patch(box, "*** Begin Patch\n"
-                     "*** Update File: app.py\n@@ def main():\n     x = 1\n-    y = 2\n+    y = 3\n"
-                     "*** Add File: docs/new.md\n+# New\n+\n+text\n"
-                     "*** Delete File: gone.txt\n"
-                     "*** Update File: old.txt\n*** Move to: moved/new.txt\n@@\n one\n-two\n+TWO\n"
-                     "*** End Patch\n")
+    done = patched(box, "*** Begin Patch\n"
+                        "*** Update File: app.py\n@@ def main():\n     x = 1\n-    y = 2\n+    y = 3\n"
+                        "*** Add File: docs/new.md\n+# New\n+\n+text\n"
+                        "*** Delete File: gone.txt\n"
+                        "*** Update File: old.txt\n*** Move to: moved/new.txt\n@@\n one\n-two\n+TWO\n"
+                        "*** End Patch\n")
+    out = done.text  # DESIGN.md's shape: one line per file, then the diffs
     assert out.splitlines()[:4] == ["M app.py", "A docs/new.md", "D gone.txt",
                                     "R old.txt -> moved/new.txt"]
     assert "-    y = 2\n+    y = 3" in out and "--- old.txt\n+++ moved/new.txt" in out
+    assert ops(done) == [("M", "app.py", None), ("A", "docs/new.md", None),
+                         ("D", "gone.txt", None), ("R", "old.txt", "moved/new.txt")]
+    app, added, gone, moved = done.data.files
+    assert app.diff.hunks[0].lines[2:4] == ["-    y = 2", "+    y = 3"]
+    assert (added.diff, gone.diff) == (None, None)  # no whole-file diffs outside a dry run
+    assert (moved.diff.old_path, moved.diff.new_path) == ("old.txt", "moved/new.txt")
+    assert (done.data.dry_run, done.data.changes_nothing, done.data.warnings) == (False, False, [])
+    assert set(done.changed) == {"app.py", "docs/new.md", "gone.txt", "old.txt", "moved/new.txt"}
     assert (root / "app.py").read_text() == APP.replace("y = 2", "y = 3")
     assert (root / "docs/new.md").read_text() == "# New\n\ntext\n"
     assert (root / "moved/new.txt").read_text() == "one\nTWO\n"
@@ -82,11 +101,11 @@ def test_git_diff_with_renames_adds_and_deletes_applies_to_a_clean_tree(tmp_path
     git(repo, "reset", "-q", "--hard", "HEAD")
     git(repo, "clean", "-qfd")
     box = filesystem_toolbox(repo)
-    out = patch(box, diff)
-    assert not out.startswith("ERROR"), out
+    done = ops(patched(box, diff))
     assert {k: v for k, v in snapshot(repo).items() if not k.startswith(".git/")} == {
         k: v for k, v in want.items() if not k.startswith(".git/")}
-    assert "R app.py -> main.py" in out and "A sub/new file.py" in out and "D gone.txt" in out
+    assert ("R", "app.py", "main.py") in done and ("A", "sub/new file.py", None) in done
+    assert ("D", "gone.txt", None) in done
 
 
 def test_diff_u_of_two_folders_and_of_two_files(tmp_path: Path) -> None:
@@ -99,24 +118,28 @@ def test_diff_u_of_two_folders_and_of_two_files(tmp_path: Path) -> None:
     diff = subprocess.run(["diff", "-ru", "before", "after"], cwd=tmp_path,
                           capture_output=True, text=True).stdout
     box = filesystem_toolbox(root)
-    assert patch(box, diff).startswith("M pkg/a.py")  # 'before/pkg/a.py' read as pkg/a.py
+    assert ops(patched(box, diff)) == [("M", "pkg/a.py", None)]  # 'before/pkg/a.py' is pkg/a.py
     assert (root / "pkg" / "a.py").read_text() == APP.replace("x = 1", "x = 10")
     (tmp_path / "new.py").write_text(APP.replace("x = 1", "x = 10").replace("return 0", "return 1"))
     diff = subprocess.run(["diff", "-u", "pkg/a.py", str(tmp_path / "new.py")], cwd=root,
                           capture_output=True, text=True).stdout
-    assert patch(box, diff).startswith("M pkg/a.py")
+    assert ops(patched(box, diff)) == [("M", "pkg/a.py", None)]
     assert (root / "pkg" / "a.py").read_text() == APP.replace("x = 1", "x = 10").replace(
         "return 0", "return 1")
 
 
 def test_dry_run_changes_nothing_and_shows_the_diff(root: Path, box: Toolbox) -> None:
     (root / "app.py").write_text(APP)
-    out = patch(box, "*** Begin Patch\n*** Update File: app.py\n-    return 0\n+    return 9\n"
-                     "*** Add File: n.txt\n+hello\n*** End Patch", dry_run=True)
+    done = patched(box, "*** Begin Patch\n*** Update File: app.py\n-    return 0\n+    return 9\n"
+                        "*** Add File: n.txt\n+hello\n*** End Patch", dry_run=True)
+    out = done.text
     assert out.splitlines()[:3] == ["dry run: nothing was changed; the patch would do this:",
                                     "M app.py", "A n.txt"]
     assert "+    return 9" in out and "+hello" in out
-    assert snapshot(root) == {"app.py": APP.encode()} and box.changed == []
+    assert done.data.dry_run and ops(done) == [("M", "app.py", None), ("A", "n.txt", None)]
+    assert "+    return 9" in done.data.files[0].diff.hunks[0].lines
+    assert done.data.files[1].diff.hunks[0].lines == ["+hello"]  # a dry run shows new files whole
+    assert snapshot(root) == {"app.py": APP.encode()} and box.changed == [] and done.changed == ()
 
 
 def fifty_files(root: Path) -> dict[str, bytes]:
@@ -136,9 +159,13 @@ def fifty_file_patch(last_hunk_ok: bool = True) -> str:
 
 def test_a_50_file_patch_lands_whole(root: Path, box: Toolbox) -> None:
     fifty_files(root)
-    out = patch(box, fifty_file_patch())
-    assert out.splitlines()[:50] == [f"M m{i:02}.py" for i in range(50)]
-    assert "more files not shown" in out.splitlines()[-1]
+    done = patched(box, fifty_file_patch())
+    assert ops(done) == [("M", f"m{i:02}.py", None) for i in range(50)]
+    assert [f.diff is not None for f in done.data.files[:9]] == [True] * 8 + [False]
+    assert done.data.diffs_cut == 42  # the first 8 files' diffs fill the cap
+    assert done.text.splitlines()[:50] == [f"M m{i:02}.py" for i in range(50)]
+    assert done.text.splitlines()[-1] == ("[... diffs of 42 more files not shown; read_file them "
+                                          "to see the result]")
     assert all((root / f"m{i:02}.py").read_text() == f"def f{i}():\n    return {i} + 1\n\n\nX = {i * 2}\n"
                for i in range(50))
     assert len(box.changed) == 50
@@ -148,9 +175,11 @@ def test_a_50_file_patch_lands_whole(root: Path, box: Toolbox) -> None:
 
 def test_a_patch_failing_at_its_last_hunk_leaves_all_50_untouched(root: Path, box: Toolbox) -> None:
     before = fifty_files(root)
-    out = patch(box, fifty_file_patch(last_hunk_ok=False))
-    assert out.startswith("ERROR: apply_patch changed nothing: m49.py, hunk 1 of 2 (patch line 346):"
-                          " its lines were not found.")
+    done = patched(box, fifty_file_patch(last_hunk_ok=False))
+    out = done.text
+    assert done.is_error and out.startswith(
+        "ERROR: apply_patch changed nothing: m49.py, hunk 1 of 2 (patch line 346): its lines "
+        "were not found.")
     assert "2\t    return 49" in out  # what the file holds near the spot
     assert snapshot(root) == before and box.changed == []
 
@@ -184,8 +213,8 @@ def test_bad_patches_change_nothing(root: Path, box: Toolbox, text: str, says: s
     (root / "a.txt").write_text("a\n")
     (root / "link").symlink_to(root.parent / "outside" / "secret.txt")
     before = snapshot(root)
-    out = patch(box, text)
-    assert out.startswith("ERROR:") and says in out, out
+    done = patched(box, text)
+    assert done.is_error and says in done.data.message, done.text
     assert snapshot(root) == before and box.changed == []
     assert (root.parent / "outside" / "secret.txt").read_text() == "TOP SECRET\n"
     assert not Path("/etc/loki-test").exists()
@@ -193,8 +222,8 @@ def test_bad_patches_change_nothing(root: Path, box: Toolbox, text: str, says: s
 
 def test_a_symlink_inside_the_root_to_outside_is_not_patched(root: Path, box: Toolbox) -> None:
     (root / "link.txt").symlink_to(root.parent / "outside" / "secret.txt")
-    out = patch(box, "*** Begin Patch\n*** Update File: link.txt\n-TOP SECRET\n+pwned\n")
-    assert "escapes the agent root" in out
+    done = patched(box, "*** Begin Patch\n*** Update File: link.txt\n-TOP SECRET\n+pwned\n")
+    assert done.data.category == "path" and "escapes the agent root" in done.data.message
     assert (root.parent / "outside" / "secret.txt").read_text() == "TOP SECRET\n"
 
 
@@ -220,7 +249,9 @@ def test_confirm_is_asked_once_per_existing_file_and_a_no_changes_nothing(
     text = ("*** Begin Patch\n*** Update File: a.txt\n-a.txt\n+A\n*** Add File: new.txt\n+n\n"
             "*** Update File: b.txt\n*** Move to: bb.txt\n*** Delete File: c.txt\n"
             "*** Update File: a.txt\n-A\n+AA\n*** End Patch")
-    assert patch(box, text) == "REFUSED: user declined to delete c.txt"
+    refused = patched(box, text)
+    assert refused.text == "REFUSED: user declined to delete c.txt"
+    assert refused.refused and (refused.data.verb, refused.data.path) == ("delete", "c.txt")
     assert asked == ["edit a.txt", "move b.txt to bb.txt", "delete c.txt"]
     assert diffs[0] == "--- a.txt\n+++ a.txt\n@@ -1,1 +1,1 @@\n-a.txt\n+AA"
     assert snapshot(root) == before and box.changed == []
@@ -232,36 +263,39 @@ def test_loose_hunks_and_scopes(root: Path, box: Toolbox) -> None:
     out = patch(box, "*** Begin Patch\n*** Update File: t.py\n"
                      " def f(self):\n-    return 1\n+    return 2\n*** End Patch")
     assert "its lines appear 2x when indentation is ignored (at lines 2-3, 6-7)" in out
-    out = patch(box, "*** Begin Patch\n*** Update File: t.py\n@@ class B:\n"
-                     " def f(self):\n-    return 1\n+    return 2\n*** End Patch")
-    assert out.splitlines()[0] == "M t.py (hunk 1 matched ignoring indentation)"
+    done = patched(box, "*** Begin Patch\n*** Update File: t.py\n@@ class B:\n"
+                        " def f(self):\n-    return 1\n+    return 2\n*** End Patch")
+    assert done.text.splitlines()[0] == "M t.py (hunk 1 matched ignoring indentation)"
+    (file,) = done.data.files
+    assert [(h.hunk, h.ignored) for h in file.loose] == [(1, "indentation")]
     assert (root / "t.py").read_text() == src[:-2] + "2\n"
 
 
 def test_unified_line_numbers_pick_among_equal_places(root: Path, box: Toolbox) -> None:
     (root / "r.txt").write_text("x\ny\nx\ny\n")
-    out = patch(box, "--- a/r.txt\n+++ b/r.txt\n@@ -3,2 +3,2 @@\n x\n-y\n+Y\n")
-    assert out.startswith("M r.txt") and (root / "r.txt").read_text() == "x\ny\nx\nY\n"
+    done = patched(box, "--- a/r.txt\n+++ b/r.txt\n@@ -3,2 +3,2 @@\n x\n-y\n+Y\n")
+    assert ops(done) == [("M", "r.txt", None)] and (root / "r.txt").read_text() == "x\ny\nx\nY\n"
+    assert done.data.files[0].diff.hunks[0].old_start == 2
 
 
 def test_wrapped_crlf_and_no_newline_patches(root: Path, box: Toolbox) -> None:
     (root / "w.txt").write_bytes(b"a\r\nb\r\n")
     fenced = "```diff\r\n--- a/w.txt\r\n+++ b/w.txt\r\n@@ -1,2 +1,2 @@\r\n a\r\n-b\r\n+c\r\n```\r\n"
-    assert patch(box, fenced).startswith("M w.txt")
+    assert ops(patched(box, fenced)) == [("M", "w.txt", None)]
     assert (root / "w.txt").read_bytes() == b"a\r\nc\r\n"
     (root / "n.txt").write_text("one\ntwo")
     heredoc = ("apply_patch <<'EOF'\n--- a/n.txt\n+++ b/n.txt\n@@ -1,2 +1,2 @@\n one\n-two\n"
                "\\ No newline at end of file\n+three\nEOF\n")
-    assert patch(box, heredoc).startswith("M n.txt")
+    assert ops(patched(box, heredoc)) == [("M", "n.txt", None)]
     assert (root / "n.txt").read_text() == "one\nthree\n"
 
 
 def test_utf16_and_latin1_files_keep_their_encoding(root: Path, box: Toolbox) -> None:
     (root / "u.txt").write_bytes("\ufeffh\u00e9\nz\n".encode("utf-16-le"))
     (root / "l.txt").write_bytes("caf\u00e9\n".encode("latin-1"))
-    out = patch(box, "*** Begin Patch\n*** Update File: u.txt\n-z\n+\u00fc\n"
-                     "*** Update File: l.txt\n-caf\u00e9\n+th\u00e9\n*** End Patch")
-    assert out.startswith("M u.txt\nM l.txt")
+    done = patched(box, "*** Begin Patch\n*** Update File: u.txt\n-z\n+\u00fc\n"
+                        "*** Update File: l.txt\n-caf\u00e9\n+th\u00e9\n*** End Patch")
+    assert ops(done) == [("M", "u.txt", None), ("M", "l.txt", None)]
     assert (root / "u.txt").read_bytes() == "\ufeffh\u00e9\n\u00fc\n".encode("utf-16-le")
     assert (root / "l.txt").read_bytes() == "th\u00e9\n".encode("latin-1")
 
@@ -269,17 +303,22 @@ def test_utf16_and_latin1_files_keep_their_encoding(root: Path, box: Toolbox) ->
 def test_patching_twice_says_it_is_already_applied(root: Path, box: Toolbox) -> None:
     (root / "app.py").write_text(APP)
     text = "--- a/app.py\n+++ b/app.py\n@@ -7,2 +7,2 @@\n def other():\n-    return 0\n+    return 1\n"
-    assert patch(box, text).startswith("M app.py")
-    assert "the patch looks already applied there" in patch(box, text)
+    assert ops(patched(box, text)) == [("M", "app.py", None)]
+    again = patched(box, text)
+    assert again.is_error and "the patch looks already applied there" in again.text
 
 
 def test_hostile_sizes_are_bounded(root: Path, box: Toolbox) -> None:
     (root / "a.txt").write_text("a\n")
     huge_counts = "--- a/a.txt\n+++ b/a.txt\n@@ -1,999999999 +1,999999999 @@\n-a\n+b\n"
-    assert patch(box, huge_counts).startswith("M a.txt")
+    assert ops(patched(box, huge_counts)) == [("M", "a.txt", None)]
     many = "*** Begin Patch\n" + "".join(f"*** Add File: d/f{i}.txt\n+{i}\n" for i in range(3000))
-    out = patch(box, many)
+    done = patched(box, many)
+    assert ops(done) == [("A", f"d/f{i}.txt", None) for i in range(3000)]  # the data has all
+    out = done.text
     assert out.splitlines()[0] == "A d/f0.txt" and len(out) < 100_000
+    assert out.splitlines()[-1] == ("[... 2700 more files not shown; the diffs below cover the "
+                                    "first ones]")
     assert len(list((root / "d").iterdir())) == 3000
 
 
@@ -324,10 +363,11 @@ def test_a_process_killed_mid_patch_leaves_every_file_whole(root: Path) -> None:
 
 def test_a_new_file_below_a_file_is_refused_before_anything_changes(root: Path, box: Toolbox) -> None:
     (root / "a.txt").write_text("a\n")
-    out = patch(box, "*** Begin Patch\n*** Update File: a.txt\n-a\n+b\n"
-                     "*** Add File: a.txt/inner.txt\n+x\n*** End Patch")
-    assert out == ("ERROR: apply_patch changed nothing: a.txt is a file, not a folder; "
-                   "a.txt/inner.txt cannot be created below it")
+    done = patched(box, "*** Begin Patch\n*** Update File: a.txt\n-a\n+b\n"
+                        "*** Add File: a.txt/inner.txt\n+x\n*** End Patch")
+    assert done.text == ("ERROR: apply_patch changed nothing: a.txt is a file, not a folder; "
+                         "a.txt/inner.txt cannot be created below it")
+    assert done.data.category == "path"  # the PathError's category survives the wrapping
     assert (root / "a.txt").read_text() == "a\n" and box.changed == []
 
 
@@ -352,16 +392,16 @@ def test_codex_end_of_file_anchors_a_hunk_at_the_end(root: Path, box: Toolbox) -
     text = "def a():\n    return 0\n\n\ndef b():\n    return 0\n"
     (root / "m.py").write_text(text)
     hunk = "*** Begin Patch\n*** Update File: m.py\n@@\n-    return 0\n+    return 1\n"
-    out = patch(box, hunk + "*** End of File\n*** End Patch\n")
-    assert out.startswith("M m.py"), out
+    assert ops(patched(box, hunk + "*** End of File\n*** End Patch\n")) == [("M", "m.py", None)]
     assert (root / "m.py").read_text() == text[: text.rfind("0")] + "1\n"  # the last one only
-    out = patch(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-    return 1\n+    return 2\n"
-                     "*** End of File\n*** End Patch\n")
+    again = patched(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-    return 1\n"
+                         "+    return 2\n*** End of File\n*** End Patch\n")
+    assert again.data.files[0].diff.hunks[0].lines[-2:] == ["-    return 1", "+    return 2"]
     assert (root / "m.py").read_text().endswith("return 2\n") and text.count("return 0") == 2
     misplaced = ("*** Begin Patch\n*** Update File: m.py\n@@\n-def a():\n+def c():\n"
                  "*** End of File\n*** End Patch\n")
     # As in Codex, the marker is a preference: lines found only elsewhere still match there.
-    assert patch(box, misplaced).startswith("M m.py")
+    assert ops(patched(box, misplaced)) == [("M", "m.py", None)]
     assert (root / "m.py").read_text().startswith("def c():\n    return 0\n")
 
 
@@ -376,18 +416,17 @@ def test_codex_end_of_file_anchors_a_hunk_at_the_end(root: Path, box: Toolbox) -
 ])
 def test_whitespace_around_marker_lines_is_forgiven(root: Path, box: Toolbox, text: str) -> None:
     (root / "foo.txt").write_text("old\nend\n")
-    out = patch(box, text)
-    assert out.startswith("M foo.txt"), out
+    assert ops(patched(box, text)) == [("M", "foo.txt", None)]
     assert (root / "foo.txt").read_text() == "new\nend\n"
 
 
 def test_a_content_line_that_reads_as_a_marker_stays_content(root: Path, box: Toolbox) -> None:
     (root / "notes.txt").write_text("top\n *** End Patch\n*** End of File\nend\n")
-    out = patch(box, "*** Begin Patch\n*** Update File: notes.txt\n@@\n top\n"
-                     "+*** End Patch\n+  *** Update File: x.txt\n"  # added lines, not markers
-                     "  *** End Patch\n"  # a context line: more of the hunk follows
-                     "-*** End of File\n+ *** End of File\n end\n*** End Patch\n")
-    assert out.startswith("M notes.txt"), out
+    done = patched(box, "*** Begin Patch\n*** Update File: notes.txt\n@@\n top\n"
+                        "+*** End Patch\n+  *** Update File: x.txt\n"  # added lines, not markers
+                        "  *** End Patch\n"  # a context line: more of the hunk follows
+                        "-*** End of File\n+ *** End of File\n end\n*** End Patch\n")
+    assert ops(done) == [("M", "notes.txt", None)]
     assert (root / "notes.txt").read_text() == (
         "top\n*** End Patch\n  *** Update File: x.txt\n *** End Patch\n *** End of File\nend\n")
     assert not (root / "x.txt").exists()
@@ -400,11 +439,11 @@ def test_a_content_line_that_reads_as_a_marker_stays_content(root: Path, box: To
 def test_add_onto_an_existing_file_and_move_onto_one_stay_refused(root: Path, box: Toolbox) -> None:
     (root / "a.txt").write_text("a\n")
     (root / "b.txt").write_text("b\n")
-    out = patch(box, "  *** Begin Patch\n  *** Add File: a.txt\n+x\n *** End Patch ")
-    assert out.startswith("ERROR") and "a.txt already exists" in out, out
-    out = patch(box, "*** Begin Patch\n *** Update File: a.txt\n *** Move to: b.txt\n"
-                     "*** End Patch")
-    assert out.startswith("ERROR") and "b.txt" in out, out
+    out = patched(box, "  *** Begin Patch\n  *** Add File: a.txt\n+x\n *** End Patch ")
+    assert out.is_error and "a.txt already exists" in out.text, out.text
+    out = patched(box, "*** Begin Patch\n *** Update File: a.txt\n *** Move to: b.txt\n"
+                       "*** End Patch")
+    assert out.is_error and "b.txt" in out.text, out.text
     assert (root / "a.txt").read_text() == "a\n" and (root / "b.txt").read_text() == "b\n"
 
 
@@ -425,34 +464,36 @@ def test_a_patch_that_breaks_one_definition_is_caught_by_its_piece(
     root.mkdir()
     (root / "m.py").write_text(MODULE)
     box = filesystem_toolbox(root)
-    out = patch(box, f"*** Begin Patch\n*** Update File: m.py\n@@\n-{old}\n+{new}\n*** End Patch")
-    assert "WARNING: m.py no longer parses" in out and says in out, out
+    done = patched(box, f"*** Begin Patch\n*** Update File: m.py\n@@\n-{old}\n+{new}\n*** End Patch")
+    (warning,) = done.data.warnings
+    assert warning.startswith("WARNING: m.py no longer parses") and says in warning, warning
+    assert done.text.endswith(f"\n{warning}")
     strict = filesystem_toolbox(root, on_syntax_error="reject")
     (root / "m.py").write_text(MODULE)
-    out = patch(strict, f"*** Begin Patch\n*** Update File: m.py\n@@\n-{old}\n+{new}\n*** End Patch")
-    assert out.startswith("ERROR") and (root / "m.py").read_text() == MODULE, out
+    out = patched(strict, f"*** Begin Patch\n*** Update File: m.py\n@@\n-{old}\n+{new}\n*** End Patch")
+    assert out.is_error and (root / "m.py").read_text() == MODULE, out.text
 
 
 def test_a_patch_that_keeps_every_definition_whole_passes_the_gate(root: Path, box: Toolbox) -> None:
     (root / "m.py").write_text(MODULE)
-    out = patch(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-        return 1\n"
-                     "+        return 10  # changed\n@@\n-    return x\n+    return -x\n*** End Patch")
-    assert out.startswith("M m.py") and "WARNING" not in out, out
+    done = patched(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-        return 1\n"
+                        "+        return 10  # changed\n@@\n-    return x\n+    return -x\n*** End Patch")
+    assert ops(done) == [("M", "m.py", None)] and done.data.warnings == [], done.text
     (root / "b.py").write_text("def f(:\n    pass\n\n\ndef g():\n    return 1\n")
-    out = patch(box, "*** Begin Patch\n*** Update File: b.py\n@@\n-    return 1\n+    return 2\n"
-                     "*** End Patch")
-    assert "WARNING" not in out, out  # broken before, elsewhere: the change did not break it
+    done = patched(box, "*** Begin Patch\n*** Update File: b.py\n@@\n-    return 1\n+    return 2\n"
+                        "*** End Patch")
+    assert done.data.warnings == [], done.text  # broken before, elsewhere: not broken by it
 
 
 def test_comment_only_changes_skip_the_parse_but_a_continued_line_does_not(
         root: Path, box: Toolbox) -> None:
     (root / "c.py").write_text("x = 1 + \\\n    2\ny = 3\n")
-    out = patch(box, "*** Begin Patch\n*** Update File: c.py\n@@\n-y = 3\n+y = 3  # three\n"
-                     "+# a note\n*** End Patch")
-    assert out.startswith("M c.py") and "WARNING" not in out, out
-    out = patch(box, "*** Begin Patch\n*** Update File: c.py\n@@\n x = 1 + \\\n+# breaks it\n"
-                     "     2\n*** End Patch")
-    assert "WARNING: c.py no longer parses" in out, out
+    done = patched(box, "*** Begin Patch\n*** Update File: c.py\n@@\n-y = 3\n+y = 3  # three\n"
+                        "+# a note\n*** End Patch")
+    assert ops(done) == [("M", "c.py", None)] and done.data.warnings == [], done.text
+    done = patched(box, "*** Begin Patch\n*** Update File: c.py\n@@\n x = 1 + \\\n+# breaks it\n"
+                        "     2\n*** End Patch")
+    assert [w.startswith("WARNING: c.py no longer parses") for w in done.data.warnings] == [True]
 
 
 def test_the_gate_reads_each_file_as_the_whole_patch_leaves_it(root: Path, box: Toolbox) -> None:
@@ -461,16 +502,18 @@ def test_the_gate_reads_each_file_as_the_whole_patch_leaves_it(root: Path, box: 
     original one (no file ending in a newline, one that does not)."""
     (root / "m.py").write_text(MODULE)
     (root / "n.py").write_text("def f(x):\n    return x")  # no final newline
-    out = patch(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-        return 1\n"
-                     "+        return 10\n*** Update File: m.py\n@@\n-    return x\n"
-                     "+    return (x\n*** Update File: n.py\n*** Move to: o.py\n@@\n"
-                     "-    return x\n+    return [x\n*** End Patch")
-    assert "WARNING: m.py no longer parses: line 16" in out, out
-    assert "WARNING: o.py no longer parses: line 2" in out, out
+    done = patched(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-        return 1\n"
+                        "+        return 10\n*** Update File: m.py\n@@\n-    return x\n"
+                        "+    return (x\n*** Update File: n.py\n*** Move to: o.py\n@@\n"
+                        "-    return x\n+    return [x\n*** End Patch")
+    assert ops(done) == [("M", "m.py", None), ("R", "n.py", "o.py")]
+    warned = done.data.warnings
+    assert [w.startswith(("WARNING: m.py no longer parses: line 16",
+                          "WARNING: o.py no longer parses: line 2")) for w in warned] == [True] * 2
     assert (root / "m.py").read_text().count("return 10") == 1
-    out = patch(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-    return (x\n"
-                     "+    return x\n*** Update File: m.py\n@@\n-        return 10\n"
-                     "+        return 11  # a comment\n*** Update File: o.py\n@@\n"
-                     "-    return [x\n+    return [x]\n*** End Patch")
-    assert out.startswith("M m.py") and "WARNING" not in out, out
+    done = patched(box, "*** Begin Patch\n*** Update File: m.py\n@@\n-    return (x\n"
+                        "+    return x\n*** Update File: m.py\n@@\n-        return 10\n"
+                        "+        return 11  # a comment\n*** Update File: o.py\n@@\n"
+                        "-    return [x\n+    return [x]\n*** End Patch")
+    assert ops(done) == [("M", "m.py", None), ("M", "o.py", None)] and done.data.warnings == []
     assert (root / "o.py").read_text() == "def f(x):\n    return [x]"

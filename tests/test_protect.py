@@ -15,7 +15,7 @@ import pytest
 from yggdrasil.loki.files import Root
 from yggdrasil.loki.results import SearchSkips, render_text
 from yggdrasil.loki.search import Search, find_rg, protection, rg_overrides
-from yggdrasil.loki.tools import DEFAULT_PROTECTED, Toolbox, filesystem_toolbox
+from yggdrasil.loki.tools import DEFAULT_PROTECTED, Toolbox, ToolResult, filesystem_toolbox
 
 SECRET = "s3cret-7f2a"
 # One path per default glob (several at depth), and the exceptions that stay readable.
@@ -45,8 +45,11 @@ def tree(root: Path) -> Path:
     return root
 
 
-def assert_protected(out: str, rel: str) -> None:
-    assert out.startswith("ERROR: ") and " is protected: it may hold secrets" in out, out
+def assert_protected(done: ToolResult, rel: str) -> None:
+    out = done.text
+    assert done.is_error and done.data.category == "protected", out
+    assert done.data.rule, out  # the protected glob that matched
+    assert " is protected: it may hold secrets" in out, out
     assert "protect=" in out and "--no-protect" in out  # names the option that changes it
     assert SECRET not in out
 
@@ -71,31 +74,39 @@ def test_every_file_tool_refuses_each_default_pattern(tree: Path, rel: str) -> N
         ("web_image", {"url": "http://127.0.0.1:9/i.png", "save": rel}),
     ]
     for name, args in calls:
-        assert_protected(box.call(name, args), rel)
+        done = box.invoke(name, args)
+        assert_protected(done, rel)
+        assert done.data.rule in DEFAULT_PROTECTED, (name, done.data.rule)
     folder = rel.split("/")[0] if rel.startswith((".aws/", ".ssh/")) else None
     if folder:  # the contents of a protected folder cannot be listed
-        assert_protected(box.call("list_dir", {"path": folder}), folder)
-        assert_protected(box.call("write_file", {"path": f"{folder}/new", "content": "x"}), folder)
+        assert_protected(box.invoke("list_dir", {"path": folder}), folder)
+        assert_protected(box.invoke("write_file", {"path": f"{folder}/new", "content": "x"}), folder)
     assert (tree / rel).read_bytes() == before and box.changed == []
 
 
 def test_exceptions_and_other_files_stay_readable(tree: Path) -> None:
     box = filesystem_toolbox(tree)
     for rel in EXCEPTIONS:
-        assert box.call("read_file", {"path": rel}) == f"1\tok {rel}"
+        assert box.invoke("read_file", {"path": rel}).data.lines == [f"ok {rel}"]
     assert "shape=(1, 2)" in box.call("read_table", {"path": "data.csv"})
 
 
 def test_list_dir_marks_protected_entries_without_their_size(tree: Path) -> None:
     box = filesystem_toolbox(tree)
     listing = box.call("list_dir", {"path": "."}).splitlines()
-    assert ".aws/  [protected]" in listing and ".ssh/  [protected]" in listing
-    assert ".env  [protected]" in listing and "tls.key  [protected]" in listing
-    assert ".env.example  (16b)" in listing and "data.csv  (15b)" in listing
+    assert ".aws/  [protected]" in listing and ".env  [protected]" in listing
+    entries = {e.path: e for e in box.invoke("list_dir", {"path": "."}).data.entries}
+    assert [(entries[p].kind, entries[p].protected, entries[p].size) for p in (
+        ".aws", ".ssh", ".env", "tls.key", ".env.example", "data.csv")] == [
+        ("folder", True, None), ("folder", True, None), ("file", True, None),
+        ("file", True, None), ("file", False, 16), ("file", False, 15)]
     assert box.call("list_dir", {"path": "certs"}) == "certs/server.pem  [protected]"
     os.symlink(".env", tree / "innocent.txt")
     assert "innocent.txt@ -> .env  [protected]" in box.call("list_dir", {"path": "."})
-    assert_protected(box.call("read_file", {"path": "innocent.txt"}), ".env")
+    link = next(e for e in box.invoke("list_dir", {"path": "."}).data.entries
+                if e.name == "innocent.txt")
+    assert (link.kind, link.target, link.protected) == ("link", ".env", True)
+    assert_protected(box.invoke("read_file", {"path": "innocent.txt"}), ".env")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -145,8 +156,9 @@ def test_exceptions_ripgrep_cannot_express_fall_back_to_python(tree: Path) -> No
 
 def test_protect_off_restores_access(tree: Path) -> None:
     box = filesystem_toolbox(tree, protect=())
-    assert SECRET in box.call("read_file", {"path": ".env"})
-    assert box.call("list_dir", {"path": ".aws"}) == ".aws/credentials  (27b)"
+    assert box.invoke("read_file", {"path": ".env"}).data.lines == ["name,value", f"key,{SECRET}"]
+    (entry,) = box.invoke("list_dir", {"path": ".aws"}).data.entries
+    assert (entry.path, entry.size, entry.protected) == (".aws/credentials", 27, False)
     assert SECRET in box.call("grep", {"pattern": SECRET, "include_ignored": True})
     assert "Protected files" not in box.status
 
@@ -154,11 +166,13 @@ def test_protect_off_restores_access(tree: Path) -> None:
 def test_a_list_replaces_and_a_sum_adds(tree: Path) -> None:
     (tree / "local.sqlite").write_text(SECRET)
     replaced = filesystem_toolbox(tree, protect=["*.sqlite"])
-    assert SECRET in replaced.call("read_file", {"path": ".env"})
-    assert_protected(replaced.call("read_file", {"path": "local.sqlite"}), "local.sqlite")
+    assert replaced.invoke("read_file", {"path": ".env"}).data.lines[1] == f"key,{SECRET}"
+    assert_protected(replaced.invoke("read_file", {"path": "local.sqlite"}), "local.sqlite")
     added = filesystem_toolbox(tree, protect=(*DEFAULT_PROTECTED, "*.sqlite"))
-    assert_protected(added.call("read_file", {"path": ".env"}), ".env")
-    assert_protected(added.call("read_file", {"path": "local.sqlite"}), "local.sqlite")
+    assert_protected(added.invoke("read_file", {"path": ".env"}), ".env")
+    sqlite = added.invoke("read_file", {"path": "local.sqlite"})
+    assert_protected(sqlite, "local.sqlite")
+    assert sqlite.data.rule == "*.sqlite"
     assert "*.sqlite" in added.status
 
 
@@ -167,11 +181,12 @@ def test_a_protected_folder_name_protects_everything_below(root: Path) -> None:
     (root / "deploy" / "secrets.d" / "db.txt").write_text(SECRET)
     box = filesystem_toolbox(root, protect=["secrets.d/"])
     for path in ("deploy/secrets.d/db.txt", "deploy/secrets.d", "deploy/secrets.d/new.txt"):
-        out = box.call("read_file" if "." in path[-4:] else "list_dir", {"path": path})
+        out = box.invoke("read_file" if "." in path[-4:] else "list_dir", {"path": path})
         assert_protected(out, path)
+        assert out.data.rule == "secrets.d/", out.text
     # ... and a link that leads there, from outside it, is refused as well
     os.symlink("deploy/secrets.d", root / "shortcut")
-    assert_protected(box.call("read_file", {"path": "shortcut/db.txt"}), "shortcut/db.txt")
+    assert_protected(box.invoke("read_file", {"path": "shortcut/db.txt"}), "shortcut/db.txt")
 
 
 def test_bad_protect_globs_are_refused_when_the_toolbox_is_made(root: Path) -> None:
@@ -181,12 +196,12 @@ def test_bad_protect_globs_are_refused_when_the_toolbox_is_made(root: Path) -> N
         filesystem_toolbox(root, protect=["[z-a]"])
     box = filesystem_toolbox(root, protect=".env")  # one string is one glob, not letters
     (root / "e").write_text("fine")
-    assert box.call("read_file", {"path": "e"}) == "1\tfine"
+    assert box.invoke("read_file", {"path": "e"}).data.lines == ["fine"]
 
 
 def test_tools_of_a_read_only_toolbox_refuse_too(tree: Path) -> None:
     box: Toolbox = filesystem_toolbox(tree, read_only=True)
-    assert_protected(box.call("read_file", {"path": ".env"}), ".env")
+    assert_protected(box.invoke("read_file", {"path": ".env"}), ".env")
     assert "Protected files (they may hold secrets" in box.status
 
 
@@ -204,9 +219,7 @@ def test_apply_patch_refuses_protected_paths(tree: Path, patch: str) -> None:
     box = filesystem_toolbox(tree)
     before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
     for dry_run in (True, False):
-        out = box.call("apply_patch", {"patch": patch, "dry_run": dry_run})
-        assert out.startswith("ERROR: ") and "is protected: it may hold secrets" in out, out
-        assert SECRET not in out
+        assert_protected(box.invoke("apply_patch", {"patch": patch, "dry_run": dry_run}), patch)
     assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before
 
 
@@ -214,14 +227,14 @@ def test_undo_edit_refuses_protected_paths(tree: Path) -> None:
     box = filesystem_toolbox(tree)
     box.call("run", {"command": "echo made > .env.new"})
     for path in (".env", ".env.new", ".aws/credentials"):
-        assert_protected(box.call("undo_edit", {"path": path}), path)
+        assert_protected(box.invoke("undo_edit", {"path": path}), path)
     assert (tree / ".env").read_text() == secret_text(".env")
 
 
 def test_edit_file_with_edits_refuses_too(tree: Path) -> None:
     box = filesystem_toolbox(tree)
-    out = box.call("edit_file", {"path": "credentials.json",
-                                 "edits": [{"old": SECRET, "new": "x"}]})
+    out = box.invoke("edit_file", {"path": "credentials.json",
+                                   "edits": [{"old": SECRET, "new": "x"}]})
     assert_protected(out, "credentials.json")
 
 
@@ -230,8 +243,8 @@ def test_code_navigation_refuses_and_skips_them(root: Path) -> None:
     (root / "secrets.py").write_text(f"def leak_{SECRET.replace('-', '_')}():\n    return 1\n")
     (root / "app.py").write_text("def main():\n    return 2\n")
     box = filesystem_toolbox(root)
-    assert_protected(box.call("outline", {"path": "secrets.py"}), "secrets.py")
-    assert_protected(box.call("read_file", {"path": "secrets.py", "symbol": "leak"}), "secrets.py")
+    assert_protected(box.invoke("outline", {"path": "secrets.py"}), "secrets.py")
+    assert_protected(box.invoke("read_file", {"path": "secrets.py", "symbol": "leak"}), "secrets.py")
     for name, args in (("outline", {"path": "."}), ("repo_map", {}),
                        ("find_symbol", {"name": "leak", "include_ignored": True})):
         out = box.call(name, args)

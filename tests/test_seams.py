@@ -292,9 +292,9 @@ def test_the_file_tools_never_write_what_git_runs(root: Path, attack: str) -> No
 def test_git_writable_lets_the_tools_write_them(root: Path) -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     box = filesystem_toolbox(root, sandbox="off", git_writable=True)
-    out = box.call("edit_file", {"path": ".git/config", "old": "[core]",
-                                 "new": "[core]\n\tautocrlf = false"})
-    assert out.startswith("edited .git/config"), out
+    out = box.invoke("edit_file", {"path": ".git/config", "old": "[core]",
+                                   "new": "[core]\n\tautocrlf = false"})
+    assert (out.data.path, out.data.replacements) == (".git/config", 1), out.text
     assert "restored .git/config" in str(box.revert())
 
 

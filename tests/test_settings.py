@@ -149,8 +149,9 @@ def test_the_agent_cannot_write_its_settings_file_but_can_edit_pyproject(
                                                      "loki.toml\n*** End Patch\n"})):
             got = box.call(tool, args)
             assert got.startswith("ERROR: ") and "loki.toml is read-only" in got, got
-        assert box.call("edit_file", {"path": "pyproject.toml", "old": '"app"',
-                                      "new": '"app2"'}).startswith("edited pyproject.toml")
+        edited = box.invoke("edit_file", {"path": "pyproject.toml", "old": '"app"',
+                                          "new": '"app2"'})
+        assert edited.ok and edited.data.path == "pyproject.toml"
         out = box.call("run", {"command": "echo 'network = true' > loki.toml; cat loki.toml"})
         assert "network = true" in out  # the command wrote it ...
         assert (root / "loki.toml").read_text() == '[fence]\nnetwork = false\n'  # ... put back

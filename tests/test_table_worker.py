@@ -81,7 +81,7 @@ def test_nesting_below_the_limit_is_read(tables: Path, box: Toolbox) -> None:
 
 
 def test_the_agent_keeps_its_state_when_the_worker_dies(tables: Path, box: Toolbox) -> None:
-    assert box.call("write_file", {"path": "notes.txt", "content": "mine\n"}).startswith("created")
+    assert box.invoke("write_file", {"path": "notes.txt", "content": "mine\n"}).data.created
     worker = box_worker(box)
     box.call("read_table", {"path": "ok.csv"})
     pid = worker.pid()

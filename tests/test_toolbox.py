@@ -245,7 +245,7 @@ def test_errors_and_refusals_are_typed_with_their_category_and_rule(
     escape = box.invoke("read_file", {"path": "../x"})
     assert escape.data.category == "path"  # type: ignore[union-attr]
     bad = box.invoke("read_file", {"path": "app.py", "end": "soon"})
-    assert bad.is_error and bad.data.category == "tool"  # type: ignore[union-attr]
+    assert bad.is_error and bad.data.category == "argument"  # type: ignore[union-attr]
     denied = box.invoke("run", {"command": "git push origin main"})
     assert denied.is_error and denied.data.category == "denied"  # type: ignore[union-attr]
     assert denied.data.rule == "('deny', 'git push')"  # type: ignore[union-attr]

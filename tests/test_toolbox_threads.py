@@ -48,8 +48,8 @@ def test_concurrent_calls_get_exact_change_reports(root: Path, attempt: int) -> 
             assert observation == f"exit=0\nstdout:\n\nstderr:\nchanged:\nmodified {name}\n"
     created = [obs.changed for obs in w.result()]
     assert created == [("w.txt",)] * rounds
-    assert [obs.text.split(" (")[0] for obs in w.result()] == (
-        ["created w.txt"] + ["overwrote w.txt"] * (rounds - 1))
+    assert [(obs.data.path, obs.data.created) for obs in w.result()] == (
+        [("w.txt", True)] + [("w.txt", False)] * (rounds - 1))
     assert all(text.startswith("1\tb") for text in r.result())
     assert (root / "a.txt").read_text().splitlines() == ["a", *map(str, range(rounds))]
     assert box.changed == sorted(box.changed, key=box.changed.index)  # no duplicates

@@ -1,5 +1,8 @@
 """The file tools: list, read a window, write, edit, apply a patch. All paths go through a Root.
 
+Each answers its typed result (``results``: ``Listing``, ``FileRead``, ``FileWritten``,
+``FileEdited``, ``PatchApplied``), whose text the toolbox renders.
+
 Every change to a file goes the same way: the stale-view guard (``Views``), the syntax
 gate, ``confirm`` for an existing file (with the diff it asks about), the journal hook,
 an atomic write, and the view noted again. A patch stages every file first and renames
@@ -14,19 +17,29 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from annotated_types import Ge
 
 from ..errors import LokiError, PathError, Refused, ToolError
-from ..results import MAX_ENTRIES, clip_list, human_size
+from ..results import (
+    MAX_ENTRIES,
+    FileEdited,
+    FileRead,
+    FileWritten,
+    FolderEntry,
+    Listing,
+    PatchApplied,
+    diff_text,
+    human_size,
+)
 from ._approvals import answer_of
 from ._protect import ProtectedError
 from ._root import Root, Staged
 from ._syntax import SyntaxGate
 from ._text import MAX_EDIT_BYTES, read_text, wide_codec
 from ._views import Views
-from ._window import AsUtf8, byte_window, render_window
+from ._window import AsUtf8, byte_window, window_read
 from .edits import (
     MAX_CONFIRM_LINES,
     MAX_DIFF_LINES,
@@ -36,12 +49,12 @@ from .edits import (
     Plan,
     Spans,
     apply_edits,
-    diffs,
     edit_list,
+    landed_edits,
     lines_of,
     parse_patch,
+    patched_files,
     render,
-    summary,
     whole,
 )
 
@@ -67,7 +80,7 @@ class Files:
 
     # -- reading -------------------------------------------------------------------------
 
-    def list_dir(self, path: str = ".") -> str:
+    def list_dir(self, path: str = ".") -> Listing:
         real = self.root.resolve(path)
         st = self.root.stat(real)
         if st is None:
@@ -78,36 +91,39 @@ class Files:
         # in since resolve); sorted and cut on d_type alone, so only shown files are stat'ed.
         with self.root.folder_fd(real.relative_to(self.root.path).parts) as fd:
             entries = _sorted_entries(fd)
-            if not entries:
-                return f"{self.root.rel(real)}/ is empty"
-            names = clip_list([e.name for e in entries], MAX_ENTRIES, "entries",
-                              "list a subfolder, or use find")
-            rows = [self._entry(real, entry) for entry in entries[:MAX_ENTRIES]]
-        return "\n".join(rows + names[MAX_ENTRIES:])  # + the cut note, if any
+            shown = [self._entry(real, entry) for entry in entries[:MAX_ENTRIES]]
+        return Listing(path=self.root.rel(real), entries=shown,
+                       more=max(0, len(entries) - MAX_ENTRIES))
 
-    def _entry(self, folder: Path, entry: os.DirEntry[str]) -> str:
+    def _entry(self, folder: Path, entry: os.DirEntry[str]) -> FolderEntry:
         rel = self.root.rel(folder / entry.name)
         is_dir = entry.is_dir(follow_symlinks=False)
+        kind: Literal["file", "folder", "link", "special"] = (
+            "folder" if is_dir else "link" if entry.is_symlink() else
+            "file" if entry.is_file(follow_symlinks=False) else "special")
+
+        def made(**facts: Any) -> FolderEntry:
+            return FolderEntry(name=entry.name, path=rel, kind=kind, **facts)
+
         if self.root.protected(folder / entry.name, is_dir):  # shown to exist, never its size
-            return f"{rel}{'/' if is_dir else ''}  [protected]"
-        if entry.is_symlink():
+            return made(protected=True)
+        if kind == "link":
             try:
                 target = self.root.rel(self.root.resolve(rel))
             except ProtectedError as exc:
-                return f"{rel}@ -> {exc.rel}  [protected]"
+                return made(target=exc.rel, protected=True)
             except PathError:
-                return f"{rel}@ -> (outside the root, not followed)"
-            return f"{rel}@ -> {target}"
-        if is_dir:
-            return f"{rel}/"
-        if entry.is_file(follow_symlinks=False):
-            return f"{rel}  ({entry.stat(follow_symlinks=False).st_size}b)"
-        return f"{rel}  (special file, not readable)"
+                return made(outside=True)
+            return made(target=target)
+        if kind == "file":
+            return made(size=entry.stat(follow_symlinks=False).st_size)
+        return made()
 
     def read_file(self, path: str, start: Annotated[int, Ge(1)] = 1,
-                  end: Annotated[int, Ge(0)] = 0) -> str:
+                  end: Annotated[int, Ge(0)] = 0) -> FileRead:
         if start < 1 or end < 0 or (end and end < start):
-            raise ToolError("start is a 1-based line number and end (0 = to the end) is >= start")
+            raise ToolError("start is a 1-based line number and end (0 = to the end) is >= start",
+                            category="argument")
         real = self.root.resolve(path)
         rel = self.root.rel(real)
         with self.root.open_file(real) as fd, os.fdopen(os.dup(fd), "rb") as fh:
@@ -115,25 +131,24 @@ class Files:
             head = fh.read(_SNIFF)
             fh.seek(0)
             if size == 0:
-                return f"{rel} is empty (0 bytes)"
+                return FileRead(path=rel, content="empty", size=0)
             self.views.saw(rel, os.fstat(fd))
             wide = wide_codec(head)
             if wide is not None:
                 bom, codec = wide
                 fh.seek(len(bom))
-                window = byte_window(AsUtf8(fh, codec), size, start, end)
-            elif b"\0" in head:
+                return window_read(rel, size, start,
+                                   byte_window(AsUtf8(fh, codec), size, start, end), codec)
+            if b"\0" in head:
                 raise ToolError(
                     f"{rel} is a binary file ({human_size(size)}); read_file shows text only"
                     " (read_table reads data files)"
                 )
-            else:
-                window = byte_window(fh, size, start, end)
-            return render_window(rel, size, start, window)
+            return window_read(rel, size, start, byte_window(fh, size, start, end))
 
     # -- writing ------------------------------------------------------------------------
 
-    def write_file(self, path: str, content: str) -> str:
+    def write_file(self, path: str, content: str) -> FileWritten:
         real = self.root.resolve(_file_path(path))
         rel = self.root.rel(real)
         st = self.root.stat(real)
@@ -145,20 +160,21 @@ class Files:
             if before is None:
                 return ""
             old, new = lines_of(before), lines_of(content)
-            return "\n".join(render(old, new, whole(old, new), rel, limit=MAX_CONFIRM_LINES))
+            return diff_text(render(old, new, whole(old, new), rel, limit=MAX_CONFIRM_LINES))
 
-        message = self.write_bytes(real, content.encode("utf-8"), diff=diff)
-        return f"{message}\n{warning}" if warning else message
+        written = self.write_bytes(real, content.encode("utf-8"), diff=diff)
+        return written.model_copy(update={"warnings": [warning] if warning else []})
 
-    def write_bytes(self, real: Path, data: bytes, *, diff: Callable[[], str] | None = None) -> str:
+    def write_bytes(self, real: Path, data: bytes, *,
+                    diff: Callable[[], str] | None = None) -> FileWritten:
         """The one write path for whole files: confirm gate, journal hooks, atomic replace."""
         rel = self.root.rel(real)
         self._gate("overwrite", real, rel, diff)
         created = self._write(real, rel, data)
-        return f"{'created' if created else 'overwrote'} {rel} ({len(data)} bytes)"
+        return FileWritten(path=rel, created=created, bytes=len(data))
 
     def edit_file(self, path: str, old: str = "", new: str = "", replace_all: bool = False,
-                  edits: list[EditItem] | None = None) -> str:
+                  edits: list[EditItem] | None = None) -> FileEdited:
         items = edit_list(old, new, replace_all, edits)
         real = self.root.resolve(_file_path(path))
         rel = self.root.rel(real)
@@ -174,28 +190,29 @@ class Files:
             for span in done.spans:
                 spans.replaced(*span)
         before, after = lines_of(source.text), lines_of(edited)
-        self._gate("edit", real, rel, lambda: "\n".join(
+        self._gate("edit", real, rel, lambda: diff_text(
             render(before, after, spans.changes, rel, limit=MAX_CONFIRM_LINES)))
         self._write(real, rel, source.encode(edited))
-        diff = render(before, after, spans.changes, rel, limit=MAX_DIFF_LINES,
-                      hint=f"; read_file {rel} to see the result")
-        return "\n".join([summary(rel, landed), *diff, *([warning] if warning else [])])
+        made = landed_edits(landed)
+        return FileEdited(path=rel, edits=made, replacements=sum(e.replacements for e in made),
+                          diff=render(before, after, spans.changes, rel, limit=MAX_DIFF_LINES,
+                                      see=rel),
+                          warnings=[warning] if warning else [])
 
-    def apply_patch(self, patch: str, dry_run: bool = False) -> str:
+    def apply_patch(self, patch: str, dry_run: bool = False) -> PatchApplied:
         plan = Plan(self.root)
         plan.apply(parse_patch(patch))
         states = [s for s in plan.files.values() if s.changed or s.moved_to]
         if not states:
-            return "the patch changes nothing: every file already holds what it asks for"
+            return PatchApplied(dry_run=dry_run, changes_nothing=True)
         for state in states:
             if state.original is not None:
                 self.views.check(state.rel, self.root.stat(state.real))
             self.root.check_writable(state.real)  # a dry run gives the same answer
-        summary = plan.lines()
         if dry_run:
             warnings = self._patch_syntax(states)
-            return "\n".join(["dry run: nothing was changed; the patch would do this:", *summary,
-                              *diffs(states, full=True), *warnings])
+            files, cut = patched_files(states, full=True)
+            return PatchApplied(dry_run=True, files=files, diffs_cut=cut, warnings=warnings)
         # files that exist now are staged at once and flushed while the syntax is checked;
         # new ones (their folders may be missing: the journal notes them first) in _commit
         staged = self._stage([s for s in states if s.original is not None], sync=False)
@@ -211,7 +228,8 @@ class Files:
                 self.root.discard(temp)
             raise
         self._commit(states, staged)
-        return "\n".join([*summary, *diffs(states, full=False), *warnings])
+        files, cut = patched_files(states, full=False)
+        return PatchApplied(files=files, diffs_cut=cut, warnings=warnings)
 
     def _patch_syntax(self, states: list[FileState]) -> list[str]:
         warnings = []
@@ -224,7 +242,8 @@ class Files:
                                                 state.text, changed, lines=state.lines)
                     state.lines = None  # not needed any more: memory back now
                 except ToolError as exc:
-                    raise ToolError(f"apply_patch changed nothing: {exc}") from exc
+                    raise ToolError(f"apply_patch changed nothing: {exc}", category=exc.category,
+                                    hint=exc.hint, rule=exc.rule) from exc
                 warnings += [warning] if warning else []
         return warnings
 
@@ -238,7 +257,7 @@ class Files:
             verb = "delete"
         else:
             verb = "edit"
-        self._gate(verb, state.real, name, lambda: "" if state.text is None else "\n".join(
+        self._gate(verb, state.real, name, lambda: "" if state.text is None else diff_text(
             state.diff(MAX_CONFIRM_LINES, full=False)))
 
     def _stage(self, states: list[FileState], *, sync: bool) -> list[tuple[FileState, Staged]]:

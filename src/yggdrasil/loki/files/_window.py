@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from ..errors import ToolError
-from ..results import MAX_LINE, MAX_READ_CHARS, MAX_READ_LINES, clip_line, human_size
+from ..results import MAX_LINE, MAX_READ_CHARS, MAX_READ_LINES, FileRead, clip_line
 
-__all__ = ["AsUtf8", "Window", "byte_window", "render_window"]
+__all__ = ["AsUtf8", "Window", "byte_window", "window_read"]
 
 _CHUNK = 1 << 20
 _COUNT_TAIL_LIMIT = 8 << 20  # count the lines after a window only in files this small
@@ -114,18 +114,12 @@ def _show(shown: Lines, n: int, line: _Line) -> int:
     return len(text) + 8
 
 
-def render_window(rel: str, size: int, start: int, window: Window) -> str:
+def window_read(rel: str, size: int, start: int, window: Window,
+                encoding: str = "utf-8") -> FileRead:
+    """The read of ``window``, the lines from ``start`` on; ToolError when there are none."""
     if not window.lines:
         raise ToolError(f"start={start} is past the end of {rel}; it has fewer lines")
-    body = "\n".join(f"{n}\t{text}" for n, text in window.lines)
     last = window.lines[-1][0]
-    if window.remaining == 0:
-        return body if start == 1 else f"{body}\n[lines {start}-{last}; end of file]"
-    total = f"of a {human_size(size)} file" if window.remaining is None else (
-        f"of {last + window.remaining}")
-    return (
-        f"{body}\n[showing lines {start}-{last} {total}; "
-        f"read_file(path={rel!r}, start={last + 1}) for more, or grep to find a line]"
-    )
-
-
+    total = None if window.remaining is None else last + window.remaining
+    return FileRead(path=rel, size=size, encoding=encoding, first=start, last=last, total=total,
+                    lines=[text for _, text in window.lines])

@@ -3,7 +3,8 @@
 Owns :class:`ToolResult` (content parts, the typed data, ``is_error``/``refused``, the
 files a call changed), the content parts (``TextPart``, ``ImagePart``), the base of every
 built-in tool's typed result (``Result``) with the kinds themselves (a command's exit
-and streams, background jobs...; errors and refusals), the renderer that turns a result
+and streams, background jobs, a folder's entries, a read's window, what an edit or a
+patch did with its diff...; errors and refusals), the renderer that turns a result
 into what a model reads (``render_parts``/``tool_result``: each kind registers its text
 beside its model) and the bounds on what any tool hands back (``clip_*``, ``MAX_*``).
 The hands build results; the toolbox renders them; MCP, the CLI, events, transcripts and
@@ -52,6 +53,23 @@ from ._commands import (
     cut_note,
     job_state,
 )
+from ._files import (
+    DIFF_LINE_CHARS,
+    DiffHunk,
+    FileEdited,
+    FileRead,
+    FileWritten,
+    FolderEntry,
+    LandedEdit,
+    Listing,
+    LooseHunk,
+    PatchApplied,
+    PatchedFile,
+    Undone,
+    UnifiedDiff,
+    diff_lines,
+    diff_text,
+)
 from ._remote import RemoteResult, remote_error
 from ._render import (
     error_result,
@@ -67,6 +85,7 @@ from ._render import (
 from ._search import FoundFiles, GrepMatches, Match, SearchSkips, match_line, skip_note
 
 __all__ = [
+    "DIFF_LINE_CHARS",
     "GIT_RULE",
     "HOW_TO_ALLOW_GIT",
     "MAX_CHANGE_LINES",
@@ -79,8 +98,13 @@ __all__ = [
     "CheckpointInfo",
     "CheckpointList",
     "CommandResult",
+    "DiffHunk",
     "ErrorResult",
     "FileChange",
+    "FileEdited",
+    "FileRead",
+    "FileWritten",
+    "FolderEntry",
     "FoundFiles",
     "GrepMatches",
     "ImagePart",
@@ -90,9 +114,14 @@ __all__ = [
     "JobRow",
     "JobStarted",
     "JobState",
+    "LandedEdit",
+    "Listing",
+    "LooseHunk",
     "Match",
     "NotRestored",
     "Part",
+    "PatchApplied",
+    "PatchedFile",
     "Refusal",
     "RemoteResult",
     "Restored",
@@ -102,12 +131,16 @@ __all__ = [
     "StreamOutput",
     "TextPart",
     "ToolResult",
+    "Undone",
+    "UnifiedDiff",
     "changed_section",
     "clip_line",
     "clip_list",
     "clip_text",
     "cut_note",
     "did_you_mean",
+    "diff_lines",
+    "diff_text",
     "error_result",
     "hook_refusal",
     "human_size",

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from yggdrasil.io import human_size
 
 __all__ = ["clip_line", "clip_list", "clip_text", "did_you_mean", "human_size", "json_text",
-           "printable"]
+           "more_note", "printable"]
 
 MAX_OBSERVATION = 100_000  # characters: the last guard, applied by Toolbox.call
 MAX_LINE = 2_000  # characters of one line shown by read_file and grep
@@ -33,7 +33,12 @@ def clip_list(items: Sequence[str], limit: int, what: str, narrow: str) -> list[
     """The first ``limit`` items, plus a line saying how many were cut and how to narrow."""
     if len(items) <= limit:
         return list(items)
-    return [*items[:limit], f"[... {len(items) - limit} more {what} not shown; {narrow}]"]
+    return [*items[:limit], more_note(len(items) - limit, what, narrow)]
+
+
+def more_note(more: int, what: str, narrow: str) -> str:
+    """The line that ends a capped list: how many ``what`` were cut, and how to narrow."""
+    return f"[... {more} more {what} not shown; {narrow}]"
 
 
 def clip_text(text: str, limit: int = MAX_OBSERVATION) -> str:

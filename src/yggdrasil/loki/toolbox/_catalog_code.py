@@ -13,6 +13,7 @@ from annotated_types import Ge, MaxLen
 
 from ..code import KINDS, MAX_BUDGET, MAX_NAME, MIN_BUDGET, Code
 from ..files import Files
+from ..results import FileRead
 from ._tool import Tool
 
 __all__ = ["code_tools", "read_file_tool"]
@@ -31,14 +32,14 @@ def read_file_tool(files: Files, code: Code) -> Tool:
                 _read_with_symbol(files, code))
 
 
-def _read_with_symbol(files: Files, code: Code) -> Callable[..., str]:
+def _read_with_symbol(files: Files, code: Code) -> Callable[..., FileRead]:
     def read_file(path: str, start: Annotated[int, Ge(1)] = 1, end: Annotated[int, Ge(0)] = 0,
-                  symbol: Annotated[str, MaxLen(MAX_NAME)] = "") -> str:
+                  symbol: Annotated[str, MaxLen(MAX_NAME)] = "") -> FileRead:
         if not symbol.strip():
             return files.read_file(path, start, end)
         first, last, note = code.symbol_lines(path, symbol)
-        text = files.read_file(path, first, last)
-        return f"{text}\n{note}" if note else text
+        read = files.read_file(path, first, last)
+        return read.model_copy(update={"symbol": symbol, "note": note})
 
     return read_file
 

@@ -13,7 +13,7 @@ from annotated_types import Interval
 
 from ..errors import ToolError
 from ..files import Files
-from ..results import CheckpointList, RewindResult
+from ..results import CheckpointList, RewindResult, Undone
 from ._box import Toolbox
 from ._tool import Tool
 
@@ -54,14 +54,14 @@ def edit_tools(files: Files, box: Toolbox) -> list[Tool]:
     ]
 
 
-def _undo_for(box: Toolbox) -> Callable[[str], str]:
-    def undo(path: str) -> str:  # a plain function: its type hints make the schema
+def _undo_for(box: Toolbox) -> Callable[[str], Undone]:
+    def undo(path: str) -> Undone:  # a plain function: its type hints make the schema
         return undo_edit(box, path)
     return undo
 
 
-def undo_edit(box: Toolbox, path: str) -> str:
-    """Revert one file through ``box.revert``, as an observation."""
+def undo_edit(box: Toolbox, path: str) -> Undone:
+    """Revert one file through ``box.revert``: what became of it."""
     if box.journal is None:
         raise ToolError("this toolbox keeps no journal; nothing can be undone")
     (rel,) = box.journal.relative([path])
@@ -72,10 +72,8 @@ def undo_edit(box: Toolbox, path: str) -> str:
     if rel in done.not_reverted:
         raise ToolError(f"cannot undo {rel}: {done.not_reverted[rel]}")
     if rel in done.restored:
-        return f"restored {rel} to what it held before this run changed it"
-    if rel in done.removed:
-        return f"removed {rel} (this run created it)"
-    return f"{rel} is already as it was before this run (created and removed again)"
+        return Undone(path=rel, outcome="restored")
+    return Undone(path=rel, outcome="removed" if rel in done.removed else "already")
 
 
 def rewind_tool(box: Toolbox) -> Tool:

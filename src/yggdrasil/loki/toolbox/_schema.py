@@ -149,14 +149,17 @@ def _coerce(key: str, value: Any, schema: Mapping[str, Any]) -> Any:
                 "array": list, "object": dict}.get(kind or "")
     wrong_bool = isinstance(value, bool) and kind in ("integer", "number")
     if expected is not None and (not isinstance(value, expected) or wrong_bool):
-        raise ToolError(f"argument {key!r} must be {_article(kind or '')}, got {value!r}")
+        raise ToolError(f"argument {key!r} must be {_article(kind or '')}, got {value!r}",
+                        category="argument")
     if "enum" in schema and isinstance(value, str) and value not in schema["enum"]:
         value = _enum_slip(value, schema["enum"])
     if "enum" in schema and value not in schema["enum"]:
-        raise ToolError(f"argument {key!r} must be one of {schema['enum']}, got {value!r}")
+        raise ToolError(f"argument {key!r} must be one of {schema['enum']}, got {value!r}",
+                        category="argument")
     if _out_of_limits(value, schema):
         about = f" ({schema['description']})" if schema.get("description") else ""
-        raise ToolError(f"argument {key!r} must be {limits_text(schema)}, got {value!r}{about}")
+        raise ToolError(f"argument {key!r} must be {limits_text(schema)}, got {value!r}{about}",
+                        category="argument")
     return value
 
 
@@ -230,13 +233,16 @@ def bind_args(name: str, schema: Mapping[str, Any], args: Any) -> dict[str, Any]
     if args is None:
         args = {}
     if not isinstance(args, Mapping):
-        raise ToolError(f"arguments for {name} must be a JSON object; it takes: {takes}")
+        raise ToolError(f"arguments for {name} must be a JSON object; it takes: {takes}",
+                        category="argument")
     unknown = [k for k in args if k not in props]
     if unknown and not schema.get("additionalProperties"):
-        raise ToolError(f"{name} has no argument {unknown[0]!r}; it takes: {takes}")
+        raise ToolError(f"{name} has no argument {unknown[0]!r}; it takes: {takes}",
+                        category="argument")
     missing = [k for k in schema["required"] if k not in args]
     if missing:
-        raise ToolError(f"{name} is missing required argument {missing[0]!r}; it takes: {takes}")
+        raise ToolError(f"{name} is missing required argument {missing[0]!r}; it takes: "
+                        f"{takes}", category="argument")
     # null for an optional argument means "use the default", as models often send it
     return {k: _coerce(k, v, props.get(k, {})) for k, v in args.items()
             if v is not None or k in schema["required"]}

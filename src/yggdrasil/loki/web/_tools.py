@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from ..errors import PathError, ToolError
 from ..files import Files, Root
-from ..results import MAX_READ_CHARS, clip_list, human_size
+from ..results import MAX_READ_CHARS, clip_list, human_size, render_text
 from ._page import MAX_LINKS, looks_like_text, maybe_text, read_page
 from ._policy import AddressPolicy, Limits, Resolver, resolve_host
 
@@ -138,7 +138,8 @@ class Web:
         return real
 
     def _save(self, real: Path, data: bytes) -> str:
-        return self.files.write_bytes(real, data)  # the same confirm rule and journal as write_file
+        # the same confirm rule and journal as write_file, said as write_file says it
+        return render_text(self.files.write_bytes(real, data))
 
 
 def _header(got: Download) -> str:

@@ -11,7 +11,7 @@ which reads the files it patches through ``Root``; the writing stays in ``files.
 
 from __future__ import annotations
 
-from ._apply import FileState, Plan, diffs
+from ._apply import FileState, Plan, patched_files
 from ._diff import (
     MAX_CONFIRM_LINES,
     MAX_DIFF_LINES,
@@ -21,7 +21,7 @@ from ._diff import (
     render,
     whole,
 )
-from ._edit import EditItem, apply_edits, edit_list, summary
+from ._edit import EditItem, apply_edits, edit_list, landed_edits
 from ._patch import parse_patch
 
 __all__ = [
@@ -33,11 +33,11 @@ __all__ = [
     "Plan",
     "Spans",
     "apply_edits",
-    "diffs",
     "edit_list",
+    "landed_edits",
     "lines_of",
     "parse_patch",
+    "patched_files",
     "render",
-    "summary",
     "whole",
 ]

@@ -15,19 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import PathError, ToolError
-from ...results import clip_list, human_size
+from ...results import LooseHunk, PatchedFile, UnifiedDiff, diff_lines, human_size
 from .._root import Root
 from .._text import Encoding, Text, printable, read_text
 from ._diff import MAX_DIFF_LINES, Change, Spans, lines_of, render, trimmed, whole
 from ._hunks import FileOp, Hunk
-from ._match import IGNORED, NOTES, Lines, Matched, adapt
+from ._match import FORGIVEN, IGNORED, Lines, Matched, adapt
 from ._nearmiss import near_miss
 
-__all__ = ["MAX_PATCH_BYTES", "FileState", "Plan", "diffs"]
+__all__ = ["MAX_PATCH_BYTES", "FileState", "Plan", "patched_files"]
 
 MAX_PATCH_BYTES = 256 << 20  # of files one patch reads: the plan holds them in memory
 MAX_PATCH_WORK = 1 << 30  # characters hunks are applied to (one file updated many times)
-MAX_SUMMARY = 300  # 'M a.py' lines shown
 MAX_SHARED_LINES = 16 << 20  # of work, up to which the plan keeps the files' lines for the gate
 
 
@@ -45,7 +44,7 @@ class FileState:
     moved_from: str | None = None
     moved_to: str | None = None
     source: Text | None = None  # for a file moved here: the file it came from
-    notes: list[str] = field(default_factory=list)  # loose matches, for the summary
+    loose: list[LooseHunk] = field(default_factory=list)  # hunks that matched loosely
     # the lines of the text before the patch and of ``text`` (each str.split("\n")), as
     # the plan made them, for the syntax gate (which then need not split them again)
     lines: tuple[list[str], list[str]] | None = None
@@ -58,27 +57,30 @@ class FileState:
     def data(self) -> bytes:
         return self.encoding.encode(self.text or "")
 
-    def line(self) -> str | None:
-        """The summary line: ``M a.py``, ``A b.py``, ``D c.py``, ``R old.py -> new.py``."""
-        notes = f" ({'; '.join(self.notes)})" if self.notes else ""
+    def entry(self, diff: UnifiedDiff | None = None) -> PatchedFile | None:
+        """What the patch does to this path (``M``, ``A``, ``D``, ``R`` from a moved file's
+        source), with ``diff``; None for a path it leaves alone or moves away from."""
         if self.moved_from is not None:
-            return f"R {self.moved_from} -> {self.rel}{notes}"
+            return PatchedFile(op="R", path=self.moved_from, new_path=self.rel,
+                               loose=self.loose, diff=diff)
         if self.moved_to is not None or not self.changed:
             return None
         if self.original is None:
-            return f"A {self.rel}"
-        return f"D {self.rel}" if self.text is None else f"M {self.rel}{notes}"
+            return PatchedFile(op="A", path=self.rel, diff=diff)
+        if self.text is None:
+            return PatchedFile(op="D", path=self.rel, diff=diff)
+        return PatchedFile(op="M", path=self.rel, loose=self.loose, diff=diff)
 
-    def diff(self, limit: int, *, full: bool) -> list[str]:
+    def diff(self, limit: int, *, full: bool) -> UnifiedDiff | None:
         """This file's diff; with ``full`` also the whole text of an added or deleted file."""
         was = self.source or self.original
         before = lines_of(was.text) if was is not None else []
         after = lines_of(self.text) if self.text is not None else []
         if self.moved_from is not None or (self.original and self.text is not None):
             return render(before, after, self.spans.changes, self.moved_from or self.rel,
-                          self.rel, limit=limit, hint=f"; read_file {self.rel} to see the result")
+                          self.rel, limit=limit, see=self.rel)
         if not full or self.moved_to is not None:
-            return []
+            return None
         changes: list[Change] = whole(before, after)
         return render(before, after, changes, self.rel, limit=limit)
 
@@ -127,7 +129,8 @@ class Plan:
             try:
                 self._one(op)
             except ToolError as exc:
-                raise ToolError(f"apply_patch changed nothing: {exc}") from exc
+                raise ToolError(f"apply_patch changed nothing: {exc}", category=exc.category,
+                                hint=exc.hint, rule=exc.rule) from exc
 
     def _pick(self, op: FileOp) -> FileState:
         """The first reading of the op's path that holds a file, else the first reading."""
@@ -178,13 +181,9 @@ class Plan:
         st = self.root.stat(state.real)
         dest.text, dest.encoding, dest.spans = state.text, state.encoding, state.spans
         dest.mode = st.st_mode & 0o777 if st else None
-        dest.moved_from, dest.notes, dest.source = state.rel, state.notes, state.original
+        dest.moved_from, dest.loose, dest.source = state.rel, state.loose, state.original
         dest.lines, state.lines = state.lines, None
         state.text, state.moved_to = None, dest.rel
-
-    def lines(self) -> list[str]:
-        lines = [line for state in self.files.values() if (line := state.line()) is not None]
-        return clip_list(lines, MAX_SUMMARY, "files", "the diffs below cover the first ones")
 
 
 def _patch_text(text: str, hunks: list[Hunk], state: FileState, *, keep: bool = False) -> str:
@@ -203,7 +202,7 @@ def _patch_text(text: str, hunks: list[Hunk], state: FileState, *, keep: bool = 
         where = f"{state.rel}, hunk {n} of {len(hunks)} (patch line {hunk.where})"
         start, rung, new = _place(doc, hunk, cursor, drift, where, text)
         if rung:
-            state.notes.append(f"hunk {n} {NOTES[rung]}")
+            state.loose.append(LooseHunk(hunk=n, ignored=FORGIVEN[rung]))
         placed.append((start, len(hunk.old), new))
         cursor = start + len(hunk.old)
         if hunk.line is not None:
@@ -297,14 +296,21 @@ def _file_path(path: str) -> str:
     return path
 
 
-def diffs(states: list[FileState], *, full: bool) -> list[str]:
-    """The files' diffs under one cap; the files left out are counted."""
-    out: list[str] = []
+def patched_files(states: list[FileState], *, full: bool) -> tuple[list[PatchedFile], int]:
+    """What the patch does to each file, in order, with the diffs under one cap (with
+    ``full`` also of added and deleted files), and how many files' diffs the cap left
+    out (a file moved away counted among them)."""
+    files: list[PatchedFile] = []
+    shown, cut = 0, 0
     for n, state in enumerate(states):
-        room = MAX_DIFF_LINES - len(out)
-        if room < 4:
-            out.append(f"[... diffs of {len(states) - n} more files not shown; read_file "
-                       "them to see the result]")
-            break
-        out += state.diff(room, full=full)
-    return out
+        diff = None
+        if not cut:
+            room = MAX_DIFF_LINES - shown
+            if room < 4:
+                cut = len(states) - n
+            else:
+                diff = state.diff(room, full=full)
+                shown += len(diff_lines(diff))
+        if (entry := state.entry(diff)) is not None:
+            files.append(entry)
+    return files, cut

@@ -12,18 +12,17 @@ import bisect
 import difflib
 from dataclasses import dataclass, field
 
-from ...results import clip_line
+from ...results import DIFF_LINE_CHARS, DiffHunk, UnifiedDiff, clip_line
 from .._text import printable
 
 __all__ = [
-    "CONTEXT", "MAX_CONFIRM_LINES", "MAX_DIFF_LINES", "Change", "ConfirmAction", "Spans", "cap",
+    "CONTEXT", "MAX_CONFIRM_LINES", "MAX_DIFF_LINES", "Change", "ConfirmAction", "Spans",
     "lines_of", "render", "trimmed", "whole",
 ]
 
 CONTEXT = 2  # unchanged lines shown around a change
 MAX_DIFF_LINES = 80  # diff lines in one observation
 MAX_CONFIRM_LINES = 400  # diff lines shown with a confirm question
-_LINE_CHARS = 300  # characters of one diff line
 _EXACT_LIMIT = 5_000  # lines per side diffed without difflib's junk heuristic
 
 
@@ -123,31 +122,43 @@ def whole(before: list[str], after: list[str]) -> list[Change]:
 
 
 def render(before: list[str], after: list[str], changes: list[Change], name_a: str,
-           name_b: str | None = None, *, limit: int = MAX_DIFF_LINES, hint: str = "") -> list[str]:
-    """Unified diff lines (``---``/``+++`` headers, then hunks) for the given spans, at most
-    about ``limit`` of them; a cut ends with a line saying what was left out."""
+           name_b: str | None = None, *, limit: int = MAX_DIFF_LINES,
+           see: str = "") -> UnifiedDiff | None:
+    """The unified diff (``---``/``+++`` headers, then hunks) of the given spans, of at
+    most about ``limit`` lines, what was cut counted (``see``: the file to read for it);
+    None when nothing changed."""
     # a span may reach the empty piece after a final newline, which ``lines_of`` drops
     changes = [Change(min(c.a0, len(before)), min(c.a1, len(before)),
                       min(c.b0, len(after)), min(c.b1, len(after))) for c in changes]
     if not changes:
-        return []
-    out = [f"--- {name_a}", f"+++ {name_b or name_a}"]
+        return None
     groups: list[list[Change]] = [[changes[0]]]
     for change in changes[1:]:
         if change.a0 - groups[-1][-1].a1 <= 2 * CONTEXT:
             groups[-1].append(change)
         else:
             groups.append([change])
+    hunks: list[DiffHunk] = []
+    shown, more = 2, 0  # lines so far: the two headers
     for n, group in enumerate(groups):
-        hunk = _hunk(before, after, group)
-        if len(out) + len(hunk) > limit and n:
-            out.append(f"[... {len(groups) - n} more changed places not shown{hint}]")
+        (a_lo, a_hi, b_lo, b_hi), body = _hunk(before, after, group)
+        if shown + 1 + len(body) > limit and n:
+            more = len(groups) - n
             break
-        out += cap(hunk, max(limit - len(out), 3), hint=hint)
-    return [clip_line(printable(line), _LINE_CHARS) for line in out]
+        room = max(limit - shown, 3)  # lines of this hunk shown, its header one of them
+        kept = body[: room - 1]
+        hunks.append(DiffHunk(
+            old_start=_start(a_lo, a_hi), old_lines=a_hi - a_lo,
+            new_start=_start(b_lo, b_hi), new_lines=b_hi - b_lo, cut=len(body) - len(kept),
+            lines=[clip_line(printable(line), DIFF_LINE_CHARS) for line in kept]))
+        shown += 1 + len(kept) + (len(kept) < len(body))  # and the cut note
+    return UnifiedDiff(old_path=name_a, new_path=name_b or name_a, hunks=hunks,
+                       more_places=more, see=see)
 
 
-def _hunk(before: list[str], after: list[str], group: list[Change]) -> list[str]:
+def _hunk(before: list[str], after: list[str], group: list[Change]
+          ) -> tuple[tuple[int, int, int, int], list[str]]:
+    """A hunk's spans (before: lines [a_lo, a_hi), after: [b_lo, b_hi)) and its lines."""
     first, last = group[0], group[-1]
     a_lo = max(0, first.a0 - CONTEXT)
     a_hi = min(len(before), last.a1 + CONTEXT)
@@ -160,13 +171,12 @@ def _hunk(before: list[str], after: list[str], group: list[Change]) -> list[str]
         body += _inside(before[change.a0 : change.a1], after[change.b0 : change.b1])
         cursor = change.a1
     body += [" " + line for line in before[cursor:a_hi]]
-    header = f"@@ -{_range(a_lo, a_hi)} +{_range(b_lo, b_hi)} @@"
-    return [header, *body]
+    return (a_lo, a_hi, b_lo, b_hi), body
 
 
-def _range(lo: int, hi: int) -> str:
-    count = hi - lo
-    return f"{lo + 1 if count else lo},{count}"
+def _start(lo: int, hi: int) -> int:
+    """A span's start as a hunk header says it: 1-based, the line before when empty."""
+    return lo + 1 if hi > lo else lo
 
 
 def _inside(old: list[str], new: list[str]) -> list[str]:
@@ -181,10 +191,3 @@ def _inside(old: list[str], new: list[str]) -> list[str]:
             lines += ["-" + line for line in old[i1:i2]]
             lines += ["+" + line for line in new[j1:j2]]
     return lines
-
-
-def cap(lines: list[str], limit: int = MAX_DIFF_LINES, *, hint: str = "") -> list[str]:
-    """At most ``limit`` lines, then a line saying how many were cut (``hint``: how to see them)."""
-    if len(lines) <= limit:
-        return lines
-    return [*lines[:limit], f"[... {len(lines) - limit} more diff lines not shown{hint}]"]

@@ -20,9 +20,10 @@ from pydantic import ConfigDict
 from typing_extensions import TypedDict
 
 from ...errors import ToolError
+from ...results import LandedEdit
 from .._text import printable
 from ._diff import trimmed
-from ._match import IGNORED, LOOSEST, MAX_PLACES, NOTES, Lines, adapt
+from ._match import FORGIVEN, IGNORED, LOOSEST, MAX_PLACES, Lines, adapt
 from ._nearmiss import near_miss
 from ._slips import unblanked, unnumbered
 
@@ -62,7 +63,8 @@ def apply_edits(text: str, edits: Sequence[Edit], rel: str) -> tuple[str, list[L
             if len(edits) == 1:
                 raise
             raise ToolError(f"edit {n} of {len(edits)}: {exc}\n(no edit was applied; "
-                            f"{rel} is unchanged)") from exc
+                            f"{rel} is unchanged)", category=exc.category, hint=exc.hint,
+                            rule=exc.rule) from exc
         landed.append(done)
         text = done.text
     return text, landed
@@ -71,9 +73,11 @@ def apply_edits(text: str, edits: Sequence[Edit], rel: str) -> tuple[str, list[L
 def replace(text: str, old: str, new: str, rel: str, *, replace_all: bool = False) -> Landed:
     """``text`` with ``old`` replaced by ``new``; ToolError leaves no change."""
     if not old:
-        raise ToolError("old must not be empty; to create or rewrite a whole file use write_file")
+        raise ToolError("old must not be empty; to create or rewrite a whole file use write_file",
+                        category="argument")
     if old == new:
-        raise ToolError("old and new are the same; there is nothing to change")
+        raise ToolError("old and new are the same; there is nothing to change",
+                        category="argument")
     first = text.find(old)
     if first < 0:
         return _replace_lines(text, old, new, rel, replace_all=replace_all)
@@ -202,13 +206,6 @@ def _when(rung: int, slip: str = "") -> str:
     return f" when {' and '.join(ignored)}" if ignored else ""
 
 
-def note(rung: int, slip: str) -> str:
-    """What a loose match forgave: ``matched ignoring indentation``; "" when exact."""
-    ignored = [slip] if slip else []
-    ignored += [NOTES[rung].removeprefix("matched ignoring ")] if rung else []
-    return f"matched ignoring {' and '.join(ignored)}" if ignored else ""
-
-
 def _blocks(old: str, new: str) -> tuple[list[str], list[str], bool, bool]:
     """``old`` and ``new`` as lists of whole lines, and whether each ends with a line break
     (a newline both start with is the previous line's, and is left out of both)."""
@@ -271,33 +268,34 @@ def edit_list(old: str, new: str, replace_all: bool,
         where = f"edits[{i}]"
         if not isinstance(item, dict):
             raise ToolError(f"{where} must be an object such as "
-                            '{"old": "a = 1", "new": "a = 2"}')
+                            '{"old": "a = 1", "new": "a = 2"}', category="argument")
         unknown = sorted(set(item) - {"old", "new", "replace_all"})
         if unknown:
             raise ToolError(f"{where} has no key {unknown[0]!r}; an edit takes old, new and "
-                            "replace_all")
+                            "replace_all", category="argument")
         if not isinstance(item.get("old"), str) or not isinstance(item.get("new"), str):
-            raise ToolError(f"{where} needs old and new, both strings")
+            raise ToolError(f"{where} needs old and new, both strings", category="argument")
         every = item.get("replace_all") or False  # null (strict schemas) is the default
         if isinstance(every, str) and every.lower() in ("true", "false"):
             every = every.lower() == "true"
         if not isinstance(every, bool):
-            raise ToolError(f"{where}: replace_all must be true or false")
+            raise ToolError(f"{where}: replace_all must be true or false", category="argument")
         items.append(Edit(item["old"], item["new"], every))
     if not items:
-        raise ToolError('give old and new, or edits=[{"old": ..., "new": ...}, ...]')
+        raise ToolError('give old and new, or edits=[{"old": ..., "new": ...}, ...]',
+                        category="argument")
     if len(items) > MAX_EDITS:
         raise ToolError(f"{len(items)} edits in one call; at most {MAX_EDITS} (split them, or "
-                        "use apply_patch)")
+                        "use apply_patch)", category="argument")
     return items
 
 
-def summary(rel: str, landed: list[Landed]) -> str:
-    count = sum(done.count for done in landed)
-    noun = "replacement" if count == 1 else "replacements"
-    if len(landed) == 1:
-        said = note(landed[0].rung, landed[0].slip)
-        return f"edited {rel} ({count} {noun}{'; ' + said if said else ''})"
-    notes = "".join(f"; edit {n} {note(done.rung, done.slip)}"
-                    for n, done in enumerate(landed, 1) if done.rung or done.slip)
-    return f"edited {rel} ({len(landed)} edits, {count} {noun}{notes})"
+def landed_edits(landed: list[Landed]) -> list[LandedEdit]:
+    """How each edit landed, as data: its places, exact or loose, and what a loose match
+    forgave (the slip first: ``line-number prefixes``, then the rung's ``indentation``)."""
+    edits = []
+    for done in landed:
+        ignored = [what for what in (done.slip, FORGIVEN[done.rung]) if what]
+        edits.append(LandedEdit(replacements=done.count, match="loose" if ignored else "exact",
+                                ignored=ignored))
+    return edits

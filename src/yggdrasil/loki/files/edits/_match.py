@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 
 from ...errors import ToolError
 
-__all__ = ["IGNORED", "LOOSEST", "NOTES", "Indent", "Lines", "Matched", "adapt", "key"]
+__all__ = ["FORGIVEN", "IGNORED", "LOOSEST", "Indent", "Lines", "Matched", "adapt", "key"]
 
-NOTES = ("", "matched ignoring line endings", "matched ignoring trailing whitespace",
-         "matched ignoring indentation", "matched ignoring typographic punctuation")
+# what each rung forgives (a loose match says "matched ignoring <it>"); rung 0 is exact
+FORGIVEN = ("", "line endings", "trailing whitespace", "indentation", "typographic punctuation")
 IGNORED = ("", "line endings are ignored", "trailing whitespace is ignored",
            "indentation is ignored", "typographic punctuation is ignored")
-LOOSEST = len(NOTES) - 1
+LOOSEST = len(FORGIVEN) - 1
 MAX_PLACES = 10_000  # places collected per search; enough to say "ambiguous" and list some
 TAB = 4  # columns a tab counts for when widths are compared (any fixed value works)
 
