@@ -41,6 +41,8 @@ def _session_basetemp(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Where this session's tmp folders live: process scans (fleet_kit) look only there,
     not at what another test run on the same machine is doing."""
     os.environ["LOKI_TEST_BASETEMP"] = str(tmp_path_factory.getbasetemp())
+    # checkpoints and transcripts go to this session's folder, never the developer's
+    os.environ["LOKI_STATE_DIR"] = str(tmp_path_factory.getbasetemp() / "loki-state")
 
 
 @pytest.fixture(scope="session")

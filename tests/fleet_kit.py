@@ -177,10 +177,12 @@ def check_outputs(out: Path, results: list[TaskResult]) -> None:
 
 
 def comparable(result: TaskResult) -> dict[str, Any]:
-    """A result without what legitimately differs between two runs: the time taken, and
-    the scratch paths a failing verify's traceback names (its exit code stays)."""
+    """A result without what legitimately differs between two runs: the time taken, the
+    id of its checkpoints, and the scratch paths a failing verify's traceback names (its
+    exit code stays)."""
     data = result.to_dict()
     data.pop("seconds")
+    data.pop("checkpoints")  # a run id of each attempt's own (their diffs stay)
     data["attempts"] = [sorted(a) for a in data["attempts"]]  # their node and times differ
     data["verify_output"] = data["verify_output"].split("\n", 1)[0]
     return data

@@ -146,7 +146,10 @@ def test_created_files_go_when_everything_else_can_be_undone(root: Path, box: To
     assert sorted(os.listdir(root)) == ["a.txt"] and (root / "a.txt").read_text() == "original"
 
 
-def test_originals_are_kept_on_disk_not_in_memory(root: Path, box: Toolbox) -> None:
+def test_originals_are_kept_on_disk_not_in_memory(root: Path) -> None:
+    """Without checkpoints (with them, the originals go to the checkpoint store: see
+    test_checkpoints), in packs of a private temp folder."""
+    box = filesystem_toolbox(root, checkpoints=False)
     big = os.urandom(3 << 20)
     (root / "big.bin").write_bytes(big)
     box.call("write_file", {"path": "big.bin", "content": "small"})
@@ -160,10 +163,11 @@ def test_originals_are_kept_on_disk_not_in_memory(root: Path, box: Toolbox) -> N
     assert list(store.iterdir()) == []
 
 
-def test_small_originals_share_a_pack_and_each_comes_back_whole(root: Path, box: Toolbox) -> None:
+def test_small_originals_share_a_pack_and_each_comes_back_whole(root: Path) -> None:
     """One file holds the copies of many small originals (a file made per copy is what
     costs most on a busy disk); reverting some leaves the others intact, and the pack
-    goes with the last copy in it."""
+    goes with the last copy in it (without checkpoints, which keep them in their store)."""
+    box = filesystem_toolbox(root, checkpoints=False)
     sizes = (5, 0, 4096, 4097, 0, 1500, 3000, 7001, 1, 0, 9999, 12)  # unaligned, empty ones
     olds = {f"f{i}.txt": os.urandom(n) for i, n in enumerate(sizes)}
     for name, data in olds.items():

@@ -638,3 +638,38 @@ def test_key_fixtures_are_protected_from_the_agent_unless_asked_but_verify_sees_
         [seen] = [json.loads(x)["observation"] for x in lines if '"type": "step"' in x]
         assert ("BEGIN CERT" in seen) is (protect == ()), seen
         assert result.verified is True, result.verify_output
+
+
+# --- checkpoints -------------------------------------------------------------------------
+
+def test_an_attempt_starts_from_another_attempts_checkpoint(tmp_path: Path) -> None:
+    from yggdrasil.loki.fleet import read_run, write_report
+
+    repo = tmp_path / "src" / "r"
+    make_repo(repo, {"a.txt": "zero\n"})
+    scripts = tmp_path / "scripts"
+    write_script(scripts, "first", run("echo one > a.txt"),
+                 run("echo two > a.txt && echo x > b.txt"), done())
+    write_script(scripts, "second", run("cat a.txt; ls"), run("echo more >> a.txt"), done())
+    model = str(scripts / "{id}.jsonl")
+    [first] = fleet(tmp_path, model).run([Task("first", str(repo), "p")])
+    assert first.status == "done", first.reason
+    assert first.checkpoints and sorted(first.checkpoint_diffs) == ["1", "2"]
+    assert "-zero\n+one" in first.checkpoint_diffs["1"]
+    assert "-one\n+two" in first.checkpoint_diffs["2"] and "+++ b/b.txt" in first.checkpoint_diffs["2"]
+    second_task = Task("second", str(repo), "p", start_from=f"{first.checkpoints}:1")
+    [second] = fleet(tmp_path, model).run([second_task])
+    assert second.status == "done", second.reason
+    assert "-zero\n+one\n+more" in second.patch and "b.txt" not in second.patch  # both attempts'
+    assert sorted(second.checkpoint_diffs) == ["2"]  # numbered on from the step it began at
+    missing = Task("third", str(repo), "p", start_from="no-such-run:1")
+    [third] = fleet(tmp_path, model).run([missing])
+    assert third.status == "failed" and "no checkpoints of run 'no-such-run'" in third.reason
+    assert read_run(tmp_path / "out").tasks[0].checkpoint_diffs == first.checkpoint_diffs
+    html = write_report(tmp_path / "out").read_text()
+    assert 'href="#t0-c1"' in html and 'id="t0-c1"' in html
+
+
+def test_start_from_must_name_a_run_and_a_step(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="start_from 'run' is not RUN:STEP"):
+        Task("t", str(tmp_path), "p", start_from="run")

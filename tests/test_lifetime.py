@@ -50,7 +50,9 @@ def test_close_lets_go_of_the_worker_the_proxy_the_watch_and_scratch(
     (root / "t.csv").write_text("a\n1\n")
     (root / "notes.txt").write_text("hi\n")
     watches = _inotify_fds()
-    box = filesystem_toolbox(root, network=["example.invalid"], allow_private_hosts=True)
+    # without checkpoints: with them the undo copies live in the checkpoint store, not here
+    box = filesystem_toolbox(root, network=["example.invalid"], allow_private_hosts=True,
+                             checkpoints=False)
     assert box.call("read_table", {"path": "t.csv"}).startswith("t.csv")
     assert _children("_worker_main")  # the table worker runs
     assert box.call("run", {"command": "echo hi"}).startswith("exit=0")

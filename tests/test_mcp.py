@@ -32,7 +32,8 @@ def field(obj: Any, name: str) -> Any:
     return getattr(obj, name) if hasattr(obj, name) else getattr(obj, camel)
 
 
-def serve_and(python: str, root: Path, scenario: Scenario, *flags: str) -> tuple[Any, str]:
+def serve_and(python: str, root: Path, scenario: Scenario, *flags: str,
+              env: dict[str, str] | None = None) -> tuple[Any, str]:
     """Start `loki mcp --root ROOT FLAGS`, run ``scenario`` on a client session.
 
     Returns what the scenario returned and everything the server wrote on stderr.
@@ -44,7 +45,8 @@ def serve_and(python: str, root: Path, scenario: Scenario, *flags: str) -> tuple
         command=python,
         args=["-m", "yggdrasil.loki", "mcp", "--root", str(root), *flags],
         env={"PYTHONPATH": str(SRC), "TMPDIR": str(scratch), "PATH": os.environ["PATH"],
-             "LOKI_DIAGNOSTICS__DEFAULT_SERVERS": "false"})  # no language server (conftest)
+             "LOKI_DIAGNOSTICS__DEFAULT_SERVERS": "false",  # no language server (conftest)
+             "LOKI_STATE_DIR": os.environ["LOKI_STATE_DIR"], **(env or {})})
     errlog = root.parent / "server-stderr.txt"
 
     async def session() -> Any:
@@ -248,3 +250,32 @@ def test_refusals_are_error_results_too() -> None:
     assert call_result("REFUSED: user declined to edit app.py")["isError"] is True
     assert call_result("ERROR: no")["isError"] is True
     assert call_result("exit=1\nstdout:\n\nstderr:\nERROR: in the output\n")["isError"] is False
+
+
+def test_each_call_is_a_checkpoint_and_the_rewind_tool_is_a_setting(root: Path,
+                                                                      mcp_python: str) -> None:
+    (root / "a.txt").write_text("mine\n")
+
+    async def names(client: ClientSession) -> Any:
+        return [t.name for t in (await client.list_tools()).tools]
+
+    listed, _ = serve_and(mcp_python, root, names)
+    assert "rewind" not in listed  # off for the model by default
+
+    async def scenario(client: ClientSession) -> Any:
+        run = await client.call_tool("run", {"command": "echo agent > a.txt"})
+        write = await client.call_tool("write_file", {"path": "b.txt", "content": "b"})
+        steps = await client.call_tool("rewind", {})
+        back = await client.call_tool("rewind", {"step": 0})
+        return run, write, steps, back
+
+    (run, write, steps, back), _ = serve_and(
+        mcp_python, root, scenario, env={"LOKI_CHECKPOINTS__REWIND_TOOL": "true"})
+    assert field(run, "structured_content")["exit_code"] == 0 and not field(write, "is_error")
+    assert text_of(steps).splitlines()[1:] == ["1  run  1 file(s): a.txt",
+                                               "2  write_file  1 file(s): b.txt"]
+    structured = field(back, "structured_content")
+    assert structured["kind"] == "rewind" and structured["step"] == 0
+    assert structured["restored"] == [{"path": "a.txt", "action": "write"},
+                                      {"path": "b.txt", "action": "remove"}]
+    assert (root / "a.txt").read_text() == "mine\n" and not (root / "b.txt").exists()

@@ -172,7 +172,10 @@ class Loki:
                   instructions=instructions,
                   history=session.messages if session is not None else (),
                   on_event=plan.on_event)
-        start = {"runs_before": list(session.runs)} if session is not None else {}
+        start: dict[str, Any] = {"runs_before": list(session.runs)} if session is not None else {}
+        if toolbox.checkpointing is not None:
+            result.checkpoints = toolbox.checkpointing.run
+            start["checkpoints"] = result.checkpoints
         try:
             return run.go(plan.transcript, start)
         finally:

@@ -16,9 +16,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .checkpoints import CheckpointLimits, Checkpoints, checkpoint_folder
 from .code import cache_hidden, syntax_error
 from .diagnostics import default_servers
-from .files import DEFAULT_PROTECTED, Approvals, Files, Journal, Root, SyntaxGate
+from .files import (
+    DEFAULT_PROTECTED,
+    Approvals,
+    Files,
+    Journal,
+    Root,
+    StoreCopies,
+    StoreError,
+    SyntaxGate,
+)
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
 from .search import protection
@@ -37,6 +47,7 @@ from .toolbox import (
     job_tools,
     outputs_of,
     read_tools,
+    rewind_tool,
     web_tools,
     write_tools,
 )
@@ -94,33 +105,42 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
                     locks_git=not s.fence.git_writable, sealed=(own, user_file(os.environ)))
     guard_imports(where.path)  # what commands write in the root never runs in this process
     rules = CommandRules(parse_rules(policy.rules), policy.rules_default)
-    journal = Journal(where)
+    keeper, kept_note = _checkpoints(where, s)
+    journal = Journal(where, copies=StoreCopies(keeper.store, s.checkpoints.max_file)
+                      if keeper else None)  # the originals undo keeps: the checkpoints' too
     outputs = outputs_of(s.outputs, where.path)
-    hidden = (str(own), *cache_hidden(where.path),  # and its code cache, and kept outputs
-              *([str(outputs.spill.base)] if outputs.spill else []))
+    hidden = (str(own), *cache_hidden(where.path),  # and its code cache, kept outputs
+              *([str(outputs.spill.base)] if outputs.spill else []),
+              *([str(keeper.folder)] if keeper else []))  # and the checkpoints
     shell = None if s.read_only else Shell.fenced(
         where, journal, s.fence, limits=JobLimits(**s.jobs.model_dump()), rules=rules,
         confirm=confirm, hidden=hidden, outputs=outputs)
+    if shell is not None and keeper is not None:
+        shell.before_command = keeper.wait_baseline  # commands are kept against its baseline
     doctor = diagnostician(s.diagnostics, where, _reader(where, s, shell, hidden),
                            default_servers)
     files = Files(where, confirm=confirm, spill=outputs.spill, **hooks(journal, doctor),
                   syntax=SyntaxGate(s.editing.on_syntax_error, grammar=syntax_error))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
     notes = [shell.status() if shell else "", where.protect.describe() if where.protect else "",
-             doctor.describe() if doctor is not None else ""]
+             doctor.describe() if doctor is not None else "", kept_note]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
         notes.append(tables.status())
     box = Toolbox(
         before_call=policy.before_call, after_call=policy.after_call, root=where, settings=s,
         journal=journal, fence=shell.summary() if shell else "",
+        checkpointing=keeper.start(journal) if keeper else None,
         gate=lambda name: rules.check(name, confirm, action=f"call {name} (an MCP server's tool)"),
         notes="\n".join(n for n in notes if n), parts=[shell.jobs] if shell else [],
         resources=[*([shell] if shell else []), *([shell.proxy] if shell and shell.proxy else []),
-                   tables], outputs=outputs, diagnostician=doctor)
+                   tables, *([keeper] if keeper else [])], outputs=outputs,
+        diagnostician=doctor)
     tools = read_tools(where, files, tables, code_cache=s.code.cache, doctor=doctor)
     if shell is not None:
         tools += (write_tools(files, shell, doctor) + edit_tools(files, box, doctor)
                   + job_tools(shell))
+        if keeper is not None and s.checkpoints.rewind_tool:
+            tools.append(rewind_tool(box))
     if s.web.enabled:
         tools += web_tools(where, files, read_only=s.read_only,
                            private=s.fence.allow_private_hosts, tables=tables)
@@ -149,3 +169,20 @@ def _reader(where: Root, s: Settings, shell: Shell | None, hidden: tuple[str, ..
         return made[0].reader_argv(argv, scratch, reads)
 
     return reader
+
+
+def _checkpoints(root: Root, settings: Settings) -> tuple[Checkpoints | None, str]:
+    """The toolbox's checkpoints (None: off, or the store is out of reach), and a status
+    line when they were asked for and cannot be kept."""
+    if settings.read_only or not settings.checkpoints.enabled:
+        return None, ""
+    folder = checkpoint_folder().resolve()
+    if folder == root.path or folder.is_relative_to(root.path):
+        return None, (f"Checkpoints are off: their folder {folder} lies inside the root, where "
+                      "commands could change them (set LOKI_STATE_DIR elsewhere).")
+    c = settings.checkpoints
+    limits = CheckpointLimits(c.max_file, c.max_bytes, c.max_age_days * 86400)
+    try:
+        return Checkpoints(root, folder, limits=limits), ""
+    except StoreError as exc:
+        return None, f"Checkpoints are off: {exc}."

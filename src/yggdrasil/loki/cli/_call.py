@@ -19,7 +19,7 @@ from ._common import (
     CliError,
     terminal_confirm,
 )
-from ._toolbox import open_toolbox, subcommand
+from ._toolbox import cli_settings, open_toolbox, subcommand
 
 __all__ = ["add_call", "run_call"]
 
@@ -48,7 +48,10 @@ def run_call(args: argparse.Namespace) -> int:
     if sys.stderr.isatty():  # a long first code index build says how far it got
         logging.getLogger("yggdrasil.loki.code").addHandler(logging.StreamHandler())
         logging.getLogger("yggdrasil.loki.code").setLevel(logging.INFO)
-    box = open_toolbox(args, confirm=terminal_confirm(args.yes))
+    # one call, no run to rewind: it keeps no checkpoints (nor waits for their first walk)
+    settings = cli_settings(args).with_values({"checkpoints.enabled": False},
+                                              origin="loki call")
+    box = open_toolbox(args, confirm=terminal_confirm(args.yes), settings=settings)
     tool = box.get(args.tool)
     if tool is None:
         hint = " (write tools are off with --read-only)" if args.read_only else ""

@@ -100,12 +100,15 @@ def run_do(args: argparse.Namespace) -> int:
         loki = Loki(agents_md=not args.no_agents_md, settings=settings)
     except (EngineConfigError, ValueError) as exc:
         raise CliError(str(exc)) from exc
-    run_id = new_run_id()
-    transcript = args.log or runs_folder(create=True) / f"{run_id}.jsonl"
-    sys.stderr.write(start_line(loki.engine, args, run_id, session, settings) + "\n")
     progress = Progress(args.max_steps, live=sys.stderr.isatty())
     box = open_toolbox(args, confirm=progress.paused(terminal_confirm(args.yes)),
                        settings=settings)
+    # one id names the run's transcript and its checkpoints (`loki rewind RUN STEP`)
+    run_id = box.checkpointing.run if box.checkpointing is not None else new_run_id()
+    if session is not None:
+        _continue_checkpoints(box, session)
+    transcript = args.log or runs_folder(create=True) / f"{run_id}.jsonl"
+    sys.stderr.write(start_line(loki.engine, args, run_id, session, settings) + "\n")
     announce(box, confirm=confirm_mode(args.yes), root=args.root)
     signal.signal(signal.SIGTERM, _interrupt)  # a kill ends the run as Ctrl-C does
     try:
@@ -161,6 +164,18 @@ def _session(args: argparse.Namespace) -> Any:
     for note in session.notes:
         sys.stderr.write(f"loki: {note}\n")
     return session
+
+
+def _continue_checkpoints(box: Toolbox, session: Any) -> None:
+    """The run's checkpoints go on from the earlier run's last one: a rewind of this run
+    can go back into the earlier run's steps (files changed in between are kept)."""
+    earlier = session.runs[-1] if session.runs else None
+    if box.checkpointing is None or earlier is None:
+        return
+    try:
+        box.checkpointing.follow(earlier)
+    except LokiError as exc:  # its checkpoints were pruned, or never kept
+        sys.stderr.write(f"loki: the earlier run's checkpoints cannot be continued: {exc}\n")
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -23,7 +23,7 @@ __all__ = ["AGENT", "MCP", "TOOLBOX", "add_settings_flags", "given_settings"]
 
 AGENT, MCP = frozenset({"agent"}), frozenset({"mcp"})
 TOOLBOX = frozenset({"", "fence", "policy", "jobs", "editing", "code", "web", "diagnostics",
-                     "outputs"})  # "": top level
+                     "outputs", "checkpoints"})  # "": top level
 
 
 def flags_of(groups: Collection[str], exclude: Collection[str] = ()

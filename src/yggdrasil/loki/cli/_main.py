@@ -29,12 +29,13 @@ from ._do import add_do
 from ._fleet import add_fleet
 from ._mcp import add_mcp
 from ._report import add_report
+from ._rewind import add_rewind
 from ._tools import add_tools
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 COMMANDS: list[Callable[[Any], None]] = [add_tools, add_call, add_do, add_mcp, add_fleet,
-                                         add_config, add_trust, add_report]
+                                         add_config, add_trust, add_report, add_rewind]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  loki mcp --root /path/to/project\n"
                "  loki fleet tasks.jsonl --out runs/r1 --workers 8\n"
                "  loki report runs/r1\n"
+               "  loki rewind RUN 0 --dry-run\n"
                "  loki config --root .\n\n"
                "`loki COMMAND --help` shows each command's options.\n\n" + EXIT_CODES)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -26,13 +26,10 @@ MAX_INSTRUCTIONS_FILE = 65_536  # characters read from --instructions (the promp
 
 
 def runs_folder(*, create: bool = False) -> Path:
-    """Where the transcripts of ``loki do`` runs are kept."""
-    if os.environ.get("LOKI_STATE_DIR"):
-        base = Path(os.environ["LOKI_STATE_DIR"])
-    else:
-        state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        base = Path(state) / "loki"
-    folder = base / "runs"
+    """Where the transcripts of ``loki do`` runs are kept (beside the checkpoints)."""
+    from ..checkpoints import state_folder
+
+    folder = state_folder() / "runs"
     if create:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     return folder

@@ -13,9 +13,10 @@ id), ``errors`` and ``yggdrasil.io``.
 from __future__ import annotations
 
 from ._approvals import Answer, Approvals, answer_of
+from ._copies import StoreCopies
 from ._files import Confirm, Files
 from ._gitfiles import SETTINGS_FILE, settings_path
-from ._journal import Diff, Journal, Reverted
+from ._journal import Diff, Journal, JournalEntry, Reverted
 from ._protect import (
     DEFAULT_PROTECTED,
     HOW_TO_CHANGE,
@@ -25,10 +26,12 @@ from ._protect import (
     protect_globs,
 )
 from ._root import DIR_FLAGS, READ_FLAGS, Root, resolve_inside
+from ._store import CHUNK, Store, StoreError, digest
 from ._syntax import OnSyntaxError, SyntaxGate, syntax_problem
 from .edits import ConfirmAction
 
 __all__ = [
+    "CHUNK",
     "DEFAULT_PROTECTED",
     "DIR_FLAGS",
     "HOW_TO_CHANGE",
@@ -42,13 +45,18 @@ __all__ = [
     "Files",
     "GlobRules",
     "Journal",
+    "JournalEntry",
     "OnSyntaxError",
     "ProtectedError",
     "Protection",
     "Reverted",
     "Root",
+    "Store",
+    "StoreCopies",
+    "StoreError",
     "SyntaxGate",
     "answer_of",
+    "digest",
     "protect_globs",
     "resolve_inside",
     "settings_path",

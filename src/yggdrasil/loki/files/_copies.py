@@ -1,6 +1,11 @@
 """The journal's copies of originals, in a private temp folder (on disk: a big file costs
 no memory).
 
+With checkpoints on, the originals go to the checkpoint store instead (``StoreCopies``):
+one store of file contents for both, deduplicated, and kept past the process's end, so
+that ``loki rewind`` can put them back later; files larger than the store takes stay in
+packs here.
+
 Creating a file is what a copy costs most on a busy disk (ext4 waits on its journal for
 each new inode), so small originals share pack files: one file takes many copies, each
 starting at a page boundary (a restore maps it from there). A pack is deleted once none
@@ -21,7 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Copies", "Copy"]
+from ._store import Store, StoreError
+
+__all__ = ["Copies", "Copy", "StoreCopies", "StoredCopy"]
 
 SHARED_BELOW = 1 << 20
 PACK_SIZE = 16 << 20
@@ -91,8 +98,10 @@ class Copies:
             self._shared = None  # full: the next small copy starts a new pack
         return Copy(pack, offset, size)
 
-    def drop(self, copy: Copy) -> None:
+    def drop(self, copy: Copy | StoredCopy) -> None:
         """``copy`` is not needed any more; its pack goes with the last copy in it."""
+        if not isinstance(copy, Copy):
+            return
         left = self._kept.get(copy.pack, 0) - 1
         if left > 0:
             self._kept[copy.pack] = left
@@ -137,3 +146,50 @@ def _copy_fd(fd: int, out: int) -> int:
                 view = view[os.write(out, view):]
             done += len(chunk)
     return done
+
+
+@dataclass(frozen=True)
+class StoredCopy:
+    """An original kept in the checkpoint store: ``hash`` names its bytes there."""
+
+    store: Store
+    hash: str
+    size: int
+
+    def read(self) -> bytes:
+        return self.store.read(self.hash)
+
+    @contextmanager
+    def mapped(self) -> Iterator[bytes]:
+        """The bytes (read whole: a stored original is at most the store's file limit)."""
+        yield self.read()
+
+
+class StoreCopies:
+    """The journal's copies in the checkpoint store; files over ``max_file`` bytes in
+    packs of a private temp folder, as ``Copies`` keeps them."""
+
+    def __init__(self, store: Store, max_file: int) -> None:
+        self.store = store
+        self.max_file = max_file
+        self.big = Copies()
+
+    def dirs(self) -> list[Path]:
+        return self.big.dirs()
+
+    def keep(self, fd: int) -> Copy | StoredCopy:
+        if os.fstat(fd).st_size <= self.max_file:
+            try:
+                key, size = self.store.put_fd(fd, fast=True)  # a tool waits
+                return StoredCopy(self.store, key, size)
+            except StoreError:  # a full disk: the undo still needs its copy (checkpoints
+                pass  # say they stopped)
+        return self.big.keep(fd)
+
+    def drop(self, copy: Copy | StoredCopy) -> None:
+        """A stored blob stays (checkpoints may refer to it; pruning collects it)."""
+        if isinstance(copy, Copy):
+            self.big.drop(copy)
+
+    def discard(self) -> None:
+        self.big.discard()

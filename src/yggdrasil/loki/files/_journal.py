@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import cast
 
 from ..errors import LokiError
-from ._copies import Copies, Copy
+from ._copies import Copies, Copy, StoreCopies, StoredCopy
 from ._gitfiles import (
     git_code_path,
     inert_hook,
@@ -49,6 +49,7 @@ from ._root import Root
 
 DIFF_LIMIT = 1 << 20  # bytes: larger files get no line counts
 Record = Callable[[str], None]  # hears each root-relative path the run changed
+Kept = Copy | StoredCopy  # an original's bytes: in a temp pack, or in the checkpoint store
 
 
 def _ignore(rel: str) -> None:
@@ -94,7 +95,7 @@ def is_bytecode(rel: str) -> bool:
 class JournalEntry:
     existed: bool  # when the run first touched it
     exists: bool  # now, as far as the toolbox has seen
-    backup: Copy | None = None
+    backup: Kept | None = None
     mode: int = 0
     seen: Identity | None = None  # of a file the run created, when the run last saw it
 
@@ -125,9 +126,14 @@ class Reverted:
 
 class Journal:
     """What each path the run touched was, and how to put it back. ``record`` hears each
-    path the run changed (a Toolbox given the journal makes it its own ``record``)."""
+    path the run changed (a Toolbox given the journal makes it its own ``record``).
+    ``copies``: where originals go (default: packs in a private temp folder; with
+    checkpoints, the checkpoint store). ``first_touch(rel, entry)`` hears each path a
+    write/edit tool is about to change for the first time, with its original (the
+    checkpoints' baseline takes it when its walk has not reached that file yet)."""
 
-    def __init__(self, root: Root, record: Record | None = None) -> None:
+    def __init__(self, root: Root, record: Record | None = None,
+                 copies: Copies | StoreCopies | None = None) -> None:
         # Undo puts back what the user had: the rules that keep the model's tools off
         # git's config and hooks and the agent's settings (Root.restores) do not bind it.
         self.root = replace(root, restores=True)
@@ -136,8 +142,9 @@ class Journal:
         self.entries: dict[str, JournalEntry] = {}
         self.created_dirs: list[str] = []
         self._created_dirs: set[str] = set()  # the same, for membership tests
-        self.originals: dict[str, tuple[Identity, Copy, int]] = {}  # see keep_originals
-        self.copies = Copies()  # the originals' bytes, in a private temp folder
+        self.originals: dict[str, tuple[Identity, Kept, int]] = {}  # see keep_originals
+        self.copies = copies if copies is not None else Copies()  # the originals' bytes
+        self.first_touch: Callable[[str, JournalEntry], None] | None = None
 
     def line_counts(self, rel: str) -> tuple[int, int] | None:
         """(lines added, lines removed) in ``rel`` since the run began, where both sides are
@@ -228,12 +235,15 @@ class Journal:
         st = self.root.stat(real)
         if st is None:
             self._note_missing_parents(real)
-            self.entries[rel] = JournalEntry(existed=False, exists=False)
-            return
-        self.entries[rel] = JournalEntry(existed=True, exists=True, backup=self._copy(real),
-                                  mode=stat.S_IMODE(st.st_mode))
+            entry = self.entries[rel] = JournalEntry(existed=False, exists=False)
+        else:
+            entry = self.entries[rel] = JournalEntry(existed=True, exists=True,
+                                                     backup=self._copy(real),
+                                                     mode=stat.S_IMODE(st.st_mode))
+        if self.first_touch is not None:
+            self.first_touch(rel, entry)
 
-    def _copy(self, real: Path) -> Copy:
+    def _copy(self, real: Path) -> Kept:
         with self.root.open_file(real) as fd:
             return self.copies.keep(fd)
 
@@ -453,7 +463,22 @@ class Journal:
         elif self._remove(rel, folder=False):
             done.removed.append(rel)
 
-    def _restore(self, rel: str, backup: Copy, mode: int) -> None:
+    def rewound(self, rel: str, *, at_start: bool) -> None:
+        """A rewind put ``rel`` back: as it was before the run (``at_start``: the run's
+        change to it is gone, as after ``revert``) or as after some step (the change
+        stands; the file there now is the run's)."""
+        entry = self.entries.get(rel)
+        if entry is None:
+            return
+        if at_start:
+            del self.entries[rel]
+            if entry.backup is not None:
+                self.copies.drop(entry.backup)
+            return
+        entry.exists = self._stat(self.root.path / PurePosixPath(rel)) is not None
+        self._saw(rel, entry)
+
+    def _restore(self, rel: str, backup: Kept, mode: int) -> None:
         real = self.root.path / rel
         st = self.root.stat(real)
         if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):

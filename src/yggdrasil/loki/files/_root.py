@@ -336,6 +336,33 @@ class Root:
         with suppress(OSError, PathError), self.folder_fd(self._parts(staged.real)[:-1]) as dfd:
             os.unlink(staged.temp, dir_fd=dfd)
 
+    def symlink(self, real: Path, target: str) -> None:
+        """Make a link at ``real`` pointing at ``target`` (text: never resolved or
+        followed); the folders on its way are walked without following links (made
+        when missing); FileExistsError when something is there."""
+        parts = self._parts(real)
+        if not parts:
+            raise PathError("the root itself cannot be a link")
+        self.check_writable(real)
+        with self.folder_fd(parts[:-1], create=True) as dfd:
+            os.symlink(target, parts[-1], dir_fd=dfd)
+
+    def set_mode(self, real: Path, mode: int) -> None:
+        """chmod the regular file ``real`` (setuid/setgid included: this puts back what
+        a file had); never follows a link."""
+        parts = self._parts(real)
+        with self.folder_fd(parts[:-1]) as dfd:
+            try:
+                fd = os.open(parts[-1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+            except OSError as exc:
+                raise _swapped(self.rel(real), exc) from exc
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise PathError(f"{self.rel(real)} is not a regular file")
+                os.chmod(f"/proc/self/fd/{fd}", mode)  # fchmod refuses an O_PATH descriptor
+            finally:
+                os.close(fd)
+
     def remove(self, real: Path, *, folder: bool = False) -> bool:
         """Unlink the file (or, with ``folder``, rmdir the empty folder) ``real``; a link
         is removed itself, never followed. False when it is already gone (or something

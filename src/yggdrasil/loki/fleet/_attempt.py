@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import Loki
+from ..checkpoints import checkpoint_folder, materialize
 from ..engine import DEFAULT_TIMEOUT, Engine, RetryPolicy, create_engine
-from ..errors import EngineAuthError, EngineConfigError, EngineError
+from ..errors import EngineAuthError, EngineConfigError, EngineError, LokiError
+from ..files import Root
 from ..results import CommandResult
 from ..sandbox import run_process
 from ..settings import Settings as ToolboxSettings
@@ -167,8 +169,9 @@ def _attempt(task: Task, settings: AttemptSettings, gate: GateClient, holder: st
             _setup(task, copy.path, deadline)
         snapshots = Snapshots(scratch / "snapshots.git", copy.path, copy.objects)
         before = snapshots.take()
-        act, replayed = _act(task, settings, gate, holder, copy.path, log,
-                             _hidden(task, space, settings))
+        started = _start_from(task, copy.path, log)
+        act, replayed, kept = _act(task, settings, gate, holder, copy.path, log,
+                                   _hidden(task, space, settings), started)
         after = snapshots.take()
         patch = snapshots.diff(before, after, settings.max_patch_bytes)
         if patch is None:
@@ -179,7 +182,7 @@ def _attempt(task: Task, settings: AttemptSettings, gate: GateClient, holder: st
         result = {"commit": copy.commit, "patch": patch.decode("utf-8", "surrogateescape"),
                   "files_changed": files, "steps": len(act.steps),
                   "stop_reason": act.stop_reason, "answer": act.answer, "usage": act.usage,
-                  "model": act.model, "tokens_replayed": replayed}
+                  "model": act.model, "tokens_replayed": replayed, **kept}
         if task.verify:
             copy = _verify_copy(task, copy, scratch, space)
             if copy.path != snapshots.work_tree:  # a fresh copy: a git folder of its own
@@ -213,17 +216,44 @@ def _hidden(task: Task, space: Workspace, settings: AttemptSettings) -> tuple[st
     return (*settings.toolbox.fence.hidden, str(space.work), *((source,) if source else ()))
 
 
+def _start_from(task: Task, root: Path, log: Path) -> tuple[str, int] | None:
+    """Put the files of ``task.start_from`` (an earlier attempt's checkpoint) into the
+    fresh copy at ``root``; (run, step), None without one. AttemptError (final) when the
+    checkpoint is not in this node's store or the copy is not the tree it began from."""
+    if task.start_from is None:
+        return None
+    run, _, step = task.start_from.rpartition(":")
+    try:
+        done = materialize(checkpoint_folder(), Root.at(root), run, int(step))
+    except LokiError as exc:
+        raise AttemptError(f"start_from {task.start_from}: {exc}", final=True,
+                           transcript=_read(log)) from exc
+    if done.not_restored:
+        first = done.not_restored[0]
+        raise AttemptError(f"start_from {task.start_from}: {len(done.not_restored)} file(s) "
+                           f"cannot be put as that checkpoint had them ({first.path}: "
+                           f"{first.why})", final=True, transcript=_read(log))
+    return run, int(step)
+
+
 def _act(task: Task, settings: AttemptSettings, gate: GateClient, holder: str, root: Path,
-         log: Path, hidden: tuple[str, ...]) -> Any:
+         log: Path, hidden: tuple[str, ...], started: tuple[str, int] | None = None) -> Any:
+    """(the ActResult, whether tokens were replayed, the checkpoints' fields of the result)."""
     try:
         engine = GatedEngine(_engine(task, settings), gate, holder, settings.retry)
         loki = Loki(engine, protocol=settings.protocol)  # type: ignore[arg-type]
         # closed before the patch is taken: no background job may change the copy after
         with filesystem_toolbox(root, settings=settings.toolbox, hidden=hidden) as box:
             try:
+                if started is not None and box.checkpointing is not None:
+                    box.checkpointing.follow(*started)  # its steps number on from there
                 act = loki.act(task.prompt, root=root, max_steps=task.max_steps, toolbox=box,
                                transcript=log)
-                return act, not engine.spends_tokens
+                kept: dict[str, Any] = {}
+                if box.checkpointing is not None:
+                    kept = {"checkpoints": box.checkpointing.run, "checkpoint_diffs": {
+                        str(n): d for n, d in box.checkpointing.step_diffs().items()}}
+                return act, not engine.spends_tokens, kept
             finally:  # workers end with os._exit: no finalizer would remove the undo copies
                 box.discard_undo()
     except (EngineConfigError, EngineAuthError) as exc:

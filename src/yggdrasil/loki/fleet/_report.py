@@ -87,9 +87,12 @@ def _tasks(report: RunReport, share: int) -> list[dict[str, Any]]:
             diff_share = share // 3
             patch = task.patch[:diff_share]
             talk: Talk = read_talk(report.out, task.transcript, task.id, share - len(patch))
+            each = max(diff_share // max(len(task.checkpoint_diffs), 1), 400)
             item.update(talk=talk, patch_lines=patch.splitlines(),
                         patch_cut=len(task.patch) - len(patch),
-                        verify_output=task.verify_output[:diff_share])
+                        verify_output=task.verify_output[:diff_share],
+                        checkpoint_lines={n: d[:each].splitlines()
+                                          for n, d in task.checkpoint_diffs.items()})
         shown.append(item)
     return shown
 

@@ -68,6 +68,7 @@ class TaskRow:
     model: str = ""
     files_changed: list[str] = field(default_factory=list)
     patch: str = ""
+    checkpoint_diffs: dict[str, str] = field(default_factory=dict)  # step -> what it changed
     verify_exit: int | None = None
     verify_output: str = ""
     transcript: str = ""
@@ -195,6 +196,15 @@ def _lines(path: Path) -> Iterator[Any]:
                 yield None
 
 
+def _diffs(value: Any) -> dict[str, str]:
+    """A result's checkpoint diffs: step numbers (as text) to diffs; anything else dropped."""
+    if not isinstance(value, dict):
+        return {}
+    found = {k: v for k, v in value.items() if isinstance(k, str) and k.isdigit()
+             and isinstance(v, str)}
+    return dict(sorted(found.items(), key=lambda kv: int(kv[0])))
+
+
 def _row(data: dict[str, Any], price_in: float, price_out: float,
          priced: bool) -> TaskRow | None:
     task_id, status = data.get("id"), data.get("status")
@@ -221,7 +231,8 @@ def _row(data: dict[str, Any], price_in: float, price_out: float,
         if isinstance(data.get("files_changed"), list) else [],
         verify_exit=data["verify_exit"] if type(data.get("verify_exit")) is int else None,
         verify_output=_text(data.get("verify_output")),
-        transcript=_text(data.get("transcript")))
+        transcript=_text(data.get("transcript")),
+        checkpoint_diffs=_diffs(data.get("checkpoint_diffs")))
     row.kind = _kind(row)
     return row
 

@@ -30,6 +30,7 @@ class Message:
     text: str
     call: str = ""  # the tool call an assistant message makes, as ``name {args}``
     cut: int = 0  # characters left out
+    checkpoint: str = ""  # a tool's answer: the checkpoint taken right after the call
     failed: bool = False  # a tool's answer that was an error or a refusal
 
 
@@ -112,9 +113,11 @@ def _step(record: dict[str, Any]) -> list[Message]:
                 Message("note", "the loop asked again", seen)]
     args = record.get("args")
     call = f"{tool} {json.dumps(args, ensure_ascii=False, default=str)}" if args else tool
+    checkpoint = record.get("checkpoint")
     return [Message("assistant", f"step {n}", thought, call=call),
             Message("tool", _said(tool, record), seen,
-                    failed=bool(record.get("is_error") or record.get("refused")))]
+                    failed=bool(record.get("is_error") or record.get("refused")),
+                    checkpoint=str(checkpoint) if type(checkpoint) is int else "")]
 
 
 def _said(tool: str, record: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ __all__ = ["Task", "TaskResult", "check_unique", "one_line"]
 
 # An id names the task's folder under ``out``: one safe path component.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
+_START_FROM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}:[0-9]{1,9}")
 _HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")  # git's <transport>::<address>, e.g. ext::
 MAX_TIMEOUT = 7 * 24 * 3600.0
 
@@ -49,7 +50,10 @@ class Task:
     the agent (trusted: it is not fenced); ``verify`` is run, fenced, in a fresh copy with
     only the agent's patch applied, and its exit code grades the run. ``max_steps`` bounds
     the agent's tool calls and ``timeout`` the whole attempt in seconds (setup and verify
-    included).
+    included). ``start_from`` (``"RUN:STEP"``: an earlier attempt's checkpoints, as its
+    result names them, and one of their steps) starts the agent from the files that
+    attempt had right after that step, in a fresh copy set up as usual; its patch then
+    holds both attempts' changes (the basis for retries and search).
     """
 
     id: str
@@ -60,6 +64,7 @@ class Task:
     verify: str | None = None
     max_steps: int = 30
     timeout: float = 1800.0
+    start_from: str | None = None
 
     def __post_init__(self) -> None:
         _check_text("id", self.id)
@@ -80,6 +85,10 @@ class Task:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"task {self.id}: {name} must be a shell command (a string)")
+        if self.start_from is not None and not _START_FROM.fullmatch(str(self.start_from)):
+            raise ValueError(f"task {self.id}: start_from {self.start_from!r} is not RUN:STEP "
+                             "(an attempt's checkpoints, as its result names them, and a step "
+                             "number)")
         if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) \
                 or not 1 <= self.max_steps <= 10_000:
             raise ValueError(f"task {self.id}: max_steps must be a whole number from 1 to 10000")
@@ -167,6 +176,9 @@ class TaskResult:
     ``verified`` is None without a ``verify`` command, else whether it exited 0 in a fresh
     copy with only the patch applied. ``transcript`` is relative to ``out``. ``repo`` is
     the task's repository (a URL's credentials shown as ``***``), for the report.
+    ``checkpoints`` names the attempt's checkpoints (``start_from`` of another task:
+    ``"<checkpoints>:<step>"``), ``checkpoint_diffs`` what each step changed (a diff per
+    step number, cut), which the report links each step to.
     """
 
     id: str
@@ -188,6 +200,8 @@ class TaskResult:
     model: str = ""
     tokens_replayed: bool = False
     repo: str = ""
+    checkpoints: str = ""  # the attempt's checkpoints (a task's start_from names one)
+    checkpoint_diffs: dict[str, str] = field(default_factory=dict)  # step -> its diff
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -22,7 +22,9 @@ class ActStep:
     ``is_error``/``refused``: the call failed, or was refused; ``changed``: the files it
     changed; ``data``: the call's typed result as JSON values (a command's ``exit_code``,
     ``stdout``..., an edit's diff; see ``Toolbox.invoke``), None for a correction or a
-    custom tool's text.
+    custom tool's text. ``checkpoint``: the number of the toolbox's checkpoint right
+    after the call (``Toolbox.rewind(checkpoint)`` brings the files back to it), None
+    when it keeps none.
     """
 
     n: int
@@ -34,6 +36,7 @@ class ActStep:
     refused: bool = False
     changed: list[str] = field(default_factory=list)
     data: dict[str, Any] | None = None
+    checkpoint: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,7 +60,9 @@ class ActResult:
     the files as they were before it (from the toolbox's journal; a file it cannot show,
     such as one a command changed before a copy was kept, gets a ``# <path>: why`` line).
     ``run`` is the run's id (its transcript's name under ``loki do``), ``session`` the
-    id of the conversation it continued or began.
+    id of the conversation it continued or began. ``checkpoints`` names the run's
+    checkpoints in the store (``loki rewind <checkpoints> STEP``; under ``loki do`` it is
+    ``run``), '' when the toolbox keeps none.
     """
 
     task: str
@@ -74,6 +79,7 @@ class ActResult:
     diff: str = ""
     run: str = ""
     session: str = ""
+    checkpoints: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -214,7 +214,7 @@ class Run:
         self.stream.emit("observation", step=n, tool=decision.tool,
                          seconds=round(time.monotonic() - began, 6), changed=list(seen.changed),
                          is_error=seen.is_error, refused=seen.refused, text=observation,
-                         data=data)
+                         data=data, checkpoint=seen.checkpoint)
         if decision.call_id is not None:
             self.conv.add_observation({"role": "tool", "tool_call_id": decision.call_id,
                                        "name": decision.tool, "content": observation,
@@ -226,7 +226,8 @@ class Run:
                                       step=n, tool=decision.tool, header=header)
         self._record(ActStep(n, decision.thought, decision.tool, decision.args, observation,
                              is_error=seen.is_error, refused=seen.refused,
-                             changed=list(seen.changed), data=data))
+                             changed=list(seen.changed), data=data,
+                             checkpoint=seen.checkpoint))
 
     def _correct(self, completion: Completion, problem: str) -> None:
         message = correction(problem, native=self.native)

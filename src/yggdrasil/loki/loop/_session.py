@@ -87,8 +87,10 @@ class Session:
         if changed:
             session.notes.append(
                 f"the {len(changed)} file(s) the earlier run changed are listed as changed "
-                "again, but cannot be undone from here: their originals were kept by the "
-                "process that ran it")
+                "again, but cannot be undone from here by undo_edit or revert (their "
+                "originals were kept by the process that ran it); its checkpoints can put "
+                f"them back: `loki rewind {run} 0`, or a rewind of this run, which continues "
+                "its checkpoints")
         return session
 
 

@@ -117,6 +117,8 @@ class ToolResult:
     failed; ``refused``: a confirmation was declined or a hook refused it (nothing
     changed); ``changed``: root-relative paths this call (not the run) created, modified
     or deleted, in the order they were heard of. ``tool``: the tool's name as called.
+    ``checkpoint``: the number of the checkpoint taken right after the call (None: the
+    call changes nothing, or the toolbox keeps no checkpoints).
     Two results are equal when what they say is (text, flags, changes), whatever their
     data.
     """
@@ -130,6 +132,7 @@ class ToolResult:
     tool: str = field(default="", compare=False)
     # diagnostics of an earlier edit that finished after its observation, shown after this one
     late: tuple[BaseModel, ...] = field(default=(), compare=False)
+    checkpoint: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.parts:

@@ -20,6 +20,7 @@ from ._layers import PROJECT_FILE, config_dir, env_names, project_tables, user_f
 from ._load import Change, load_settings, trust_changes
 from ._model import (
     AgentSettings,
+    CheckpointSettings,
     CodeSettings,
     DiagnosticsSettings,
     EditingSettings,
@@ -49,6 +50,7 @@ __all__ = [
     "UNSET",
     "AgentSettings",
     "Change",
+    "CheckpointSettings",
     "CodeSettings",
     "DiagnosticsSettings",
     "EditingSettings",

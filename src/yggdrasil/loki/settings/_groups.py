@@ -25,6 +25,7 @@ from ._tighten import (
     FREE,
     MORE,
     OFF_IS_STRICTER,
+    ON_IS_STRICTER,
     Hosts,
     MoreGlobs,
     Ranked,
@@ -330,6 +331,29 @@ class WebSettings(Group):
     enabled: Annotated[bool, Setting(tighter=OFF_IS_STRICTER, keyword="allow_web",
                                      flags=(Flag("--web"),))] = Field(
         False, description="add the web_* tools")
+
+
+class CheckpointSettings(Group):
+    """Checkpoints after every call that may change files, and rewind."""
+
+    enabled: Annotated[bool, Setting(
+        tighter=ON_IS_STRICTER, keyword="checkpoints",
+        flags=(Flag("--checkpoints", negatable=True),))] = Field(True, description=(
+            "keep a checkpoint of the root's files after every call that may change them, "
+            "what commands and jobs changed too (in the state folder, outside the root; "
+            "a project may not turn them off)"))
+    max_file: Annotated[int, Setting()] = Field(64 << 20, ge=0, le=1 << 40, description=(
+        "bytes: a bigger file is listed in the checkpoints, its bytes not kept (a rewind "
+        "says it cannot put it back)"))
+    max_bytes: Annotated[int, Setting()] = Field(2 << 30, ge=1 << 20, le=1 << 44, description=(
+        "bytes the checkpoint store may take; the oldest runs are pruned beyond"))
+    max_age_days: Annotated[float, Setting()] = Field(14.0, gt=0, le=3650, description=(
+        "days a run's checkpoints are kept"))
+    rewind_tool: Annotated[bool, Setting(
+        tighter=OFF_IS_STRICTER, keyword="rewind_tool",
+        flags=(Flag("--rewind-tool"),))] = Field(False, description=(
+            "give the model a rewind tool (list the checkpoints; put the files back as "
+            "after one of them)"))
 
 
 class AgentSettings(Group):

@@ -21,6 +21,7 @@ from ..results import did_you_mean
 from ..toolbox import McpServer
 from ._groups import (
     AgentSettings,
+    CheckpointSettings,
     CodeSettings,
     DiagnosticsSettings,
     EditingSettings,
@@ -39,10 +40,10 @@ from ._groups import (
 from ._spec import Flag, Setting
 from ._tighten import ON_IS_STRICTER, Rules
 
-__all__ = ["AgentSettings", "CodeSettings", "DiagnosticsSettings", "EditingSettings",
-           "FenceSettings", "Group", "Ignored", "JobsSettings", "LanguageServerSettings",
-           "McpSettings", "OutputsSettings", "PolicySettings", "SettingField",
-           "Settings", "SettingsError", "WebSettings", "explain", "field_names", "put",
+__all__ = ["AgentSettings", "CheckpointSettings", "CodeSettings", "DiagnosticsSettings",
+           "EditingSettings", "FenceSettings", "Group", "Ignored", "JobsSettings",
+           "LanguageServerSettings", "McpSettings", "OutputsSettings", "PolicySettings",
+           "SettingField", "Settings", "SettingsError", "WebSettings", "explain", "field_names", "put",
            "setting_fields", "unknown_setting", "value_at"]
 
 
@@ -68,6 +69,7 @@ class Settings(Group):
     editing: EditingSettings = Field(default_factory=EditingSettings)
     code: CodeSettings = Field(default_factory=CodeSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)

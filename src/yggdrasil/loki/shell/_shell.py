@@ -122,6 +122,8 @@ class Shell:
     proxy: NetProxy | None = None  # network only to its hosts (with namespaces; else none)
     unix_sockets: list[Path] = field(default_factory=list)  # reachable beyond the places
     outputs: Outputs | None = None  # caps in tokens, and where cut outputs are kept whole
+    # called before a command or a job starts (the checkpoints' first one must be whole)
+    before_command: Callable[[], None] | None = None
     tracker: ChangeTracker = field(init=False, repr=False)
     jobs: Jobs = field(init=False, repr=False)
 
@@ -182,6 +184,8 @@ class Shell:
             session = self._session(args, notes.add, scratch, fence)
             return self._wrap(args, env, scratch, fence, session)
 
+        if self.before_command is not None:
+            self.before_command()
         return self.jobs.start(label, prepare, screen=screen, on_start=notes.attach)
 
     def run_python(self, code: str, timeout: Timeout = 60,
@@ -561,6 +565,8 @@ class Shell:
     def _execute(self, argv: list[str], env: dict[str, str], scratch: Path,
                  timeout: float) -> CommandResult:
         fence = self._check(argv, env)
+        if self.before_command is not None:
+            self.before_command()
         self.jobs.settle(resume=False)  # what jobs changed so far is theirs; ours from here
         skip = [scratch, *self.jobs.scratches(),
                 *(self.journal.private_dirs() if self.journal else [])]

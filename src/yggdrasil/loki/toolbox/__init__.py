@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..results import ToolResult
 from ._box import AfterCall, Attached, BeforeCall, Toolbox
 from ._catalog import job_tools, read_tools, web_tools, write_tools
-from ._catalog_edits import edit_tools
+from ._catalog_edits import edit_tools, rewind_tool
 from ._flavors import FLAVORS, Flavor
 from ._mcp import McpServer
 from ._schema import bind_args, build_schema, limits_text, parse_docstring
@@ -47,6 +47,7 @@ __all__ = [
     "outputs_of",
     "parse_docstring",
     "read_tools",
+    "rewind_tool",
     "web_tools",
     "write_tools",
 ]

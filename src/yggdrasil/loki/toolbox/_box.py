@@ -9,11 +9,22 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Protocol
 
+from ..checkpoints import Checkpoints
 from ..diagnostics import Diagnostician
 from ..errors import LokiError, ToolDefinitionError, ToolError
 from ..files import Journal, Reverted, Root
 from ..outputs import Outputs
-from ..results import ErrorResult, ToolResult, did_you_mean, hook_refusal, retexted, tool_result
+from ..results import (
+    CheckpointList,
+    ErrorResult,
+    RewindResult,
+    TextPart,
+    ToolResult,
+    did_you_mean,
+    hook_refusal,
+    retexted,
+    tool_result,
+)
 from ..sandbox import cancel_scope
 from ._calls import RunningCalls
 from ._flavors import FLAVORS, Flavor, reshape
@@ -95,6 +106,11 @@ class Toolbox:
     lock held, so a hook may call the box's tools and their changes count for the call);
     an exception in either is an ``ERROR:`` observation, never raised.
 
+    ``checkpointing``: with checkpoints on (``filesystem_toolbox``'s default), a checkpoint
+    of the files is taken after every call that may change them (``ToolResult.checkpoint``
+    is its number); ``checkpoints()`` lists them and ``rewind(step)`` puts the files back
+    as they were right after one, what commands changed too.
+
     ``root``: the ``Root`` its file tools are confined to (``filesystem_toolbox`` sets it;
     ``Loki.act`` runs there and reads AGENTS.md through it). ``add_mcp`` adds an MCP
     server's tools; ``gate(tool)`` may refuse their calls (the command rules).
@@ -107,6 +123,7 @@ class Toolbox:
     tools: dict[str, Tool] = field(default_factory=dict)
     changed: list[str] = field(default_factory=_ChangedList)
     journal: Journal | None = field(default=None, repr=False, compare=False)
+    checkpointing: Checkpoints | None = field(default=None, repr=False, compare=False)
     # the settings.Settings it was built from (filesystem_toolbox), for surfaces that report them
     settings: Any = field(default=None, repr=False, compare=False)
     fence: str = field(default="", repr=False, compare=False)  # how commands run, in one phrase
@@ -239,6 +256,8 @@ class Toolbox:
         self.wait_idle(_CLOSE_WAIT)
         for part in self._parts:
             part.close()
+        with self._calls.exclusive(threading.Event()):
+            self._jobs_checkpoint()  # what the jobs did until they stopped
         for resource in self._resources:
             resource.close()
         if self.diagnostician is not None:
@@ -279,6 +298,8 @@ class Toolbox:
         if path not in self._index:
             self._index[path] = len(changed)
             list.append(changed, path)
+        if self.checkpointing is not None:
+            self.checkpointing.note(path)
         if self._touched is not None:
             self._touched.setdefault(path)  # the running mutating call's own paths, in order
 
@@ -330,10 +351,49 @@ class Toolbox:
             self._settle()  # what background jobs changed is the run's too
             before = set(self.journal.entries)
             done = self.journal.revert(only)
+            if self.checkpointing is not None:
+                for path in (*done.restored, *done.removed):
+                    self.checkpointing.note(path.rstrip("/"))
+                if self._touched is None:  # undo_edit's own call takes its step
+                    self.checkpointing.step("revert")
         done.not_reverted.update(refused)
         gone = before - set(self.journal.entries)
         self.changed[:] = [p for p in self.changed if p not in gone]
         return done
+
+    def checkpoints(self) -> CheckpointList:
+        """The checkpoints of this toolbox's run (and of the runs it continues): number,
+        tool, files changed. ToolError when it keeps none."""
+        return self._keeper().listing()
+
+    def rewind(self, step: int, paths: Iterable[str] | None = None, *,
+               dry_run: bool = False) -> RewindResult:
+        """Put the root's files back as they were right after checkpoint ``step`` (0: as
+        before the first), what commands and jobs changed too; ``paths`` limits it to
+        those files. ``dry_run`` changes nothing and says what would be put back, with
+        the diff. A path someone else changed since the last checkpoint, a protected
+        file, and a file whose bytes were not kept (too big, unreadable, a FIFO) are
+        listed in ``not_restored`` with why. The rewind is a checkpoint of its own.
+        ToolError for a step that does not exist, or while another process rewinds the
+        same root."""
+        keeper = self._keeper()
+        with self._calls.exclusive(threading.Event()):
+            self._settle()
+            result, back = keeper.rewind(step, paths, dry_run=dry_run,
+                                         record=self._touched is None)
+            gone = set(back)
+            if self.journal is not None:
+                for done in result.restored:
+                    if done.action not in ("rmdir", "mkdir"):
+                        self.journal.rewound(done.path, at_start=done.path in gone)
+            self.changed[:] = [p for p in self.changed if p not in gone]
+        return result
+
+    def _keeper(self) -> Checkpoints:
+        if self.checkpointing is None:
+            raise ToolError("this toolbox keeps no checkpoints (checkpoints.enabled is off, "
+                            "or it is read-only)")
+        return self.checkpointing
 
     def spec(self) -> str:
         """The tool catalog as prompt text: one block per tool."""
@@ -398,6 +458,8 @@ class Toolbox:
                 f"unknown tool {name!r}{hint}{' ' if hint else '; '}available tools: "
                 f"{available}")), tool=str(name))
         event = cancel if cancel is not None else threading.Event()
+        if self.checkpointing is not None:
+            self.checkpointing.begin()  # the first checkpoint, in the background
         with self._calls.track(event):
             if not tool.mutates:
                 return self._hooked(tool, arguments, event)
@@ -411,14 +473,38 @@ class Toolbox:
                 mine: tuple[str, ...] = ()
                 try:
                     self._settle()  # what background jobs changed meanwhile is theirs
+                    if outer is None:
+                        self._jobs_checkpoint()
                     done = self._hooked(tool, arguments, event)
                     mine = tuple(list(touched)[start:])
-                    return replace(done, changed=mine)
+                    done = replace(done, changed=mine)
+                    return done if outer is not None else self._checkpoint(tool.name, done)
                 finally:
                     self._touched = outer
                     self._settle(mine)  # jobs' changes during this call, not the call's own
 
     run = invoke  # the name this method had before typed results (kept for programs)
+
+    def _jobs_checkpoint(self) -> None:
+        """A checkpoint of what background jobs changed since the last one, if anything."""
+        keeper = self.checkpointing
+        if keeper is not None and keeper.pending:
+            keeper.step("(background jobs)")
+
+    def _checkpoint(self, tool: str, done: ToolResult) -> ToolResult:
+        """Take the checkpoint after a call: ``done`` with its number, and a line when
+        checkpointing stopped at this step."""
+        keeper = self.checkpointing
+        if keeper is None:
+            return done
+        tracked = getattr(done.data, "changes_tracked", True)
+        number = keeper.step(tool, tracked=bool(tracked))
+        stop = keeper.unsaid_stop()
+        if stop:  # said once, in the result of the step where it happened
+            line = f"[{stop}; a rewind covers the steps before]"
+            return replace(done, text=f"{done.text}\n{line}", checkpoint=number,
+                           parts=(*done.parts, TextPart(text=line)))
+        return replace(done, checkpoint=number)
 
     def cancel(self) -> int:
         """Stop every call running or waiting to run; the number of calls reached.

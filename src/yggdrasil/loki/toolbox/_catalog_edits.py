@@ -7,16 +7,21 @@ with the tools that read it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated
+
+from annotated_types import Interval
 
 from ..diagnostics import Diagnostician
 from ..errors import ToolError
 from ..files import Files
-from ..results import Undone
+from ..results import CheckpointList, RewindResult, Undone
 from ._box import Toolbox
 from ._diagnosed import diagnosed
 from ._tool import Tool
 
-__all__ = ["edit_tools"]
+__all__ = ["edit_tools", "rewind_tool"]
+
+Step = Annotated[int, Interval(ge=0)]
 
 PATCH_FORMAT = """\
 Add, delete, update and move files in one call, all or nothing. Format:
@@ -72,3 +77,23 @@ def undo_edit(box: Toolbox, path: str) -> Undone:
     if rel in done.restored:
         return Undone(path=rel, outcome="restored")
     return Undone(path=rel, outcome="removed" if rel in done.removed else "already")
+
+
+def rewind_tool(box: Toolbox) -> Tool:
+    """``rewind``: list the checkpoints, or put the files back as after one of them."""
+    def rewind(step: Step | None = None, paths: list[str] | None = None,
+               dry_run: bool = False) -> CheckpointList | RewindResult:
+        if step is None:
+            return box.checkpoints()
+        return box.rewind(step, paths, dry_run=dry_run)
+
+    return Tool("rewind", "Without `step`: list the checkpoints (one after each call that "
+                "changed files: number, tool, files). With `step`: put the root's files back "
+                "as they were right after that checkpoint (0: before the first), what "
+                "commands changed too; says what it restored, what it could not and why, and "
+                "the diff.",
+                {"step": "checkpoint number to go back to; leave it out to list them",
+                 "paths": "only these files (relative to the root); default every file "
+                          "changed since",
+                 "dry_run": "only show what would be put back, and the diff (default false)"},
+                rewind, mutates=True, title="Rewind to a checkpoint")
