@@ -12,7 +12,7 @@ import pytest
 
 from yggdrasil.loki import Loki
 from yggdrasil.loki.engines.scripted import ScriptedEngine
-from yggdrasil.loki.outputs import ESTIMATE, Limits, Spill, Tokens
+from yggdrasil.loki.outputs import ESTIMATE, Spill, SpillLimits, Tokens
 from yggdrasil.loki.settings import OutputsSettings, Settings
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
@@ -149,7 +149,7 @@ def test_old_and_oversized_spills_expire(tmp_path: Path) -> None:
     (old / "1").write_bytes(b"x" * 10)
     past = time.time() - 10 * 86400
     os.utime(old / "1", (past, past))
-    spill = Spill(tmp_path, Limits(max_bytes=1 << 20, max_total=3000, max_age=86400))
+    spill = Spill(tmp_path, SpillLimits(max_bytes=1 << 20, max_total=3000, max_age=86400))
     assert spill.prepare() and not old.exists()
     first, second = spill.keep("a" * 2000), spill.keep("b" * 2000)
     assert first is not None and second is not None

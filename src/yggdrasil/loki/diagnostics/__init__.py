@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ._client import LanguageClient, ServerFailed
 from ._compare import introduced, ranked
-from ._engine import Diagnostician, Limits, Watched, changed_spans
+from ._engine import Diagnostician, DiagnosticLimits, Watched, changed_spans
 from ._launch import Fence, Launcher
 from ._pool import MAX_FAILURES, Pool
 from ._ruff import RUFF_SUFFIXES, Ruff, RuffFailed, find_ruff
@@ -24,11 +24,11 @@ from ._servers import ServerSpec, default_servers, resolve_program
 __all__ = [
     "MAX_FAILURES",
     "RUFF_SUFFIXES",
+    "DiagnosticLimits",
     "Diagnostician",
     "Fence",
     "LanguageClient",
     "Launcher",
-    "Limits",
     "Pool",
     "Ruff",
     "RuffFailed",

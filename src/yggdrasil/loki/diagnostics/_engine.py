@@ -30,7 +30,7 @@ from ._pool import Check, Pool
 from ._ruff import RUFF_SUFFIXES, Ruff, RuffFailed
 from ._servers import ServerSpec
 
-__all__ = ["Diagnostician", "Limits"]
+__all__ = ["DiagnosticLimits", "Diagnostician"]
 
 MAX_FILE_BYTES = 2 << 20  # a file larger than this is not checked (nor its text kept)
 MAX_REPORT_FILES = 200  # files diagnostics(paths) checks in one call
@@ -38,7 +38,7 @@ MAX_DATA = 200  # new diagnostics a result carries as data, at most
 
 
 @dataclass(frozen=True)
-class Limits:
+class DiagnosticLimits:
     """``per_file``/``per_call``: new diagnostics shown; ``wait``: seconds an edit waits
     for the language servers; ``hang``: seconds a server may take to answer before it is
     taken as hung; ``warm``: servers running at once; ``report``: diagnostics
@@ -69,10 +69,10 @@ class Diagnostician:
     no language servers); ``ruff`` checks Python (None: not at all)."""
 
     def __init__(self, root: Root, *, ruff: Ruff | None, servers: dict[str, ServerSpec],
-                 start: Launcher | None, limits: Limits | None = None) -> None:
+                 start: Launcher | None, limits: DiagnosticLimits | None = None) -> None:
         self.root = root
         self.ruff = ruff if ruff is not None and ruff.available else None
-        self.limits = limits or Limits()
+        self.limits = limits or DiagnosticLimits()
         self.start = start
         self.pool = (Pool(servers, root.path, start, warm=self.limits.warm,
                           hang=self.limits.hang) if start is not None and servers else None)

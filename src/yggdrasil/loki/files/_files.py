@@ -1,6 +1,6 @@
 """The file tools: list, read a window, write, edit, apply a patch. All paths go through a Root.
 
-Each answers its typed result (``results``: ``Listing``, ``FileRead``, ``FileWritten``,
+Each answers its typed result (``results``: ``DirListing``, ``FileRead``, ``FileWritten``,
 ``FileEdited``, ``PatchApplied``), whose text the toolbox renders.
 
 Every change to a file goes the same way: the stale-view guard (``Views``), the syntax
@@ -25,11 +25,11 @@ from ..errors import LokiError, PathError, Refused, ToolError
 from ..outputs import Spill, SpillError
 from ..results import (
     MAX_ENTRIES,
+    DirListing,
     FileEdited,
     FileRead,
     FileWritten,
     FolderEntry,
-    Listing,
     PatchApplied,
     diff_text,
     human_size,
@@ -82,7 +82,7 @@ class Files:
 
     # -- reading -------------------------------------------------------------------------
 
-    def list_dir(self, path: str = ".") -> Listing:
+    def list_dir(self, path: str = ".") -> DirListing:
         real = self.root.resolve(path)
         st = self.root.stat(real)
         if st is None:
@@ -94,8 +94,8 @@ class Files:
         with self.root.folder_fd(real.relative_to(self.root.path).parts) as fd:
             entries = _sorted_entries(fd)
             shown = [self._entry(real, entry) for entry in entries[:MAX_ENTRIES]]
-        return Listing(path=self.root.rel(real), entries=shown,
-                       more=max(0, len(entries) - MAX_ENTRIES))
+        return DirListing(path=self.root.rel(real), entries=shown,
+                          more=max(0, len(entries) - MAX_ENTRIES))
 
     def _entry(self, folder: Path, entry: os.DirEntry[str]) -> FolderEntry:
         rel = self.root.rel(folder / entry.name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ._hosts import WEB_PORTS, AllowedHosts, parse_entry
 from ._policy import OPT_IN, AddressPolicy, Resolver, embedded_ipv4, local_reason, resolve_host
-from ._proxy import HOW_TO_ALLOW, NetProxy, ProxyRules, Refusal
+from ._proxy import HOW_TO_ALLOW, NetProxy, ProxyRefusal, ProxyRules
 
 __all__ = [
     "HOW_TO_ALLOW",
@@ -21,8 +21,8 @@ __all__ = [
     "AddressPolicy",
     "AllowedHosts",
     "NetProxy",
+    "ProxyRefusal",
     "ProxyRules",
-    "Refusal",
     "Resolver",
     "embedded_ipv4",
     "local_reason",

@@ -48,7 +48,7 @@ _DROP = {"connection", "proxy-connection", "proxy-authorization", "keep-alive", 
 HOW_TO_ALLOW = "the user allows hosts with filesystem_toolbox(network=[...]) or loki --allow-host"
 
 
-class Refusal(Exception):
+class ProxyRefusal(Exception):
     """A request the proxy will not carry: ``status`` and a one-line reason."""
 
     def __init__(self, status: int, reason: str) -> None:
@@ -68,22 +68,22 @@ class ProxyRules:
     max_connections: int = 64  # at once, per command
 
     def addresses(self, host: str, port: int) -> list[str]:
-        """The checked addresses to connect to for ``host:port``; Refusal says why not."""
+        """The checked addresses to connect to for ``host:port``; ProxyRefusal says why not."""
         name = normal_host(host)
         if not self.allowed.allows(name, port):
-            raise Refusal(403, f"{name}:{port} is not an allowed host (allowed: {self.allowed})")
+            raise ProxyRefusal(403, f"{name}:{port} is not an allowed host (allowed: {self.allowed})")
         if name in self.hosts:
             found = [self.hosts[name]]
         else:
             try:
                 found = resolve_host(name, port)
             except ToolError as exc:  # the resolver's own error is what the command sees
-                raise Refusal(502, f"cannot resolve {name}: {exc.__cause__}") from None
+                raise ProxyRefusal(502, f"cannot resolve {name}: {exc.__cause__}") from None
         verdicts = [(a, self.policy.refusal(a)) for a in found]
         ok = [a for a, why in verdicts if why is None]
         if not ok:
             a, why = verdicts[0]
-            raise Refusal(403, f"{name} resolves to {a}, {why}; the proxy reaches public "
+            raise ProxyRefusal(403, f"{name} resolves to {a}, {why}; the proxy reaches public "
                                "internet addresses only")
         return ok
 
@@ -212,7 +212,7 @@ class _Session:
             if rest:
                 upstream.sendall(rest)
             _relay(client, upstream, self.rules.idle_timeout)
-        except Refusal as exc:
+        except ProxyRefusal as exc:
             self._refuse(client, exc)
         except OSError:
             pass  # the command or the server went away
@@ -228,13 +228,13 @@ class _Session:
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-            raise Refusal(400, "not an HTTP request")
+            raise ProxyRefusal(400, "not an HTTP request")
         method, target, version = parts
         if method.upper() == "CONNECT":
             return _authority(target, 443), None
         url = urlsplit(target)
         if url.scheme.lower() != "http" or not url.netloc:
-            raise Refusal(400, "the proxy takes CONNECT host:port (https) or an absolute "
+            raise ProxyRefusal(400, "the proxy takes CONNECT host:port (https) or an absolute "
                                "http:// URL")
         host, port = _authority(url.netloc, 80)
         path = url.path or "/"
@@ -251,9 +251,9 @@ class _Session:
                 return socket.create_connection((address, port), self.rules.connect_timeout)
             except OSError as exc:
                 last = exc
-        raise Refusal(502, f"cannot connect to {host}:{port}: {last}")
+        raise ProxyRefusal(502, f"cannot connect to {host}:{port}: {last}")
 
-    def _refuse(self, client: socket.socket, exc: Refusal) -> None:
+    def _refuse(self, client: socket.socket, exc: ProxyRefusal) -> None:
         reason = str(exc).replace("\r", " ").replace("\n", " ")
         note = f"loki proxy: refused: {reason}" + (f"; {HOW_TO_ALLOW}" if exc.status == 403 else "")
         body = (note + "\n").encode("utf-8", "replace")
@@ -292,7 +292,7 @@ def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
     data = b""
     while b"\r\n\r\n" not in data:
         if len(data) > _MAX_HEAD:
-            raise Refusal(400, f"the request head is longer than {_MAX_HEAD} bytes")
+            raise ProxyRefusal(400, f"the request head is longer than {_MAX_HEAD} bytes")
         chunk = sock.recv(8192)
         if not chunk:
             raise OSError("closed before a request")
@@ -309,7 +309,7 @@ def _authority(text: str, default: int) -> tuple[str, int]:
     elif text.count(":") == 1:
         host, _, port = text.partition(":")
     if "@" in host or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise Refusal(400, f"bad host or port in {text!r}")
+        raise ProxyRefusal(400, f"bad host or port in {text!r}")
     return host, int(port)
 
 

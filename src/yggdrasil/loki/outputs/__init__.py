@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._cut import ERROR_WORDS, ErrorLine, cut_text, errors_note, scan_errors, seen_note
-from ._spill import ID_PATTERN, Limits, Spill, Spilled, SpillError, spill_base
+from ._spill import ID_PATTERN, Spill, Spilled, SpillError, SpillLimits, spill_base
 from ._tokens import ESTIMATE, Tokens, tokens
 
 __all__ = [
@@ -22,10 +22,10 @@ __all__ = [
     "ESTIMATE",
     "ID_PATTERN",
     "ErrorLine",
-    "Limits",
     "Outputs",
     "Spill",
     "SpillError",
+    "SpillLimits",
     "Spilled",
     "Tokens",
     "cut_text",

@@ -86,7 +86,7 @@ class Spilled:
 
 
 @dataclass(frozen=True)
-class Limits:
+class SpillLimits:
     max_bytes: int = 256 << 20
     max_total: int = 1 << 30
     max_age: float = 3 * 86400.0
@@ -96,10 +96,10 @@ class Spill:
     """The spill folder of one session (see the module docstring). The folder is made,
     and old ones swept, on the first output kept."""
 
-    def __init__(self, base: Path, limits: Limits | None = None) -> None:
+    def __init__(self, base: Path, limits: SpillLimits | None = None) -> None:
         self.base = base
         self.session = secrets.token_hex(4)
-        self.limits = limits or Limits()
+        self.limits = limits or SpillLimits()
         self._count = 0
         self._open: set[int] = set()
         self._lock = threading.Lock()

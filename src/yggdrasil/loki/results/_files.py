@@ -26,12 +26,12 @@ __all__ = [
     "DIFF_LINE_CHARS",
     "MAX_PATCH_SUMMARY",
     "DiffHunk",
+    "DirListing",
     "FileEdited",
     "FileRead",
     "FileWritten",
     "FolderEntry",
     "LandedEdit",
-    "Listing",
     "LooseHunk",
     "PatchApplied",
     "PatchedFile",
@@ -71,7 +71,7 @@ class FolderEntry(_Data):
     protected: bool = False
 
 
-class Listing(Result):
+class DirListing(Result):
     """``list_dir``: a folder's entries, folders first, each group by name; ``more``:
     entries past the cap, not shown (nor looked at)."""
 
@@ -95,8 +95,8 @@ def _entry_line(entry: FolderEntry) -> str:
     return f"{entry.path}  (special file, not readable)"
 
 
-@renders(Listing)
-def _listing_text(result: Listing) -> str:
+@renders(DirListing)
+def _listing_text(result: DirListing) -> str:
     if not result.entries and not result.more:
         return f"{result.path}/ is empty"
     lines = [_entry_line(entry) for entry in result.entries]

@@ -13,10 +13,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..diagnostics import Diagnostician, Fence, Launcher, Limits, Ruff, ServerSpec, resolve_program
+from ..diagnostics import (
+    Diagnostician,
+    DiagnosticLimits,
+    Fence,
+    Launcher,
+    Ruff,
+    ServerSpec,
+    resolve_program,
+)
 from ..files import Journal, Root
-from ..outputs import Limits as SpillLimits
-from ..outputs import Outputs, Spill, spill_base
+from ..outputs import Outputs, Spill, SpillLimits, spill_base
 
 __all__ = ["diagnostician", "hooks", "outputs_of"]
 
@@ -51,7 +58,7 @@ def diagnostician(group: Any, root: Root, reader: Fence,
             continue
         servers[name] = ServerSpec(name, (program, *given.command[1:]), dict(given.languages),
                                    dict(given.init), dict(given.settings))
-    limits = Limits(group.per_file, group.per_call, group.wait, group.hang, group.warm)
+    limits = DiagnosticLimits(group.per_file, group.per_call, group.wait, group.hang, group.warm)
     doctor = Diagnostician(root, ruff=Ruff.found() if group.ruff else None, servers=servers,
                            start=Launcher(root.path, reader) if servers else None,
                            limits=limits)
