@@ -3,6 +3,8 @@ Toolbox.call, the `loki call` command and Loki.act's first message (MCP: test_mc
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import subprocess
@@ -364,16 +366,21 @@ def test_the_disk_cache_is_outside_the_root_and_trusted_only_while_files_match(
     first = outline()
     [stored] = (cache / "yggdrasil-loki" / "code").glob("*.json")
     assert not any(p.name.endswith(".json") for p in app.rglob("*"))
-    data = json.loads(stored.read_text())
+    _, _, body = stored.read_bytes().partition(b"\n")
+    data = json.loads(body)
     assert data["root"] == str(app.resolve())
     symbols = data["files"]["app.py"][5][5]
     symbols[1][1] = "Cached"  # a change only the cache knows: proves the next run reads it
-    stored.write_text(json.dumps(data))
+    body = json.dumps(data).encode()
+    key = (Path(env["XDG_CONFIG_HOME"]) / "loki" / "code-cache.key").read_bytes()
+    signed = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
+    stored.write_bytes(signed + b"\n" + body)  # signed with the user's key: believed
     assert "class Cached  L6-14" in outline()
     os.utime(app / "app.py", ns=(1, 1))  # the file changed (mtime): the entry is stale
     assert outline() == first
     stored.write_text("{not json")  # a damaged cache is ignored and rewritten
-    assert outline() == first and json.loads(stored.read_text())["root"] == str(app.resolve())
+    assert outline() == first
+    assert json.loads(stored.read_bytes().partition(b"\n")[2])["root"] == str(app.resolve())
 
 
 def test_no_disk_cache_when_the_cache_folder_is_inside_the_root(app: Path, tmp_path: Path) -> None:

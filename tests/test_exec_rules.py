@@ -60,6 +60,18 @@ CASES = [
     ("the loader, --argv0 and a library path",
      f"ln -s /usr/bin/git \"$TMPDIR/x\" && /lib64/ld-linux-x86-64.so.2 --library-path "
      f"\"$TMPDIR\" --argv0 git-push x {PUSH}"),
+    ("a copy of the loader under another name",
+     "cp /lib64/ld-linux-x86-64.so.2 ./L && ./L /usr/bin/curl -s {url}; rm -f L"),
+    ("a copy of the loader, --argv0",
+     "cp /lib64/ld-linux-x86-64.so.2 ./L2 && ./L2 --argv0 x /usr/bin/curl -s {url}; rm -f L2"),
+    ("a script whose #! names curl",
+     "printf '#!/usr/bin/curl -sK\\nurl = \"{url}\"\\n' > k && chmod +x k && ./k; rm -f k"),
+    ("a script whose #! names a script whose #! names curl",
+     "printf '#!/usr/bin/curl -sK\\nurl = \"{url}\"\\n' > k && printf '#!%s/k\\n' \"$PWD\" > k2 "
+     "&& chmod +x k k2 && ./k2; rm -f k k2"),
+    ("a script whose #! names a copy of the loader",
+     "cp /lib64/ld-linux-x86-64.so.2 ./L3 && printf '#!%s/L3 /usr/bin/curl\\n' \"$PWD\" > k "
+     "&& chmod +x k && ./k -s {url}; rm -f k L3"),
     ("fexecve (execveat of a descriptor)",
      "python3 -c 'import os; fd = os.open(\"/usr/bin/git\", os.O_RDONLY); "
      "os.execve(fd, [\"git\", \"push\", \"origin\", \"HEAD:main\"], os.environ)'"),
@@ -292,3 +304,34 @@ def test_without_user_notification_rules_are_on_the_line_only(
         assert out.startswith("ERROR") and "cannot be checked when they start" in out, out
     with filesystem_toolbox(tmp_path, allow_shell=True, sandbox="require") as box:
         assert box.call("run", {"command": "true"}).startswith("exit=0")  # no rules: runs
+
+
+def test_an_ask_shows_everything_it_approves_or_is_refused(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    def confirm(action: str) -> bool:
+        asked.append(action)
+        return True
+
+    box = filesystem_toolbox(tmp_path, allow_shell=True, rules=[("ask", "touch")],
+                             confirm=confirm)
+    try:
+        long = "./" + "a" * 400  # past the old 300-character cut: the victim was hidden
+        (tmp_path / "s.sh").write_text(f"touch {long} victim\n")
+        box.call("run", {"command": "sh s.sh"})
+        [question] = asked
+        assert question.replace("\n    ", "") == f"run touch {long} victim"
+        assert all(len(line) <= 100 for line in question.split("\n"))
+        assert (tmp_path / "victim").exists()
+        asked.clear()
+        (tmp_path / "s.sh").write_text("touch 'x\x1b[2Jy' ./v2\n")  # escapes stay escaped
+        box.call("run", {"command": "sh s.sh"})
+        assert asked == ["run touch 'x\\x1b[2Jy' ./v2"]
+        asked.clear()
+        huge = "./" + "b" * 5_000  # too long to show whole: refused, not asked
+        (tmp_path / "s.sh").write_text(f"touch {huge} victim2\n")
+        out = box.call("run", {"command": "sh s.sh"})
+        assert asked == [] and not (tmp_path / "victim2").exists()
+        assert "too long to be shown whole in a question" in out, out
+    finally:
+        box.close()

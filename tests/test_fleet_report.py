@@ -288,6 +288,24 @@ def test_loki_report_prints_a_summary_and_writes_the_page(tmp_path: Path) -> Non
     assert "[red]rich[/red]" in page and 'id="verified-rate"' in page
 
 
+ESC = "\x1b]0;owned\x07\x1b[2J\x1b[31m"  # retitle the window, clear the screen, recolour
+
+
+def test_loki_report_prints_every_field_of_the_run_folder_escaped(tmp_path: Path) -> None:
+    out = write_out(tmp_path / f"out{ESC}", [
+        result(f"t{ESC}1", status="failed", verified=None, repo=f"/r/{ESC}x\u202eevil",
+               reason=f"attempt 1: boom{ESC}\nfake line\rover"),
+        result(f"t{ESC}2", repo=f"/r/{ESC}x\u202eevil", verified=False, verify_exit=1)])
+    shown = loki(tmp_path, "report", str(out), "--no-html")
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout + shown.stderr
+    for raw in ("\x1b", "\x07", "\u202e", "\r"):
+        assert raw not in text, f"{raw!r} reached the terminal"
+    assert "t\\x1b]0;owned\\x07" in text  # the failed task's id, escaped
+    assert "\\u202eevil" in text  # the repository, escaped
+    assert "\nfake line" not in text  # no line of the summary is made up by a field
+
+
 def test_loki_report_without_the_page_or_the_extra(tmp_path: Path) -> None:
     out = write_out(tmp_path / "out", [result("a")])
     shown = loki(tmp_path, "report", str(out), "--no-html")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoints import CheckpointLimits, Checkpoints, checkpoint_folder
-from .code import cache_hidden, syntax_error
+from .code import CACHE_KEY, cache_hidden, cache_wanted, syntax_error
 from .diagnostics import default_servers
 from .files import (
     DEFAULT_PROTECTED,
@@ -96,6 +96,22 @@ def filesystem_toolbox(
     return _assemble(root, with_keywords(settings, {**given, **keywords}))
 
 
+def _code_key(own: Path, s: Settings, shell: Shell | None) -> tuple[Path | None, str]:
+    """The key file the code cache is signed with, when the cache is wanted and no command
+    of this toolbox can read or write it; else None and why (the cache is then off)."""
+    if not cache_wanted(s.code.cache):
+        return None, ""
+    key = own / CACHE_KEY
+    try:
+        own.mkdir(parents=True, exist_ok=True, mode=0o700)  # before any command: hidden
+    except OSError as exc:
+        return None, f"The code cache is off: {exc}"
+    if shell is not None and not shell.hides(own):
+        return None, (f"The code cache is off: commands could read its key in {own} "
+                      "(no fence, or it lies in the root or a writable folder)")
+    return key, ""
+
+
 def _assemble(root: str | Path, s: Settings) -> Toolbox:
     """The toolbox ``s`` describes: the one place settings become hands."""
     policy = s.policy
@@ -122,7 +138,9 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
     files = Files(where, confirm=confirm, spill=outputs.spill, **hooks(journal, doctor),
                   syntax=SyntaxGate(s.editing.on_syntax_error, grammar=syntax_error))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
-    notes = [shell.status() if shell else "", where.protect.describe() if where.protect else "",
+    key, key_note = _code_key(own, s, shell)
+    notes = [shell.status() if shell else "", key_note,
+             where.protect.describe() if where.protect else "",
              doctor.describe(edits=not s.read_only) if doctor is not None else "", kept_note]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
         notes.append(tables.status())
@@ -135,7 +153,8 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
         resources=[*([shell] if shell else []), *([shell.proxy] if shell and shell.proxy else []),
                    tables, *([keeper] if keeper else [])], outputs=outputs,
         diagnostician=doctor)
-    tools = read_tools(where, files, tables, code_cache=s.code.cache, doctor=doctor)
+    tools = read_tools(where, files, tables, code_cache=s.code.cache, code_key=key,
+                       doctor=doctor)
     if shell is not None:
         tools += (write_tools(files, shell, doctor) + edit_tools(files, box, doctor)
                   + job_tools(shell))

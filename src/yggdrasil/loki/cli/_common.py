@@ -138,6 +138,15 @@ def visible(text: str) -> str:
     return text.translate(_SHOW)
 
 
+def printable(value: object) -> str:
+    """A text someone else wrote (a run folder's field, a repository's name) as one line on
+    the terminal: :func:`visible`, and its line breaks and tabs escaped too."""
+    return visible(str(value)).translate(_BREAKS)
+
+
+_BREAKS = {0x0A: "\\n", 0x09: "\\t"}
+
+
 def wrap(text: str) -> str:
     """A help paragraph filled by hand: the raw formatter keeps the examples' layout."""
     return textwrap.fill(text, width=88)
@@ -147,8 +156,9 @@ def fail(message: str, code: int) -> int:
     """The error every subcommand ends with: ``loki: error: ...`` on stderr, whole.
 
     A message of several lines (how to configure an engine, a list of choices) is printed
-    in full; only its first line carries the prefix.
+    in full; only its first line carries the prefix. It may quote what others wrote (a
+    path, a line of a run folder): its control characters are shown escaped.
     """
-    text = message.strip() or "failed"
+    text = visible(message.strip()) or "failed"
     sys.stderr.write(f"loki: error: {text}\n")
     return code

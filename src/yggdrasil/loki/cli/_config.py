@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..engines import shown_url
 from ..files import answer_of
 from ..settings import (
     Change,
@@ -66,6 +67,17 @@ def _value(dumped: dict[str, Any], dotted: str) -> Any:
     value: Any = dumped
     for part in dotted.split("."):
         value = value[part]
+    return _masked(value)
+
+
+def _masked(value: Any) -> Any:
+    """A setting as printed: any URL in it without its password or token."""
+    if isinstance(value, str):
+        return shown_url(value)
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _masked(v) for k, v in value.items()}
     return value
 
 
@@ -129,7 +141,7 @@ def _show(changes: list[Change], files: list[Path]) -> None:
 
 
 def _shown(value: Any) -> str:
-    return visible(json.dumps(value, default=str, ensure_ascii=False))
+    return visible(json.dumps(_masked(value), default=str, ensure_ascii=False))
 
 
 def _agreed(assume_yes: bool, asking: bool) -> bool:

@@ -15,6 +15,7 @@ import signal
 import sys
 from typing import Any
 
+from ..engines import shown_url
 from ..errors import EngineConfigError, EngineError, LokiError
 from ..files import Confirm
 from ..tools import Toolbox
@@ -126,7 +127,7 @@ def run_do(args: argparse.Namespace) -> int:
         report_changes(box, "interrupted")
         return EXIT_INTERRUPTED
     except EngineError as exc:
-        report_changes(box, f"engine error: {exc}")
+        report_changes(box, f"engine error: {shown_url(str(exc))}")
         return EXIT_TOOL_ERROR
     if args.json:
         print(result.to_json(indent=2))

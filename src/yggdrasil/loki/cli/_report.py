@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._common import EXIT_OK, EXIT_TOOL_ERROR, CliError, wrap
+from ._common import EXIT_OK, EXIT_TOOL_ERROR, CliError, printable, wrap
 
 __all__ = ["add_report", "run_report"]
 
@@ -75,7 +75,7 @@ def print_summary(console: Any, report: Any) -> None:
     from rich.text import Text
 
     rate = report.verified_rate
-    head = Text(f"{report.out}: {len(report.tasks)} tasks", style="bold")
+    head = Text(f"{printable(report.out)}: {len(report.tasks)} tasks", style="bold")
     console.print(head)
     rest = " · ".join(f"{o} {report.count(o)}" for o in ("not verified", "done", "failed"))
     shown = f"{100 * rate:.1f}%" if rate is not None else "n/a: no task had a verify command"
@@ -94,22 +94,28 @@ def print_summary(console: Any, report: Any) -> None:
                               ("e.g.", "left")):
             table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
         for outcome, kind, tasks in groups[:SHOWN]:
-            table.add_row(Text(outcome), Text(kind), str(len(tasks)), Text(tasks[0].id))
+            table.add_row(_field(outcome), _field(kind), str(len(tasks)), _field(tasks[0].id))
         console.print(table)
     _repos(console, report)
     _stats(console, report)
 
 
+def _field(value: object) -> Any:
+    """A text from the run folder as rich text: printable, never markup."""
+    from rich.text import Text
+
+    return Text(printable(value))
+
+
 def _repos(console: Any, report: Any) -> None:
     from rich.table import Table
-    from rich.text import Text
 
     table = Table(title="repositories", title_justify="left")
     table.add_column("repository", overflow="fold")
     for name in ("tasks", "verified", "graded", "failed", "tokens"):
         table.add_column(name, justify="right")
     for row in report.repos()[:SHOWN]:
-        table.add_row(Text(row.repo), str(row.tasks), str(row.verified), str(row.graded),
+        table.add_row(_field(row.repo), str(row.tasks), str(row.verified), str(row.graded),
                       str(row.failed), f"{row.tokens:,}")
     console.print(table)
     more = len(report.repos()) - SHOWN

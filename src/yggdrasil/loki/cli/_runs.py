@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from ..engines import shown_url
 from ._common import CliError
 
 __all__ = ["MAX_INSTRUCTIONS_FILE", "event_sink", "find_run", "last_run", "runs_folder",
@@ -96,7 +97,7 @@ def start_line(engine: Any, args: argparse.Namespace, run_id: str, session: Any,
     """``loki: openai model gpt-4.1 (the engine's default) at https://...; run <id>``."""
     name = str(getattr(engine, "name", type(engine).__name__))
     model = str(getattr(engine, "model", "") or "")
-    url = str(getattr(engine, "base_url", "") or "")
+    url = shown_url(str(getattr(engine, "base_url", "") or ""))
     where = f" at {url}" if url else ""
     line = f"loki: {name} model {model} ({model_source(args, name, settings)}){where}; run {run_id}"
     if session is not None:

@@ -14,7 +14,8 @@ from ._code import MAX_BUDGET, MIN_BUDGET, Code
 from ._extract import grammars_available, syntax_error
 from ._languages import LANGUAGES
 from ._match import KINDS, MAX_NAME
-from ._store import cache_hidden
+from ._roots import cache_wanted
+from ._store import CACHE_KEY, cache_hidden
 
-__all__ = ["KINDS", "LANGUAGES", "MAX_BUDGET", "MAX_NAME", "MIN_BUDGET", "Code", "cache_hidden",
+__all__ = ["CACHE_KEY", "KINDS", "LANGUAGES", "MAX_BUDGET", "MAX_NAME", "MIN_BUDGET", "Code", "cache_hidden", "cache_wanted",
            "grammars_available", "syntax_error"]

@@ -9,6 +9,7 @@ back to what grep can say: lines that look like definitions, or where a name is 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import stat
 import threading
@@ -38,8 +39,11 @@ from ._render import (
     symbol_line,
 )
 from ._roots import cache_wanted, held_for
+from ._store import cache_key
 
 __all__ = ["MAX_BUDGET", "MIN_BUDGET", "Code"]
+
+log = logging.getLogger("yggdrasil.loki.code")
 
 MIN_BUDGET, MAX_BUDGET = 200, 100_000  # repo_map's budget, in characters
 _FOLDER_FILES = 200  # files a folder outline parses; the rest are counted
@@ -58,15 +62,27 @@ def _skips(counts: dict[str, int], include_ignored: bool) -> str:
     return skip_note(SearchSkips(**counts), include_ignored)
 
 
+def _key(path: Path) -> bytes | None:
+    try:
+        return cache_key(path)
+    except (OSError, ValueError) as exc:
+        log.warning("no code cache on disk: %s", exc)
+        return None
+
+
 class Code:
     """The code tools bound to one root; ``cache`` keeps the index on disk (see _store)."""
 
-    def __init__(self, root: Root, *, cache: bool | None = None) -> None:
+    def __init__(self, root: Root, *, cache: bool | None = None,
+                 cache_key: Path | None = None) -> None:
+        """``cache``: keep the index on disk, signed with the key in ``cache_key`` (a file
+        commands can neither read nor write; made when missing). Without a key file, or
+        one that cannot be read, nothing is kept on disk."""
         self.root = root
         # The fallback greps use the Python engine: in process, every file opened from its
         # folder's descriptor with O_NOFOLLOW, so no ripgrep is started for a fallback.
         self.search = Search(root, backend="python")
-        self.cache = cache_wanted(cache)
+        self.cache = _key(cache_key) if cache_wanted(cache) and cache_key else None
 
     @property
     def index(self) -> Index:

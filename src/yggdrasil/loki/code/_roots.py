@@ -68,8 +68,9 @@ _held_by_root: OrderedDict[tuple[str, tuple[str, ...]], Held] = OrderedDict()
 _registry_lock = threading.Lock()
 
 
-def held_for(root: Root, cache: bool) -> Held:
-    """The shared state of ``root``, made on first use (loaded from disk when ``cache``).
+def held_for(root: Root, cache: bytes | None) -> Held:
+    """The shared state of ``root``, made on first use (loaded from disk when ``cache``,
+    the key the disk copy is signed with, is given).
 
     Shared by the toolboxes of one root *with the same protected files*: the index walks
     with the Root it was made with, so a toolbox with ``protect=()`` must not answer
@@ -80,13 +81,13 @@ def held_for(root: Root, cache: bool) -> Held:
         if found is None:
             if cache and not _exit_hook:
                 _exit_hook.append(atexit.register(_save_all))
-            store = Store.for_root(root.path, root.protect) if cache else None
+            store = Store.for_root(root.path, cache, root.protect) if cache else None
             found = Held(Index(root, store.load() if store else None), store)
             _held_by_root[key] = found
             while len(_held_by_root) > _MAX_ROOTS:
                 _held_by_root.popitem(last=False)
         elif cache and found.store is None:
-            found.store = Store.for_root(root.path, root.protect)
+            found.store = Store.for_root(root.path, cache, root.protect)
         _held_by_root.move_to_end(key)
         return found
 

@@ -9,7 +9,12 @@ while the file's size, mtime, ctime and inode still match, and a file that does 
 (another version, damaged, edited by hand) is ignored and rewritten.
 
 The cache is the user's, never the commands': the toolbox hides its folder from them (as
-it hides credential stores), and a file that any toolbox would protect by default
+it hides credential stores). Hiding is not enough when the user makes the cache folder
+writable to commands (``writable=["~/.cache"]`` for pip's and npm's caches), or when
+another toolbox does: so every file is signed (HMAC-SHA256) with a key kept in a file of
+the user's configuration folder, which no writable grant reaches and commands never see
+(the caller passes it only then), and a file whose signature does not match is never
+served. A file that any toolbox would protect by default
 (``DEFAULT_PROTECTED``: ``.env``, ``secrets.*``, keys...) or that this one protects is
 never written to it, so a constant's value from ``secrets.py`` indexed by a toolbox with
 ``protect=()`` stays in that process's memory.
@@ -19,11 +24,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import tempfile
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +39,12 @@ from ..search import protection
 from ._extract import Outline, shared_symbol
 from ._index import Entry
 
-__all__ = ["Store", "cache_folder", "cache_hidden"]
+__all__ = ["CACHE_KEY", "Store", "cache_folder", "cache_hidden", "cache_key"]
 
-_FORMAT = 3  # raise when the entries or what is extracted changes (3: Go interface methods)
+CACHE_KEY = "code-cache.key"  # the file name of the signing key in the user's config folder
+_KEY_BYTES = 32
+
+_FORMAT = 4  # raise when the entries or what is extracted changes (4: signed files)
 
 
 def cache_folder() -> Path:
@@ -62,21 +72,45 @@ def cache_hidden(root: Path) -> list[str]:
     return [] if folder == root or folder.is_relative_to(root) else [str(folder)]
 
 
+def cache_key(path: Path) -> bytes:
+    """The signing key in ``path``, made (random, 0600, in a 0700 folder) when missing.
+    Raises OSError when it cannot be read or made, ValueError when it is not a key."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(_KEY_BYTES))
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        key = fh.read(_KEY_BYTES + 1)
+    if len(key) != _KEY_BYTES:
+        raise ValueError(f"{path} is not a code cache key ({len(key)} bytes)")
+    return key
+
+
 @dataclass(frozen=True)
 class Store:
     path: Path  # the JSON file of one root
     root: str
+    key: bytes = field(repr=False)  # signs the file: only what this user's toolboxes wrote
     protect: Protection | None = None  # what the toolbox writing it protects
 
     @classmethod
-    def for_root(cls, root: Path, protect: Protection | None = None) -> Store | None:
-        """The store of ``root`` under ``protect``; None when the cache folder would be
-        inside the root."""
+    def for_root(cls, root: Path, key: bytes, protect: Protection | None = None,
+                 ) -> Store | None:
+        """The store of ``root`` under ``protect``, signed with ``key``; None when the
+        cache folder would be inside the root."""
         folder = Path(os.path.realpath(cache_folder()))
         if folder == root or folder.is_relative_to(root):
             return None
         name = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
-        return cls(folder / f"{name}.json", str(root), protect)
+        return cls(folder / f"{name}.json", str(root), key, protect)
+
+    def _mac(self, body: bytes) -> bytes:
+        return hmac.new(self.key, body, hashlib.sha256).hexdigest().encode("ascii")
 
     def _globs(self) -> list[str]:
         return list(self.protect.globs) if self.protect else []
@@ -89,8 +123,11 @@ class Store:
 
     def load(self) -> dict[str, Entry]:
         try:
-            with open(self.path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            with open(self.path, "rb") as fh:
+                mac, _, body = fh.read().partition(b"\n")
+            if not hmac.compare_digest(mac, self._mac(body)):
+                return {}  # not written by this user's toolboxes (a command's): never served
+            data = json.loads(body)
             if data.get("version") != _version() or data.get("root") != self.root:
                 return {}
             if data.get("protect", []) != self._globs():
@@ -105,8 +142,9 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".index-", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, separators=(",", ":"))
+            body = json.dumps(data, separators=(",", ":")).encode("utf-8")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self._mac(body) + b"\n" + body)
             os.replace(tmp, self.path)
         except BaseException:
             with suppress(OSError):

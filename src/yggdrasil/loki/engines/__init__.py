@@ -26,6 +26,7 @@ from ._completion import DEFAULT_TIMEOUT, Completion, Engine, Message, ToolCall
 from ._decision import Decision, NotADecision, decisions_from, decode_arguments, parse_decision
 from ._ollama import ollama_models, ollama_url
 from ._retry import RetryPolicy, parse_retry_after, retry_call, status_error
+from ._urls import shown_url
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -43,5 +44,6 @@ __all__ = [
     "parse_decision",
     "parse_retry_after",
     "retry_call",
+    "shown_url",
     "status_error",
 ]

@@ -24,6 +24,7 @@ from ..errors import (
     EngineRequestError,
     EngineUnavailable,
 )
+from ._urls import shown_url
 
 log = logging.getLogger("yggdrasil.loki.engine")
 
@@ -81,6 +82,8 @@ def retry_call(
             error = translate(exc)
             if error is None:
                 raise
+            # the SDK's message, the server's body and ``where`` may all quote the URL
+            error.args = (shown_url(str(error)),)
             wait = policy.wait_for(error, attempt)
             if wait is None:
                 raise error from exc

@@ -26,6 +26,7 @@ from . import (
     status_error,
 )
 from ._sdk_errors import error_message, transport_error
+from ._urls import shown_url
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 8192
@@ -68,7 +69,8 @@ class AnthropicEngine:
 
     @property
     def base_url(self) -> str:
-        return str(self._client.base_url)
+        """The endpoint as shown and stored: its password and tokens masked."""
+        return shown_url(str(self._client.base_url))
 
     def complete(
         self, messages: Sequence[Message], *, system: str,

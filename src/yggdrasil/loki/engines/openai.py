@@ -36,6 +36,7 @@ from . import (
     status_error,
 )
 from ._sdk_errors import error_message, transport_error
+from ._urls import shown_url
 
 DEFAULT_MODEL = "gpt-4.1"
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "context window",
@@ -86,7 +87,8 @@ class OpenAIEngine:
 
     @property
     def base_url(self) -> str:
-        return str(self._client.base_url)
+        """The endpoint as shown and stored: its password and tokens masked."""
+        return shown_url(str(self._client.base_url))
 
     def complete(
         self, messages: Sequence[Message], *, system: str,

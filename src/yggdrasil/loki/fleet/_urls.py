@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote, unquote_to_bytes, urlsplit
 
+from ..engines import shown_url
+
 __all__ = ["URL_SCHEMES", "Remote", "is_url", "local_folder", "remote", "shown_repo"]
 
 # The transports a repo URL may use (git's own; the fleet's git calls allow only these).
@@ -37,8 +39,9 @@ def is_url(repo: str) -> bool:
 def shown_repo(repo: str) -> str:
     """``repo`` fit for a message or a result: the userinfo of every ``scheme://`` URL in
     it (a user and password, or a token alone) is shown as ``***``; the login of an
-    scp-style ``git@host:path`` is no secret and stays."""
-    return _USERINFO.sub(r"\1***@", repo)
+    scp-style ``git@host:path`` is no secret and stays; credential query parameters are
+    masked too (the one redaction of engine and repository URLs alike)."""
+    return shown_url(repo)
 
 
 @dataclass(frozen=True)

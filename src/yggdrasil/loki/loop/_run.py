@@ -13,7 +13,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..engines import Completion, Decision, Engine, Message, NotADecision, decisions_from
+from ..engines import (
+    Completion,
+    Decision,
+    Engine,
+    Message,
+    NotADecision,
+    decisions_from,
+    shown_url,
+)
 from ..errors import ContextLengthError, EngineError, ToolsUnsupportedError
 from ..results import ErrorResult, clip_text, tool_result
 from ..toolbox import Toolbox
@@ -83,7 +91,7 @@ class Run:
             self._start(start or {})
             self._loop()
         except EngineError as exc:
-            self._finish("", completed=False, reason="error", error=str(exc))
+            self._finish("", completed=False, reason="error", error=shown_url(str(exc)))
             exc.result = self.result
             raise
         except KeyboardInterrupt:  # Ctrl-C, or loki do's SIGTERM: the records still end
@@ -95,7 +103,7 @@ class Run:
 
     def _start(self, extra: dict[str, Any]) -> None:
         result, box = self.result, self.box
-        base_url = str(getattr(self.engine, "base_url", "") or "")
+        base_url = shown_url(str(getattr(self.engine, "base_url", "") or ""))
         self.stream.emit("start", task=result.task, engine=result.engine, model=result.model,
                        base_url=base_url, root=result.root,
                        session=result.session, max_steps=self.max_steps,

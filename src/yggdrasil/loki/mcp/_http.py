@@ -8,6 +8,8 @@ in order:
 1. the Host and Origin checks against DNS rebinding (the SDK's ``TransportSecurity``):
    a wrong Host is answered 421, a browser page of another origin 403;
 2. the bearer token (``Authorization: Bearer <token>``, compared in constant time): 401;
+   (before these, ``_door`` bounds the connections still sending a request's head, per
+   client and in all, and how long they may take; refusals are logged, rate-limited);
 3. the body limit (``max_message_bytes``): a bigger body is answered 413 with a JSON-RPC
    error and never read whole;
 4. the session: a request without ``Mcp-Session-Id`` opens one (an ``initialize``), with a
@@ -35,6 +37,7 @@ import anyio
 import anyio.abc
 
 from ..tools import Toolbox
+from ._door import RefusalLog, Waiting, guarded_protocol, raise_nofile
 from ._limits import MAX_MESSAGE_BYTES, too_large
 from ._sdk import load_sdk
 from ._server import build_server, describe, log_to_stderr
@@ -140,6 +143,7 @@ class HttpApp:
         self.sessions: dict[str, _Session] = {}
         self._opening = 0  # sessions whose toolbox is being made
         self._tasks: anyio.abc.TaskGroup | None = None
+        self.refusals = RefusalLog()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -165,10 +169,13 @@ class HttpApp:
         if scope["path"].rstrip("/") != self.path.rstrip("/"):
             return await _answer(send, _Refusal(404, f"not found: MCP is served at {self.path}"))
         refused = await self.security.validate_request(Request(scope), is_post=scope["method"] == "POST")
+        client = (scope.get("client") or ("",))[0]
         if refused is not None:
-            log.warning("refused a request: %s", bytes(refused.body).decode(errors="replace"))
+            self.refusals.refused(refused.status_code, client,
+                                  bytes(refused.body).decode(errors="replace"))
             return await refused(scope, receive, send)
         if not self._authorized(scope):
+            self.refusals.refused(401, client, "missing or wrong bearer token")
             return await _answer(send, _Refusal(401, "missing or wrong bearer token", [
                 (b"www-authenticate", b'Bearer realm="loki mcp"')]))
         body = await _bounded_body(receive, self.limit) if scope["method"] == "POST" else b""
@@ -299,8 +306,12 @@ def serve_http(make_toolbox: Callable[[], Toolbox], host: str = "127.0.0.1", por
         log.info("bound to every interface: clients are accepted by the names %s only "
                  "(add the one they use with names=/--http-host)",
                  ", ".join(h for h in hosts if not h.endswith(":*")))
+    raise_nofile()  # a descriptor per connection: the hard limit, not the soft 1,024
+    # the SDK warns once per refused request, unbounded: the app logs them, rate-limited
+    logging.getLogger("mcp.server.transport_security").setLevel(logging.ERROR)
     config = uvicorn.Config(app, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=5, h11_max_incomplete_event_size=1 << 16)
+                            timeout_graceful_shutdown=5, h11_max_incomplete_event_size=1 << 16,
+                            http=guarded_protocol(Waiting()))
     try:
         _Uvicorn(config).run(sockets=[sock])
     finally:

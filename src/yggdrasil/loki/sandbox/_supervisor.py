@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import secrets
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 
 from . import _usernotif
 from ._listen import LazyServer, listening_socket
-from ._loader import is_loader, loaded
+from ._loader import LOADERS, is_loader, loaded, shebang
 from ._seccomp import load_library
 from ._sockets import SocketPlaces, answer_connect
 
@@ -49,6 +50,8 @@ _O_PATH = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 _HANDOVER_TIMEOUT = 10.0
 EXEC_SYSCALLS = ("execve", "execveat")
 _AT_EMPTY_PATH = 0x1000
+_MAX_INTERPRETERS = 4  # scripts whose interpreter is a script: the kernel's BINPRM depth
+_HEAD_BYTES = 256  # what the kernel reads of a file to find its #! line
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ def _answer(listener: int, notif: _usernotif.Notification, session: Session,
             if isinstance(found, int):
                 error = found
             elif _usernotif.still_waiting(listener, notif.id):  # what we read was its own
-                error = session.decide(found)
+                error = next((e for e in map(session.decide, found) if e), 0)
         elif call == "connect" and session.sockets is not None:
             error, done = answer_connect(listener, notif, session.sockets, walk)
     except Exception:  # unreadable, or a bug here: fail the call, never let it through
@@ -202,7 +205,7 @@ def _answer(listener: int, notif: _usernotif.Notification, session: Session,
     _usernotif.reply(listener, notif.id, error=error, done=done)
 
 
-def _read_exec(notif: _usernotif.Notification, at: bool) -> Exec | int:
+def _read_exec(notif: _usernotif.Notification, at: bool) -> list[Exec] | int:
     """The program an exec would start, or the errno it fails with."""
     pid = notif.pid
     path_at, argv_at = (notif.args[1], notif.args[2]) if at else (notif.args[0], notif.args[1])
@@ -222,26 +225,50 @@ def _read_exec(notif: _usernotif.Notification, at: bool) -> Exec | int:
     path = os.fsdecode(raw)
     if at and not path and notif.args[4] & _AT_EMPTY_PATH:
         start = f"/proc/{pid}/fd/{notif.args[0] & 0xFFFFFFFF}"
-        reached = _reach(pid, "", start)
     else:
         dirfd = notif.args[0] & 0xFFFFFFFF if at else None
         start = (f"/proc/{pid}/cwd" if dirfd in (None, 0xFFFFFF9C)  # AT_FDCWD
                  else f"/proc/{pid}/fd/{dirfd}")
+    return _programs(pid, path, start, tuple(argv), cut,
+                     lambda: _read_env(pid, notif.args[3] if at else notif.args[2]))
+
+
+def _programs(pid: int, path: str, start: str, argv: tuple[str, ...], cut: bool,
+              env: Callable[[], list[str]]) -> list[Exec] | int:
+    """Every program the exec starts in the process, outermost first: the file, then for
+    a script the interpreter its ``#!`` line names (the kernel starts it without another
+    exec, with ``interpreter [arg] script args...``), up to the kernel's depth; a dynamic
+    loader (by name or content) is the program it loads. Else the errno it fails with."""
+    found: list[Exec] = []
+    for _ in range(_MAX_INTERPRETERS + 1):
         reached = _reach(pid, path, start)
-    if isinstance(reached, int):
-        return reached
-    name, st = reached
-    if is_loader(name):  # it runs another program in the same process: judge that one
-        env = _read_env(pid, notif.args[3] if at else notif.args[2])
-        got = loaded(argv, env, f"/proc/{pid}/cwd", lambda p, s: _reach(pid, p, s))
-        if got is not None:
-            path, name, found, words = got
-            identity = (found.st_dev, found.st_ino) if found is not None else None
-            return Exec(pid, path, name, identity, words, cut,
-                        found.st_size if found is not None else -1,
-                        lambda: _digest(pid, path, f"/proc/{pid}/cwd"))
-    return Exec(pid, path, name, (st.st_dev, st.st_ino), tuple(argv), cut, st.st_size,
-                lambda: _digest(pid, path, start))
+        if isinstance(reached, int):
+            return reached
+        name, st, head = reached
+        digest = _digest_of(pid, path, start)
+        if is_loader(name) or (head.startswith(b"\x7fELF") and LOADERS.holds(st, digest)):
+            got = loaded(argv, env(), f"/proc/{pid}/cwd", lambda p, s: _reach_file(pid, p, s))
+            if got is not None:
+                path, name, st_got, words = got
+                identity = (st_got.st_dev, st_got.st_ino) if st_got is not None else None
+                found.append(Exec(pid, path, name, identity, words, cut,
+                                  st_got.st_size if st_got is not None else -1,
+                                  _digest_of(pid, path, f"/proc/{pid}/cwd")))
+                return found
+        found.append(Exec(pid, path, name, (st.st_dev, st.st_ino), argv, cut, st.st_size,
+                          digest))
+        script = shebang(head)
+        if script is None:
+            return found
+        interpreter, arg = script
+        argv = (interpreter, *([arg] if arg is not None else []), path, *argv[1:])
+        path, start = interpreter, f"/proc/{pid}/cwd"
+    return errno.ELOOP  # deeper than the kernel goes: it fails the exec so
+
+
+def _digest_of(pid: int, path: str, start: str) -> Callable[[], bytes]:
+    """The SHA-256 of what ``path`` reaches, read once when first asked."""
+    return functools.cache(lambda: _digest(pid, path, start))
 
 
 def _digest(pid: int, path: str, start: str) -> bytes:
@@ -270,18 +297,40 @@ def _read_env(pid: int, envp: int) -> list[str]:
         memory.close()
 
 
-def _reach(pid: int, path: str, start: str) -> tuple[str, os.stat_result] | int:
-    """(file name reached, its stat) following ``path`` as process ``pid`` sees it: from
-    its root (absolute) or ``start``, one link at a time; else the errno."""
+def _reach(pid: int, path: str, start: str) -> tuple[str, os.stat_result, bytes] | int:
+    """(file name reached, its stat, its first bytes when a regular file) following
+    ``path`` as process ``pid`` sees it: from its root (absolute) or ``start``, one link
+    at a time; else the errno."""
     found = walk(pid, path, start)
     if isinstance(found, int):
         return found
     parent, final, name = found
     try:
-        return name, os.fstat(final)
+        st = os.fstat(final)
+        return name, st, _head(final) if stat.S_ISREG(st.st_mode) else b""
     finally:
         os.close(parent)
         os.close(final)
+
+
+def _reach_file(pid: int, path: str, start: str) -> tuple[str, os.stat_result] | int:
+    found = _reach(pid, path, start)
+    return found if isinstance(found, int) else found[:2]
+
+
+def _head(final: int) -> bytes:
+    """The first bytes of the file behind the O_PATH descriptor ``final`` (what the
+    kernel reads to tell a script: BINPRM_BUF_SIZE); b'' when it cannot be read."""
+    try:
+        fd = os.open(f"/proc/self/fd/{final}", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return b""
+    try:
+        return os.pread(fd, _HEAD_BYTES, 0)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def walk(pid: int, path: str, start: str) -> tuple[int, int, str] | int:

@@ -22,6 +22,7 @@ import functools
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -105,9 +106,37 @@ def _names(ex: Exec) -> list[str]:
 
 
 def shown(ex: Exec, words: list[Word]) -> str:
-    """The command as the user reads it: ``git push origin main``."""
-    text = " ".join(w.text for w in words)
-    return text if len(text) <= 300 else text[:300] + " ..."
+    """The command as the user reads it, whole: ``git push origin main``."""
+    return command_text(w.text for w in words)
+
+
+MAX_ASKED = 4_000  # characters of a command a question shows whole; a longer one is refused
+NOTE_CHARS = 300  # characters of a command a refusal's note shows
+_FOLD = 100  # characters per line of a question
+_INDENT = "    "  # before each line after the first
+# C0 and C1 controls, DEL, and the bidi marks and overrides that reorder what is shown
+_UNSEEN = [*range(0x20), *range(0x7F, 0xA0), 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
+           *range(0x2066, 0x206A)]
+_ESCAPES = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _UNSEEN}
+
+
+def command_text(texts: Iterable[str]) -> str:
+    """Words as one line the user can read back exactly: each shell-quoted when it needs
+    it (a space or a quote cannot blur where a word ends), control characters escaped."""
+    return " ".join(shlex.quote(t) for t in texts).translate(_ESCAPES)
+
+
+def folded(text: str) -> str:
+    """``text`` in lines of at most _FOLD characters, the later ones indented: all of it."""
+    if len(text) <= _FOLD:
+        return text
+    rest = _FOLD - len(_INDENT)
+    lines = [text[:_FOLD], *(text[i:i + rest] for i in range(_FOLD, len(text), rest))]
+    return ("\n" + _INDENT).join(lines)
+
+
+def clipped(text: str) -> str:
+    return text if len(text) <= NOTE_CHARS else text[:NOTE_CHARS] + " ..."
 
 
 def git_smuggles(words: list[Word]) -> str:

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from ..sandbox import Decide, Exec, Session, Sink, Supervisor, isolation_status
+from ._execnames import MAX_ASKED, clipped, folded
 from ._job import Job
 from ._rules import CommandRules, Verdict
 
@@ -151,15 +152,18 @@ class _Decider:
         confirm = self.guard.confirm
         if confirm is None:
             return self._refuse(verdict, f"{why}, and nobody can be asked here: no confirm")
+        if ex.cut or len(verdict.command) > MAX_ASKED:  # a question shows all it approves
+            return self._refuse(verdict, f"{why}; too long to be shown whole in a question "
+                                f"(over {MAX_ASKED} characters, or more than the words read)")
         with self.guard._asking:
-            accepted = confirm(f"run {verdict.command}")
+            accepted = confirm(folded(f"run {verdict.command}"))
         if not accepted:
             return self._refuse(verdict, f"{why}; the user declined")
         self.accepted.add((ex.pid, _stat(ex.pid)[1]))
         return 0
 
     def _refuse(self, verdict: Verdict, why: str) -> int:
-        self.note(f"loki rules: refused {verdict.command!r} ({why})")
+        self.note(f"loki rules: refused {clipped(verdict.command)!r} ({why})")
         return errno.EPERM
 
     def _under_accepted(self, pid: int) -> bool:

@@ -47,7 +47,7 @@ from ..errors import Refused, ToolError
 from ..files import ConfirmAction, answer_of
 from ..sandbox import Exec
 from ._cmdline import Unreadable, Word, simple_commands
-from ._execnames import Twins, exec_commands, git_smuggles, shown
+from ._execnames import Twins, command_text, exec_commands, git_smuggles, shown
 
 RuleAction = Literal["allow", "ask", "deny"]
 RULE_ACTIONS: tuple[RuleAction, ...] = ("allow", "ask", "deny")
@@ -157,7 +157,7 @@ class CommandRules:
             commands = list(simple_commands(line))
         except Unreadable:
             return set()
-        return {" ".join([os.path.basename(words[0].text), *(w.text for w in words[1:])])
+        return {command_text([os.path.basename(words[0].text), *(w.text for w in words[1:])])
                 for words, wraps in commands if self._one(words, wraps).action == "ask"}
 
     def describe(self) -> str:

@@ -425,6 +425,15 @@ class Shell:
                 found.append(real)
         return found
 
+    def hides(self, path: str | os.PathLike[str]) -> bool:
+        """Whether no command can read ``path`` (which exists): Landlock hides it, and
+        neither the root nor a writable folder holds it."""
+        if not self.fence().abi:
+            return False
+        real = os.path.realpath(path)
+        hidden, _ = self._hidden_and_exposed()
+        return any(real == h or real.startswith(h.rstrip("/") + "/") for h in hidden)
+
     def _hidden_and_exposed(self) -> tuple[list[str], list[tuple[str, str]]]:
         """Hidden paths that stay unreadable, and (path, where) for those that lie in the
         root or a writable folder, whose write rule lets commands read them anyway."""

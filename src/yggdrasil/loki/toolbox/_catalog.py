@@ -7,6 +7,7 @@ The descriptions and per-argument lines here are what a model learns the tools f
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..code import Code
@@ -26,11 +27,12 @@ _PATH = "relative to the root (absolute paths inside it work too)"
 
 
 def read_tools(root: Root, files: Files, tables: TableReader | None = None, *,
-               code_cache: bool | None = None, doctor: Diagnostician | None = None,
+               code_cache: bool | None = None, code_key: Path | None = None,
+               doctor: Diagnostician | None = None,
                ) -> list[Tool]:
     search = Search(root, spill=files.spill)
     tables = tables or TableReader(root)
-    code = Code(root, cache=code_cache)
+    code = Code(root, cache=code_cache, cache_key=code_key)
     return [
         Tool("list_dir", "List a folder: 'name/' for a folder, 'name  (<size>b)' for a file.",
              {"path": f"folder, {_PATH}; default the root"}, files.list_dir,
