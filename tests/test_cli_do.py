@@ -121,7 +121,8 @@ def test_do_without_an_engine_says_every_way_to_configure_one(root: Path) -> Non
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("loki: error: no engine is configured. Choose one of:\n")
     for way in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ollama serve", "LOKI_BASE_URL",
-                "Loki(engine="):
+                "Loki(engine=", "--engine openai --base-url", "--model <model>",
+                "--engine scripted --model steps.jsonl"):
         assert way in done.stderr
     assert "Traceback" not in done.stderr and not done.stderr.rstrip().endswith(":")
 
