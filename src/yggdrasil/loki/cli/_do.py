@@ -28,12 +28,14 @@ from ._common import (
     confirm_mode,
     terminal_confirm,
 )
-from ._flags import AGENT, TOOLBOX, add_settings_flags
+from ._flags import AGENT, TOOLBOX, add_settings_flags, given_flags, restore_flags
 from ._runs import (
     MAX_INSTRUCTIONS_FILE,
     event_sink,
     find_run,
     last_run,
+    record_toolbox,
+    recorded_toolbox,
     runs_folder,
     start_line,
 )
@@ -91,10 +93,12 @@ def run_do(args: argparse.Namespace) -> int:
 
     if args.events == "-" and args.json:
         raise CliError("--events - and --json both write to stdout; give one a file")
+    session = _session(args)
+    if session is not None:
+        _restore_toolbox(args, session)
     settings = cli_settings(args, groups=TOOLBOX | AGENT)
     args.max_steps = settings.agent.max_steps
     instructions = _read_instructions(args.instructions)
-    session = _session(args)
     said = len(session.notes) if session is not None else 0
     try:
         loki = Loki(agents_md=not args.no_agents_md, settings=settings)
@@ -108,6 +112,7 @@ def run_do(args: argparse.Namespace) -> int:
     if session is not None:
         _continue_checkpoints(box, session)
     transcript = args.log or runs_folder(create=True) / f"{run_id}.jsonl"
+    record_toolbox(run_id, given_flags(args), args.profile)
     sys.stderr.write(start_line(loki.engine, args, run_id, session, settings) + "\n")
     announce(box, confirm=confirm_mode(args.yes), root=args.root)
     signal.signal(signal.SIGTERM, _interrupt)  # a kill ends the run as Ctrl-C does
@@ -164,6 +169,27 @@ def _session(args: argparse.Namespace) -> Any:
     for note in session.notes:
         sys.stderr.write(f"loki: {note}\n")
     return session
+
+
+def _restore_toolbox(args: argparse.Namespace, session: Any) -> None:
+    """Continue means the same toolbox: the toolbox flags the earlier run recorded go into
+    ``args`` where no flag given now sets the same setting; stderr says which."""
+    earlier = session.runs[-1] if session.runs else None
+    record = recorded_toolbox(earlier) if earlier else None
+    if record is None:
+        sys.stderr.write(f"loki: run {earlier} kept no toolbox flags; the toolbox is made from "
+                         "the flags given now\n")
+        return
+    restored, overridden = restore_flags(args, record["flags"])
+    if args.profile is None and isinstance(record.get("profile"), str):
+        args.profile = record["profile"]
+        restored.append(f"--profile {args.profile}")
+    if restored:
+        sys.stderr.write(f"loki: restored the toolbox flags of run {earlier}: "
+                         f"{', '.join(restored)}\n")
+    if overridden:
+        sys.stderr.write(f"loki: given now instead of run {earlier}'s: "
+                         f"{', '.join(overridden)}\n")
 
 
 def _continue_checkpoints(box: Toolbox, session: Any) -> None:
