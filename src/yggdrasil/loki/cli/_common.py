@@ -54,7 +54,9 @@ exit codes:
   {EXIT_TOOL_ERROR}    call: the tool answered 'ERROR: ...' (printed on stdout); do: the engine
        failed (after its retries); any command: an error while running it (on stderr)
   {EXIT_USAGE}    bad command line, missing root, unknown tool, bad arguments, no engine (on stderr)
-  {EXIT_REFUSED}    call: the tool answered 'REFUSED: ...': a destructive operation was declined
+  {EXIT_REFUSED}    call: the tool answered 'REFUSED: ...': a destructive operation was declined;
+       do: the agent answered, but a step was declined (no terminal to ask and no --yes,
+       or answered no)
   {EXIT_INCOMPLETE}    do: the step budget ran out before the engine answered
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C)
   {EXIT_BROKEN_PIPE}  the reader of stdout went away (e.g. `loki tools | head`)"""
