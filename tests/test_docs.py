@@ -35,6 +35,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,9 +131,15 @@ def test_blocks_tested_elsewhere_name_a_test_that_reads_their_page() -> None:
 def test_readme_is_a_front_page() -> None:
     """README is short, and keeps the set-up commands people and CI copy."""
     readme = (ROOT / "README.md").read_text()
-    assert len(readme.splitlines()) < 200
+    assert len(readme.splitlines()) <= 300
     assert "pip install -e '.[all]' && loki tools --root . && loki call read_file" in readme
     assert "pip install -e '.[dev]' && python -m pytest -q" in readme
+    # what a new user needs before those: which Python, a checkout, a venv, how long
+    for said in ("Python 3.11 or newer", "`yggdrasil-loki`", "git clone", "python3 -m venv",
+                 "minutes"):
+        assert said in readme, said
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.11" and project["name"] == "yggdrasil-loki"
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pip install --quiet -e '.[dev]'" in ci and "python3 -m pytest -q" in ci
 
