@@ -42,6 +42,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import SRC
+import docs_kit
 from docs_kit import AnswerEverything, make_project
 from fake_servers import clear_engine_env, served
 from yggdrasil.loki import engine as engine_module
@@ -142,6 +143,17 @@ def test_readme_is_a_front_page() -> None:
     assert project["requires-python"] == ">=3.11" and project["name"] == "yggdrasil-loki"
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pip install --quiet -e '.[dev]'" in ci and "python3 -m pytest -q" in ci
+
+
+def test_the_fleets_page_shows_the_sample_files_its_commands_run_on() -> None:
+    """The tasks file and the answer the fleets page shows are the sample project's
+    (its first commands run on them, by test_loki_commands_run and test_python_block_runs)."""
+    page = (ROOT / "docs" / "fleets.md").read_text()
+    texts = re.findall(r"^```text\n(.*?)^```$", page, re.M | re.S)
+    assert texts[0] == docs_kit.TASKS and len(texts[0].splitlines()) == 3
+    assert texts[1] == docs_kit.ANSWER
+    first_heading = page.index("\n## ")
+    assert page.index("loki fleet tasks.jsonl") < first_heading  # first on the page
 
 
 @pytest.fixture
