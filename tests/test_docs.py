@@ -41,8 +41,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_run import SRC
 import docs_kit
+from cli_run import SRC
 from docs_kit import AnswerEverything, make_project
 from fake_servers import clear_engine_env, served
 from yggdrasil.loki import engine as engine_module
