@@ -145,6 +145,54 @@ def test_readme_is_a_front_page() -> None:
     assert "pip install --quiet -e '.[dev]'" in ci and "python3 -m pytest -q" in ci
 
 
+def _documented_events() -> dict[str, list[tuple[str, str]]]:
+    """The events table of docs/agent.md: type -> [(field, what the page says of it)]."""
+    page = (ROOT / "docs" / "agent.md").read_text()
+    table = page[page.index("| type | when | fields |"):]
+    rows: dict[str, list[tuple[str, str]]] = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("| `"):
+            break
+        kind, _, fields = (cell.strip() for cell in line.strip("|").split(" | "))
+        said = []
+        for item in re.findall(r"`(\w+)`( \([^()]*\))?(?:, |$)", fields):
+            said.append((item[0], item[1].strip(" ()")))
+        rows[kind.strip("`")] = said
+    return rows
+
+
+def test_the_events_page_and_the_events_agree(tmp_path: Path) -> None:
+    """Every field the page lists is in the event a real run emits (and no other), and a
+    field the page calls a count ("how many") is a number, not the messages or schemas."""
+    from yggdrasil.loki import Loki
+    from yggdrasil.loki.engines.scripted import ScriptedEngine
+    from yggdrasil.loki.loop._transcript import EVENT_KINDS
+
+    (tmp_path / "cli.py").write_text("print('hi')\n")
+    events: list[dict[str, object]] = []
+    engine = ScriptedEngine([{"thought": "look", "tool": "read_file", "args": {"path": "cli.py"}},
+                             "not a decision",
+                             {"thought": "fine", "done": True, "answer": "ok"}])
+    Loki(engine).act("check cli.py", root=str(tmp_path), on_event=events.append)
+    documented = _documented_events()
+    assert set(documented) == set(EVENT_KINDS)
+    request = dict(documented["request"])
+    assert "how many" in request["messages"] and "how many" in request["tools"]
+    common = {"type", "run", "time", "elapsed"}
+    optional = {"error"}  # finished, on an engine failure
+    seen = set()
+    for event in events:
+        kind = str(event["type"])
+        seen.add(kind)
+        fields = dict(documented[kind])
+        assert set(event) - common == set(fields) - (optional - set(event)), kind
+        for name, said in fields.items():
+            if "how many" in said:
+                assert type(event[name]) is int, (kind, name, event[name])
+    assert seen == set(EVENT_KINDS)
+    assert all(type(e["tools"]) is list for e in events if e["type"] == "run_started")
+
+
 def test_the_fleets_page_shows_the_sample_files_its_commands_run_on() -> None:
     """The tasks file and the answer the fleets page shows are the sample project's
     (its first commands run on them, by test_loki_commands_run and test_python_block_runs)."""
