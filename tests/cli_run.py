@@ -18,7 +18,9 @@ def child_env(tmp_path: Path) -> dict[str, str]:
     existing files in the root count as real assets and edits to them are gated."""
     scratch = tmp_path / "system-tmp"
     scratch.mkdir(exist_ok=True)
-    return {**os.environ, "PYTHONPATH": str(SRC), "TMPDIR": str(scratch),
+    # no COLUMNS (pytest's workers may set it): a child's stdout is a pipe, as in a script
+    inherited = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return {**inherited, "PYTHONPATH": str(SRC), "TMPDIR": str(scratch),
             "LOKI_STATE_DIR": str(tmp_path / "loki-state")}  # transcripts of `loki do` runs
 
 

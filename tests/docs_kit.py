@@ -70,6 +70,14 @@ def checkout(cart: Cart) -> None:
     log(cart.total())
 '''
 
+# the fleets page's first example: three tasks on this project, and a model's one answer
+TASKS = """\
+{"id": "greet", "repo": ".", "prompt": "make cli.py greet in French", "verify": "grep -q bonjour cli.py"}
+{"id": "runs", "repo": ".", "prompt": "check that cli.py runs", "verify": "python cli.py world", "max_steps": 10}
+{"id": "data", "repo": ".", "prompt": "summarise the sales", "setup": "test -f data/sales.csv"}
+"""
+ANSWER = '{"thought": "nothing to change", "done": true, "answer": "ok"}\n'
+
 FILES = {
     "README.md": "# Sample\n\nA small project the documentation's examples run in.\n",
     "cli.py": CLI,
@@ -83,6 +91,8 @@ FILES = {
     "shops.csv": "shop,name\n1,North\n2,South\n3,West\n",
     "data/sales.csv": "day,city,price\n2024-01-01,Oslo,20.0\n2024-01-02,Rome,30.5\n",
     "logs/2024.ndjson": '{"level": "error", "msg": "boom"}\n{"level": "info", "msg": "ok"}\n',
+    "tasks.jsonl": TASKS,
+    "answer.jsonl": ANSWER,
     ".gitignore": "runs/\n",
     ".env": "API_TOKEN=not-a-real-secret\n",
 }

@@ -7,6 +7,7 @@ import os
 import pty
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,35 @@ def test_tools_text_marks_mutating_tools_and_read_only_drops_them(root: Path) ->
     assert "read_file(" in read_only.stdout
     assert "[changes files]" not in read_only.stdout.split("\n", 1)[1]
     assert "write_file" not in read_only.stdout
+
+
+def _run_with_columns(root: Path, columns: str | None, *args: str) -> str:
+    env = {k: v for k, v in child_env(root.parent).items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    done = subprocess.run([sys.executable, "-m", "yggdrasil.loki", *args, "--root", str(root)],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("command", ["tools", "config"])
+def test_tools_and_config_wrap_to_the_terminal_width(root: Path, command: str) -> None:
+    whole = _run_with_columns(root, None, command)  # a pipe: lines whole
+    fitted = _run_with_columns(root, "72", command)
+    assert max(map(len, whole.splitlines())) > 200
+    too_long = [x for x in fitted.splitlines() if len(x) > 72]
+    assert all(len(x.lstrip("# ").split()) == 1 for x in too_long), too_long  # a long path
+    if command == "tools":  # the same words, only the line breaks differ
+        assert whole.replace("#", "").split() == fitted.replace("#", "").split()
+        return
+    start = fitted.index("fence.hidden = [")
+    block = fitted[start: fitted.index("\n]\n", start) + 3]
+    table = tomllib.loads(block)
+    assert table["fence"]["hidden"] == json.loads(
+        next(line for line in whole.splitlines() if line.startswith("fence.hidden = "))
+        .split(" = ", 1)[1].rsplit("  # ", 1)[0])
 
 
 def test_tools_web_adds_the_web_tools(root: Path) -> None:

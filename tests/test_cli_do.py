@@ -62,6 +62,36 @@ def test_do_refuses_edits_without_a_terminal_or_yes(root: Path) -> None:
     assert result["files_changed"] == [] and result["completed"] is True
     assert (root / "app.py").read_text() == 'print("hi")\n'
     assert "no terminal to ask; pass --yes" in done.stderr
+    # said before the first step, and a declined step is not a success
+    warned = done.stderr.index("loki: no terminal to ask: edits of existing files")
+    assert warned < done.stderr.index("1/12 read_file")
+    assert done.returncode == 3 and done.stderr.endswith("loki: 1 step declined (exit 3)\n")
+
+
+def test_without_a_terminal_yes_or_read_only_say_nothing_is_declined(root: Path) -> None:
+    (root / "app.py").write_text('print("hi")\n')
+    plan = script(root.parent / "plan.jsonl", *EDIT)
+    for given in ("--yes", "--read-only"):
+        done = loki(root.parent, "do", "t", "--root", str(root), "--engine", "scripted",
+                    "--model", plan, given)
+        assert "loki: no terminal to ask:" not in done.stderr, done.stderr
+        assert "declined (exit 3)" not in done.stderr
+        assert done.returncode == 0, done.stderr
+
+
+def test_a_root_in_the_system_temp_folder_is_said_at_start(root: Path) -> None:
+    temp = child_env(root.parent)["TMPDIR"]
+    scratch = Path(temp) / "checkout"
+    scratch.mkdir()
+    (scratch / "app.py").write_text('print("hi")\n')
+    plan = script(root.parent / "plan.jsonl", *EDIT)
+    done = loki(root.parent, "do", "t", "--root", str(scratch), "--engine", "scripted",
+                "--model", plan)
+    lines = done.stderr.splitlines()
+    said = [n for n, line in enumerate(lines) if "inside the system temp folder" in line]
+    assert len(said) == 1 and said[0] < lines.index(next(x for x in lines if "1/12" in x))
+    assert "edited without confirmation" in lines[said[0]]
+    assert done.returncode == 0 and (scratch / "app.py").read_text() == 'print("hello")\n'
 
 
 def test_do_json_log_and_replay(root: Path) -> None:
@@ -121,7 +151,8 @@ def test_do_without_an_engine_says_every_way_to_configure_one(root: Path) -> Non
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("loki: error: no engine is configured. Choose one of:\n")
     for way in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ollama serve", "LOKI_BASE_URL",
-                "Loki(engine="):
+                "Loki(engine=", "--engine openai --base-url", "--model <model>",
+                "--engine scripted --model steps.jsonl"):
         assert way in done.stderr
     assert "Traceback" not in done.stderr and not done.stderr.rstrip().endswith(":")
 

@@ -35,11 +35,13 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+import docs_kit
 from cli_run import SRC
 from docs_kit import AnswerEverything, make_project
 from fake_servers import clear_engine_env, served
@@ -130,11 +132,76 @@ def test_blocks_tested_elsewhere_name_a_test_that_reads_their_page() -> None:
 def test_readme_is_a_front_page() -> None:
     """README is short, and keeps the set-up commands people and CI copy."""
     readme = (ROOT / "README.md").read_text()
-    assert len(readme.splitlines()) < 200
+    assert len(readme.splitlines()) <= 300
     assert "pip install -e '.[all]' && loki tools --root . && loki call read_file" in readme
     assert "pip install -e '.[dev]' && python -m pytest -q" in readme
+    # what a new user needs before those: which Python, a checkout, a venv, how long
+    for said in ("Python 3.11 or newer", "`yggdrasil-loki`", "git clone", "python3 -m venv",
+                 "minutes"):
+        assert said in readme, said
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.11" and project["name"] == "yggdrasil-loki"
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pip install --quiet -e '.[dev]'" in ci and "python3 -m pytest -q" in ci
+
+
+def _documented_events() -> dict[str, list[tuple[str, str]]]:
+    """The events table of docs/agent.md: type -> [(field, what the page says of it)]."""
+    page = (ROOT / "docs" / "agent.md").read_text()
+    table = page[page.index("| type | when | fields |"):]
+    rows: dict[str, list[tuple[str, str]]] = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("| `"):
+            break
+        kind, _, fields = (cell.strip() for cell in line.strip("|").split(" | "))
+        said = []
+        for item in re.findall(r"`(\w+)`( \([^()]*\))?(?:, |$)", fields):
+            said.append((item[0], item[1].strip(" ()")))
+        rows[kind.strip("`")] = said
+    return rows
+
+
+def test_the_events_page_and_the_events_agree(tmp_path: Path) -> None:
+    """Every field the page lists is in the event a real run emits (and no other), and a
+    field the page calls a count ("how many") is a number, not the messages or schemas."""
+    from yggdrasil.loki import Loki
+    from yggdrasil.loki.engines.scripted import ScriptedEngine
+    from yggdrasil.loki.loop._transcript import EVENT_KINDS
+
+    (tmp_path / "cli.py").write_text("print('hi')\n")
+    events: list[dict[str, object]] = []
+    engine = ScriptedEngine([{"thought": "look", "tool": "read_file", "args": {"path": "cli.py"}},
+                             "not a decision",
+                             {"thought": "fine", "done": True, "answer": "ok"}])
+    Loki(engine).act("check cli.py", root=str(tmp_path), on_event=events.append)
+    documented = _documented_events()
+    assert set(documented) == set(EVENT_KINDS)
+    request = dict(documented["request"])
+    assert "how many" in request["messages"] and "how many" in request["tools"]
+    common = {"type", "run", "time", "elapsed"}
+    optional = {"error"}  # finished, on an engine failure
+    seen = set()
+    for event in events:
+        kind = str(event["type"])
+        seen.add(kind)
+        fields = dict(documented[kind])
+        assert set(event) - common == set(fields) - (optional - set(event)), kind
+        for name, said in fields.items():
+            if "how many" in said:
+                assert type(event[name]) is int, (kind, name, event[name])
+    assert seen == set(EVENT_KINDS)
+    assert all(type(e["tools"]) is list for e in events if e["type"] == "run_started")
+
+
+def test_the_fleets_page_shows_the_sample_files_its_commands_run_on() -> None:
+    """The tasks file and the answer the fleets page shows are the sample project's
+    (its first commands run on them, by test_loki_commands_run and test_python_block_runs)."""
+    page = (ROOT / "docs" / "fleets.md").read_text()
+    texts = re.findall(r"^```text\n(.*?)^```$", page, re.M | re.S)
+    assert texts[0] == docs_kit.TASKS and len(texts[0].splitlines()) == 3
+    assert texts[1] == docs_kit.ANSWER
+    first_heading = page.index("\n## ")
+    assert page.index("loki fleet tasks.jsonl") < first_heading  # first on the page
 
 
 @pytest.fixture

@@ -153,6 +153,14 @@ def test_setup_runs_first_in_both_copies_and_its_failure_is_the_reason(tmp_path:
     broken = results["broken"]
     assert broken.status == "failed" and len(broken.attempts) == 1  # an exit code: not retried
     assert "setup failed (exit 3)" in broken.reason and "nope" in broken.reason
+    assert broken.reason.count("exit 3") == 1 and "stdout:" not in broken.reason
+    # its real time, not 0.0 s; its steps unknown (None, a dash in the report), not 0
+    ran = broken.attempts[0]["ended_at"] - broken.attempts[0]["started_at"]
+    assert broken.seconds == pytest.approx(ran, abs=0.01) and broken.seconds > 0
+    assert broken.steps is None
+    line = json.loads(next(x for x in (tmp_path / "out" / "results.jsonl").read_text()
+                           .splitlines() if '"broken"' in x))
+    assert line["steps"] is None and line["seconds"] == broken.seconds
 
 
 # --- faults ------------------------------------------------------------------------------

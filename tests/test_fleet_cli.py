@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cli_run import child_env, loki
 from fleet_kit import done, make_repo, marked_processes, run, wait_for, write_script
 
@@ -70,7 +72,13 @@ def test_fleet_exits_1_when_a_task_failed(tmp_path: Path) -> None:
                                  "commit": "feedface"}) + "\n")
     shown = loki(tmp_path, *fleet_args(tmp_path, tasks))
     assert shown.returncode == 1
-    assert "bad  FAILED  attempt 1: commit 'feedface' is not in" in shown.stdout
+    line = next(x for x in shown.stdout.splitlines() if "bad  FAILED" in x)
+    # the failed task's own time (never a made-up 0.0s), then its reason
+    spent = float(line.split("FAILED  ", 1)[1].split("s  ", 1)[0])
+    assert spent > 0 and "s  attempt 1: commit 'feedface' is not in" in line, line
+    result = json.loads(next(x for x in (tmp_path / "out" / "results.jsonl").read_text()
+                             .splitlines() if '"bad"' in x))
+    assert result["steps"] is None and result["seconds"] == pytest.approx(spent, abs=0.06)
     assert "done 1, failed 1" in shown.stdout
 
 

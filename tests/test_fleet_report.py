@@ -88,6 +88,18 @@ def test_attempts_as_the_fleet_records_them(tmp_path: Path) -> None:
                                                                     (2, False, False)]
     assert failed.kind == "timed out after Ns (the task's timeout)"
     assert [(a.ok, a.reason) for a in retried.attempts] == [(False, "worker died"), (True, "")]
+    # a failed task's steps were not recorded: a dash, not 0; its time is its attempts'
+    # (the result's own, or, written before it was recorded, the timed attempts')
+    assert failed.steps is None and failed.seconds == 1.0
+    page = write_report(out).read_text()
+    body = page[page.index('<table id="tasks">'):]
+    row = body[body.index('data-search="a '):]
+    row = row[:row.index("</tr>")]
+    assert '<td class="num">\u2014</td><td class="num">0</td><td class="num">1.0s</td>' in row, row
+    never = write_out(tmp_path / "never", [result("n", status="failed", verified=None,
+                                                  attempts=[{"attempt": 1, "reason": "x"}],
+                                                  steps=0, seconds=0.0)])
+    assert read_run(never).tasks[0].seconds is None  # never timed: a dash, not 0.0 s
 
 
 def test_attempts_with_nodes_and_times_are_read(tmp_path: Path) -> None:

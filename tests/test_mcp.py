@@ -77,15 +77,18 @@ def test_lists_the_toolbox_schemas_unchanged_with_annotations(root: Path, mcp_py
         assert field(tool, "input_schema") == own.input_schema
         assert tool.description == own.description
         assert tool.title == hints.title == own.title
-        assert field(hints, "read_only_hint") is own.read_only
-        assert field(hints, "destructive_hint") is (None if own.read_only else True)
-        assert field(hints, "idempotent_hint") is (True if own.idempotent else None)
-        assert field(hints, "open_world_hint") is tool.name.startswith("web_")
+        # every hint said on every tool, each from the Tool itself
+        assert field(hints, "read_only_hint") is own.read_only is (not own.mutates)
+        assert field(hints, "destructive_hint") is (not own.read_only)
+        assert field(hints, "idempotent_hint") is own.idempotent
+        assert field(hints, "open_world_hint") is own.open_world is tool.name.startswith("web_")
     assert field(tools[0], "title") == "List a folder"
     # reading a job's output or the job list changes nothing: a client need not ask first
     by_name = {t.name: t.annotations for t in tools}
     assert field(by_name["job_output"], "read_only_hint") is True
-    assert field(by_name["jobs"], "destructive_hint") is None
+    assert field(by_name["jobs"], "destructive_hint") is False
+    assert field(by_name["read_file"], "read_only_hint") is True
+    assert field(by_name["web_fetch"], "open_world_hint") is True
     assert field(by_name["job_stop"], "destructive_hint") is True
     assert field(by_name["run"], "read_only_hint") is False
     assert f"serving {len(expected)} tools" in log

@@ -146,6 +146,40 @@ def test_the_mcp_flag(root: Path, http_url: str) -> None:
     assert steps[1]["observation"].startswith("ERROR: the command 'web__add' is refused")
 
 
+def test_continue_restores_the_toolbox_flags_and_flags_given_now_override(root: Path) -> None:
+    """A continued run has the first run's MCP server and rules (its history calls them);
+    a flag given now replaces the recorded one of the same setting; stderr says both."""
+    notes = f"notes={sys.executable} {SERVER} stdio"
+    with serve() as server:
+        server.queue(openai_reply(None, [("notes__add", {"a": 20, "b": 22})]),
+                     openai_reply(None, [("notes__remember", {"note": "x"})], id_prefix="b_"),
+                     openai_reply("first"),
+                     openai_reply(None, [("notes__add", {"a": 1, "b": 2})], id_prefix="c_"),
+                     openai_reply(None, [("notes__remember", {"note": "y"})], id_prefix="d_"),
+                     openai_reply("second"))
+        base = ("do", "--root", str(root), "--engine", "openai", "--base-url",
+                f"{server.url}/v1", "--model", "m", "--json")
+        first = loki(root.parent, *base, "t", "--mcp", notes, "--rule", "deny:notes__remember",
+                     "--max-jobs", "3")
+        second = loki(root.parent, *base, "again", "--continue", "--rule",
+                      "allow:notes__remember")
+        tools = [[t["function"]["name"] for t in post["tools"]] for post in server.posts()]
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    one, two = (json.loads(done.stdout)["steps"] for done in (first, second))
+    assert one[0]["observation"] == "42" and one[1]["observation"].startswith("ERROR: the comm")
+    assert two[0]["observation"] == "3"  # the server is there again
+    assert two[1]["observation"] == "1 note(s)"  # the rule given now replaced the deny
+    assert "notes__add" in tools[3]
+    run = first.stderr.split("; run ", 1)[1].split()[0]
+    assert (f"loki: restored the toolbox flags of run {run}: --max-jobs 3, --mcp notes\n"
+            in second.stderr), second.stderr
+    assert f"loki: given now instead of run {run}'s: --rule\n" in second.stderr
+    # the continued run recorded what it ran with, for the next --continue
+    third = loki(root.parent, "do", "--root", str(root), "--engine", "scripted", "--model",
+                 str(root.parent / "none.jsonl"), "x", "--continue", "--read-only")
+    assert "--mcp notes" in third.stderr and "--rule allow:notes__remember" in third.stderr
+
+
 CLIENT = """
 import json, sys
 from yggdrasil.loki.tools import McpServer, filesystem_toolbox

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -31,7 +32,11 @@ import anyio
 import httpx
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+
+try:
+    import httpx2 as client_http  # the HTTP client mcp 2.x speaks through
+except ImportError:  # mcp 1.x: httpx
+    client_http = httpx  # type: ignore[misc]
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 GUARD = 60.0  # seconds: a guard against a hang, not a timing
@@ -93,10 +98,11 @@ async def in_session(url: str, scenario: Scenario, token: str = TOKEN, *,
     """Open an MCP session at ``url`` with the SDK's client, run ``scenario``, then end the
     session (DELETE) or, without ``delete``, just go away."""
     with anyio.fail_after(GUARD):
-        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http, \
-                streamable_http_client(url, http_client=http,
-                                       terminate_on_close=delete) as (read, write), \
-                ClientSession(read, write) as client:
+        http = client_http.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                       timeout=client_http.Timeout(30, read=300))
+        async with http, streamable_http_client(url, http_client=http,
+                                                terminate_on_close=delete) as streams, \
+                ClientSession(streams[0], streams[1]) as client:
             await client.initialize()
             return await scenario(client)
 
@@ -392,7 +398,9 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "mcp.md"
 
 
 def python_blocks(path: Path) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```$", path.read_text(), re.M | re.S)
+    """The page's python blocks, those in tabs (indented) too, dedented."""
+    found = re.findall(r"^( *)```python\n(.*?)^\1```$", path.read_text(), re.M | re.S)
+    return [textwrap.dedent(code) for _, code in found]
 
 
 def free_port() -> int:
@@ -403,12 +411,31 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.mark.parametrize("kind", ["serve_http(", "http_app("])
-def test_the_docs_server_and_client_programs_run_as_written(root: Path, tmp_path: Path,
-                                                            kind: str) -> None:
+def test_the_docs_client_programs_use_only_public_sdk_modules() -> None:
+    clients = [b for b in python_blocks(DOCS) if "streamable_http_client(" in b]
+    assert len(clients) == 2  # mcp 2.x and 1.x
+    for code in clients:
+        for module in re.findall(r"^(?:from|import) (\S+)", code, re.M):
+            assert not any(part.startswith("_") for part in module.split(".")), module
+
+
+@pytest.mark.parametrize(("kind", "client"), [("serve_http(", "installed"),
+                                              ("http_app(", "installed"),
+                                              ("serve_http(", "other")])
+def test_the_docs_server_and_client_programs_run_as_written(
+        root: Path, tmp_path: Path, kind: str, client: str,
+        request: pytest.FixtureRequest) -> None:
+    """The server programs, and the client program of each SDK major under a Python with
+    that major (this environment's, and the other one's venv, see conftest)."""
+    python = sys.executable if client == "installed" else str(
+        request.getfixturevalue("other_mcp_python"))
+    probe = "import importlib.metadata as m; print(m.version('mcp'))"
+    major = subprocess.run([python, "-c", probe], capture_output=True, text=True,
+                           timeout=GUARD).stdout.split(".")[0]
     blocks = python_blocks(DOCS)
     server_code = next(b for b in blocks if kind in b)
-    client_code = next(b for b in blocks if "streamable_http_client(" in b)
+    client_code = next(b for b in blocks if "streamable_http_client(" in b
+                       and f"import httpx{'2' if major == '2' else ''}\n" in b)
     (root / "README.md").write_text("# the project\n")
     (tmp_path / "server.py").write_text(server_code)
     (tmp_path / "client.py").write_text(client_code)
@@ -427,7 +454,7 @@ def test_the_docs_server_and_client_programs_run_as_written(root: Path, tmp_path
             except httpx.TransportError:
                 assert server.poll() is None and time.monotonic() < deadline
                 time.sleep(0.1)
-        done = subprocess.run([sys.executable, str(tmp_path / "client.py")], env=env,
+        done = subprocess.run([python, str(tmp_path / "client.py")], env=env,
                               capture_output=True, text=True, timeout=GUARD)
     finally:
         server.send_signal(signal.SIGTERM)

@@ -75,7 +75,10 @@ HOW_TO_CONFIGURE = """no engine is configured. Choose one of:
   - OpenAI:     export OPENAI_API_KEY=...      (pip install 'yggdrasil-loki[openai]')
   - Ollama:     start `ollama serve` on localhost:11434 and `ollama pull <model>`
   - any OpenAI-compatible server: export LOKI_ENGINE=openai LOKI_BASE_URL=http://host:port/v1 LOKI_MODEL=<model>
-  - or pass it in code: Loki(engine="openai", model=..., base_url=..., api_key=...)"""
+  - on the command line: loki do TASK --engine openai --base-url http://host:port/v1 --model <model>
+  - or pass it in code: Loki(engine="openai", model=..., base_url=..., api_key=...)
+  - to try loki without a model: --engine scripted --model steps.jsonl (Loki(engine="scripted",
+    model=...)) replays the decisions of a file, one JSON object a line (docs/agent.md)"""
 
 
 def register_engine(name: str, factory: str | EngineFactory) -> None:

@@ -11,6 +11,8 @@ never a traceback).
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 import textwrap
 from typing import Any, TextIO
@@ -31,10 +33,9 @@ __all__ = [
     "Parser",
     "confirm_mode",
     "fail",
-
-
+    "fit",
     "terminal_confirm",
-
+    "terminal_width",
     "visible",
     "wrap",
 ]
@@ -54,7 +55,9 @@ exit codes:
   {EXIT_TOOL_ERROR}    call: the tool answered 'ERROR: ...' (printed on stdout); do: the engine
        failed (after its retries); any command: an error while running it (on stderr)
   {EXIT_USAGE}    bad command line, missing root, unknown tool, bad arguments, no engine (on stderr)
-  {EXIT_REFUSED}    call: the tool answered 'REFUSED: ...': a destructive operation was declined
+  {EXIT_REFUSED}    call: the tool answered 'REFUSED: ...': a destructive operation was declined;
+       do: the agent answered, but a step was declined (no terminal to ask and no --yes,
+       or answered no)
   {EXIT_INCOMPLETE}    do: the step budget ran out before the engine answered
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C)
   {EXIT_BROKEN_PIPE}  the reader of stdout went away (e.g. `loki tools | head`)"""
@@ -162,3 +165,37 @@ def fail(message: str, code: int) -> int:
     text = visible(message.strip()) or "failed"
     sys.stderr.write(f"loki: error: {text}\n")
     return code
+
+
+MIN_WIDTH = 40  # narrower than this, wrapping helps no one
+
+
+def terminal_width() -> int | None:
+    """The width stdout's lines should fit: ``$COLUMNS``, else the terminal's; None when
+    stdout is no terminal and ``$COLUMNS`` is unset (a pipe or a file gets lines whole)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), MIN_WIDTH)
+    if sys.stdout is not None and sys.stdout.isatty():
+        return max(shutil.get_terminal_size().columns, MIN_WIDTH)
+    return None
+
+
+def fit(text: str, width: int | None, indent: str | None = None) -> str:
+    """``text`` with every line longer than ``width`` wrapped at spaces (a word longer
+    than the width, a path, stays whole), its continuation lines starting with ``indent``,
+    by default indented under the line's text (under the text after ``- `` of a list
+    item); lines that fit, and all of them when ``width`` is None, are kept as they are."""
+    if width is None:
+        return text
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        body = line.lstrip(" ")
+        under = " " * (len(line) - len(body) + (2 if body.startswith("- ") else 0))
+        out.append(textwrap.fill(line, width, subsequent_indent=indent or under or "  ",
+                                 break_long_words=False, break_on_hyphens=False,
+                                 replace_whitespace=False))
+    return "\n".join(out)

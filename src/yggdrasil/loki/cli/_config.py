@@ -19,7 +19,7 @@ from ..settings import (
     trust_changes,
     trust_project,
 )
-from ._common import EXIT_OK, EXIT_REFUSED, CliError, visible, wrap
+from ._common import EXIT_OK, EXIT_REFUSED, CliError, fit, terminal_width, visible, wrap
 from ._flags import add_settings_flags
 from ._toolbox import add_profile_flag, cli_settings
 
@@ -56,11 +56,27 @@ def run_config(args: argparse.Namespace) -> int:
                           "ignored": [asdict(i) for i in settings.ignored]},
                          indent=2, default=str))
         return EXIT_OK
+    width = terminal_width()
     for name, value, origin in rows:
-        print(f"{name} = {json.dumps(value, default=str)}  # {origin}")
+        print(_setting_line(name, value, origin, width))
     for warning in settings.warnings:
-        print(f"# warning: {warning}")
+        print(fit(f"# warning: {warning}", width, "#   "))
     return EXIT_OK
+
+
+def _setting_line(name: str, value: Any, origin: str, width: int | None) -> str:
+    """``name = value  # origin``; a list too long for ``width`` as a TOML array of
+    several lines (its items whole, never split)."""
+    line = f"{name} = {json.dumps(value, default=str)}  # {origin}"
+    if width is None or len(line) <= width or not isinstance(value, list) or not value:
+        return line
+    rows, row = [], "   "
+    for item in (json.dumps(v, default=str) + "," for v in value):
+        if len(row) + 1 + len(item) > width and row.strip():
+            rows.append(row)
+            row = "   "
+        row += " " + item
+    return "\n".join([f"{name} = [  # {origin}", *rows, row, "]"])
 
 
 def _value(dumped: dict[str, Any], dotted: str) -> Any:

@@ -2,7 +2,8 @@
 
 Progress goes to stderr (a spinner while the model thinks, one line per step, the step
 budget); the answer goes to stdout, or the whole ActResult with ``--json``. Destructive
-operations ask y/N on a terminal, and are refused without one unless ``--yes``. Ctrl-C
+operations ask y/N on a terminal, and are refused without one unless ``--yes`` (said
+before the first model call; a run with a declined step exits 3). Ctrl-C
 (or SIGTERM) stops the run and still reports what changed; background jobs the agent
 started end with the run, however it ends.
 """
@@ -17,24 +18,27 @@ from typing import Any
 
 from ..engines import shown_url
 from ..errors import EngineConfigError, EngineError, LokiError
-from ..files import Confirm
+from ..files import Confirm, answer_of
 from ..tools import Toolbox
 from ._common import (
     EXIT_CODES,
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_REFUSED,
     EXIT_TOOL_ERROR,
     CliError,
     confirm_mode,
     terminal_confirm,
 )
-from ._flags import AGENT, TOOLBOX, add_settings_flags
+from ._flags import AGENT, TOOLBOX, add_settings_flags, given_flags, restore_flags
 from ._runs import (
     MAX_INSTRUCTIONS_FILE,
     event_sink,
     find_run,
     last_run,
+    record_toolbox,
+    recorded_toolbox,
     runs_folder,
     start_line,
 )
@@ -92,25 +96,32 @@ def run_do(args: argparse.Namespace) -> int:
 
     if args.events == "-" and args.json:
         raise CliError("--events - and --json both write to stdout; give one a file")
+    session = _session(args)
+    if session is not None:
+        _restore_toolbox(args, session)
     settings = cli_settings(args, groups=TOOLBOX | AGENT)
     args.max_steps = settings.agent.max_steps
     instructions = _read_instructions(args.instructions)
-    session = _session(args)
     said = len(session.notes) if session is not None else 0
     try:
         loki = Loki(agents_md=not args.no_agents_md, settings=settings)
     except (EngineConfigError, ValueError) as exc:
         raise CliError(str(exc)) from exc
     progress = Progress(args.max_steps, live=sys.stderr.isatty())
-    box = open_toolbox(args, confirm=progress.paused(terminal_confirm(args.yes)),
-                       settings=settings)
+    declined = Declined(progress.paused(terminal_confirm(args.yes)))
+    box = open_toolbox(args, confirm=declined, settings=settings)
     # one id names the run's transcript and its checkpoints (`loki rewind RUN STEP`)
     run_id = box.checkpointing.run if box.checkpointing is not None else new_run_id()
     if session is not None:
         _continue_checkpoints(box, session)
     transcript = args.log or runs_folder(create=True) / f"{run_id}.jsonl"
+    record_toolbox(run_id, given_flags(args), args.profile)
     sys.stderr.write(start_line(loki.engine, args, run_id, session, settings) + "\n")
     announce(box, confirm=confirm_mode(args.yes), root=args.root)
+    if not (args.yes or settings.read_only or _terminal()):
+        sys.stderr.write("loki: no terminal to ask: edits of existing files and commands an "
+                         "ask rule matches will be declined (exit 3 if any is); pass --yes "
+                         "to allow them, or --read-only\n")
     signal.signal(signal.SIGTERM, _interrupt)  # a kill ends the run as Ctrl-C does
     try:
         with event_sink(args.events) as on_event:
@@ -138,7 +149,31 @@ def run_do(args: argparse.Namespace) -> int:
     if not args.json:
         report_changes(box, usage=result.usage)
         sys.stderr.write(f"run {run_id}: continue it with `loki do --resume {run_id} TASK`\n")
-    return EXIT_OK if result.completed else EXIT_INCOMPLETE
+    if not result.completed:
+        return EXIT_INCOMPLETE
+    if declined.count:
+        sys.stderr.write(f"loki: {declined.count} step{'s' if declined.count > 1 else ''} "
+                         "declined (exit 3)\n")
+        return EXIT_REFUSED
+    return EXIT_OK
+
+
+def _terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+class Declined:
+    """A ``confirm`` that counts what it declined: a run with a declined step exits 3
+    (without a terminal nobody can say yes, which CI must not mistake for success)."""
+
+    def __init__(self, confirm: Confirm) -> None:
+        self.confirm, self.count = confirm, 0
+
+    def __call__(self, action: str) -> Any:
+        answer = self.confirm(action)
+        if answer_of(answer) == "no":
+            self.count += 1
+        return answer
 
 
 def _read_instructions(path: str | None) -> str:
@@ -165,6 +200,27 @@ def _session(args: argparse.Namespace) -> Any:
     for note in session.notes:
         sys.stderr.write(f"loki: {note}\n")
     return session
+
+
+def _restore_toolbox(args: argparse.Namespace, session: Any) -> None:
+    """Continue means the same toolbox: the toolbox flags the earlier run recorded go into
+    ``args`` where no flag given now sets the same setting; stderr says which."""
+    earlier = session.runs[-1] if session.runs else None
+    record = recorded_toolbox(earlier) if earlier else None
+    if record is None:
+        sys.stderr.write(f"loki: run {earlier} kept no toolbox flags; the toolbox is made from "
+                         "the flags given now\n")
+        return
+    restored, overridden = restore_flags(args, record["flags"])
+    if args.profile is None and isinstance(record.get("profile"), str):
+        args.profile = record["profile"]
+        restored.append(f"--profile {args.profile}")
+    if restored:
+        sys.stderr.write(f"loki: restored the toolbox flags of run {earlier}: "
+                         f"{', '.join(restored)}\n")
+    if overridden:
+        sys.stderr.write(f"loki: given now instead of run {earlier}'s: "
+                         f"{', '.join(overridden)}\n")
 
 
 def _continue_checkpoints(box: Toolbox, session: Any) -> None:

@@ -19,7 +19,8 @@ from typing import Any
 from ..settings import UNSET, Flag, SettingField, setting_fields
 from ._common import CliError
 
-__all__ = ["AGENT", "MCP", "TOOLBOX", "add_settings_flags", "given_settings"]
+__all__ = ["AGENT", "MCP", "TOOLBOX", "add_settings_flags", "given_flags", "given_settings",
+           "restore_flags"]
 
 AGENT, MCP = frozenset({"agent"}), frozenset({"mcp"})
 TOOLBOX = frozenset({"", "fence", "policy", "jobs", "editing", "code", "web", "diagnostics",
@@ -128,3 +129,49 @@ def _value(field: SettingField, flag: Flag, given: Any) -> Any:
             raise CliError(said if said.startswith(flag.name)
                            else f"{flag.name} {text!r}: {said}") from None
     return dict(items) if _is_table(field) else items
+
+
+def given_flags(args: argparse.Namespace, groups: Collection[str] = TOOLBOX
+                ) -> dict[str, dict[str, Any]]:
+    """The flags given in ``args`` as they were given, by field: ``{"mcp_servers":
+    {"--mcp": ["fs=server --stdio"]}}`` (JSON: what a run records for ``--continue``)."""
+    given: dict[str, dict[str, Any]] = {}
+    for field, flag in flags_of(groups):
+        value = getattr(args, _dest(flag), None)
+        if value is not None:
+            given.setdefault(field.dotted, {})[flag.name] = (
+                list(value) if isinstance(value, tuple) else value)
+    return given
+
+
+def restore_flags(args: argparse.Namespace, recorded: dict[str, Any],
+                  groups: Collection[str] = TOOLBOX) -> tuple[list[str], list[str]]:
+    """Put the ``recorded`` flags (:func:`given_flags` of an earlier run) into ``args``
+    for every field no flag given now sets; (the flags restored, the recorded flags that
+    a flag given now overrides). A recorded field or flag this version does not know is
+    skipped."""
+    now = given_flags(args, groups)
+    known = {field.dotted: {f.name: f for f in field.setting.flags}
+             for field, _ in flags_of(groups)}
+    restored: list[str] = []
+    overridden: list[str] = []
+    for dotted, flags in recorded.items():
+        if dotted not in known or not isinstance(flags, dict):
+            continue
+        if dotted in now:
+            overridden.extend(name for name in flags if name in known[dotted])
+            continue
+        for name, value in flags.items():
+            if name in known[dotted]:
+                setattr(args, _dest(known[dotted][name]), value)
+                restored.append(shown_flag(name, value))
+    return restored, overridden
+
+
+def shown_flag(name: str, value: Any) -> str:
+    """``--mcp notes --mcp web``, ``--sandbox off``, ``--read-only``: a given flag as a line
+    may show it (of ``NAME=VALUE`` items only the name: ``--env`` values may be secrets)."""
+    if isinstance(value, list):
+        return " ".join(f"{name} {str(item).partition('=')[0]}" for item in value) or name
+    return f"{name} {value}" if isinstance(value, str | int | float) and not isinstance(
+        value, bool) else name

@@ -162,7 +162,7 @@ class Display:
         mark = "done" if result.status == "done" else "FAILED"
         grade = {None: "", True: "  verified", False: "  not verified"}[result.verified]
         tokens = sum(int(v) for k, v in result.usage.items() if k.endswith("_tokens"))
-        detail = (f"  {result.reason}" if result.status != "done"
+        detail = (f"  {result.seconds:.1f}s  {result.reason}" if result.status != "done"
                   else f"{grade}  steps={result.steps}  tokens={tokens}  {result.seconds:.1f}s")
         line = f"[{s.finished}/{s.total - s.skipped}] {result.id}  {mark}{detail}"
         if self.live is not None:  # one line on the screen; results.jsonl has it all

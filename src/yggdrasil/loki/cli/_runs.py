@@ -3,7 +3,9 @@
 
 Every run's transcript goes to the runs folder (``$LOKI_STATE_DIR/runs``, else
 ``$XDG_STATE_HOME/loki/runs``, else ``~/.local/state/loki/runs``; private to the user),
-named by the run's id, unless ``--log FILE`` puts it elsewhere.
+named by the run's id, unless ``--log FILE`` puts it elsewhere. Beside it,
+``<id>.toolbox.json`` keeps the toolbox flags the run was given (``--mcp``, ``--rule``,
+``--read-only``...), so that ``--continue`` and ``--resume`` open the same toolbox.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import IO, Any
 from ..engines import shown_url
 from ._common import CliError
 
-__all__ = ["MAX_INSTRUCTIONS_FILE", "event_sink", "find_run", "last_run", "runs_folder",
-           "start_line"]
+__all__ = ["MAX_INSTRUCTIONS_FILE", "event_sink", "find_run", "last_run", "record_toolbox",
+           "recorded_toolbox", "runs_folder", "start_line"]
 
 MAX_INSTRUCTIONS_FILE = 65_536  # characters read from --instructions (the prompt caps again)
 
@@ -34,6 +36,35 @@ def runs_folder(*, create: bool = False) -> Path:
     if create:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     return folder
+
+
+def record_toolbox(run_id: str, flags: dict[str, Any], profile: str | None) -> None:
+    """Keep the toolbox flags of run ``run_id`` (private to the user: ``--env`` values may
+    be secrets) for a later ``--continue``; written whole or not at all."""
+    folder = runs_folder(create=True)
+    path = folder / f"{run_id}.toolbox.json"
+    part = path.with_suffix(".part")
+    try:
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump({"flags": flags, "profile": profile}, file, ensure_ascii=False)
+        os.replace(part, path)
+    except OSError as exc:
+        sys.stderr.write(f"loki: warning: cannot keep the run's toolbox flags for --continue "
+                         f"({exc})\n")
+
+
+def recorded_toolbox(run_id: str) -> dict[str, Any] | None:
+    """What :func:`record_toolbox` kept for ``run_id``; None for a run that kept nothing
+    (an older version's, or one whose record cannot be read)."""
+    try:
+        with (runs_folder() / f"{run_id}.toolbox.json").open(encoding="utf-8") as file:
+            record = json.load(file)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("flags"), dict):
+        return None
+    return record
 
 
 def _start_of(path: Path) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any
 
-from ._common import EXIT_OK
+from ._common import EXIT_OK, fit, terminal_width
 from ._toolbox import open_toolbox, subcommand
 
 __all__ = ["add_tools", "run_tools"]
@@ -31,7 +31,8 @@ def run_tools(args: argparse.Namespace) -> int:
         print(json.dumps({"root": os.path.realpath(args.root), **box.to_dict()}, indent=2))
         return EXIT_OK
     mutating = sum(tool.mutates for tool in box)
-    print(f"# {len(box)} tools in {os.path.realpath(args.root)}; "
-          f"{mutating} marked [changes files]\n")
-    print(box.spec())
+    width = terminal_width()  # a pipe gets the lines whole
+    print(fit(f"# {len(box)} tools in {os.path.realpath(args.root)}; "
+              f"{mutating} marked [changes files]", width, "#   ") + "\n")
+    print(fit(box.spec(), width))
     return EXIT_OK

@@ -327,7 +327,8 @@ class Fleet:
             return None
         return TaskResult(id=task.id, status="failed", reason=one_line("; ".join(reasons), REASON),
                           attempts=records, repo=shown_repo(task.repo),
-                          model=self.model_name.replace("{id}", task.id))
+                          model=self.model_name.replace("{id}", task.id),
+                          steps=None, seconds=attempts_seconds(records))
 
     @staticmethod
     def _record(current: _Running, outcome: dict[str, Any]) -> dict[str, Any]:
@@ -384,3 +385,14 @@ def _write_report(out: str) -> None:
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def attempts_seconds(records: list[dict[str, Any]]) -> float:
+    """The time a task's attempts ran, summed (a failed task's time: its attempts' records
+    say when each started and ended; one that never started counts nothing)."""
+    total = 0.0
+    for record in records:
+        started, ended = record.get("started_at"), record.get("ended_at")
+        if isinstance(started, int | float) and isinstance(ended, int | float):
+            total += max(0.0, ended - started)
+    return round(total, 3)

@@ -29,6 +29,7 @@ REPORT = "report.html"
 TEXT_BUDGET = 4_000_000  # characters of transcripts and diffs in one page, all tasks
 TASK_MOST = 160_000  # at most this much per task however few they are
 TASK_LEAST = 4_000  # at least this much per task however many (1,000 tasks: ~6 MB)
+NOT_SHOWN = "\u2014"  # a dash: a value the run did not record (a failed task's steps)
 MAX_EMBEDDED = 2_000  # tasks whose conversations the page holds (unsuccessful ones first)
 MISSING = "the HTML report needs plotly and jinja2: pip install 'yggdrasil-loki[report]'"
 
@@ -130,10 +131,14 @@ def _safe_script(code: str) -> str:
 
 
 def _number(value: Any) -> str:
+    if value is None:
+        return NOT_SHOWN
     return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
 
 
-def _secs(value: float) -> str:
+def _secs(value: float | None) -> str:
+    if value is None:
+        return NOT_SHOWN
     if value < 60:
         return f"{value:.1f}s"
     minutes, seconds = divmod(int(value), 60)

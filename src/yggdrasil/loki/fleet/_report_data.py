@@ -57,11 +57,11 @@ class TaskRow:
     reason: str
     kind: str  # the group of an unsuccessful outcome ('' when verified or done)
     attempts: list[Attempt]
-    steps: int = 0
+    steps: int | None = 0  # None: not recorded (a failed task), shown as a dash
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
-    seconds: float = 0.0
+    seconds: float | None = 0.0  # None: not recorded (shown as a dash)
     cost: float | None = None
     stop_reason: str = ""
     answer: str = ""
@@ -136,7 +136,7 @@ class RunReport:
             row.graded += task.outcome in ("verified", "not verified")
             row.failed += task.outcome == "failed"
             row.tokens += task.tokens
-            row.seconds += task.seconds
+            row.seconds += task.seconds or 0.0
         return sorted(rows.values(), key=lambda r: (-r.tasks, r.repo))
 
     def total(self, name: str) -> float:
@@ -221,8 +221,10 @@ def _row(data: dict[str, Any], price_in: float, price_out: float,
     row = TaskRow(
         id=task_id, repo=_text(data.get("repo")) or NOT_RECORDED, status=status,
         outcome=outcome, reason=reason, kind="", attempts=attempts,
-        steps=_int(data.get("steps")), input_tokens=tokens_in, output_tokens=tokens_out,
-        requests=_int(usage.get("requests")), seconds=_float(data.get("seconds")) or 0.0,
+        steps=_int(data.get("steps")) if status == "done" else None,
+        input_tokens=tokens_in, output_tokens=tokens_out,
+        requests=_int(usage.get("requests")), seconds=_float(data.get("seconds")) or (
+            0.0 if status == "done" else _attempts_time(attempts)),
         cost=(tokens_in * price_in + tokens_out * price_out) / 1e6
         if priced and not replayed else None, replayed=replayed,
         stop_reason=_text(data.get("stop_reason")), answer=_text(data.get("answer")),
@@ -307,6 +309,13 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _attempts_time(attempts: list[Attempt]) -> float | None:
+    """A failed task's time when its result has none (written before it was recorded):
+    the time its timed attempts ran; None when none was timed."""
+    timed = [(a.ended_at or 0.0) - (a.started_at or 0.0) for a in attempts if a.timed]
+    return max(0.0, sum(timed)) if timed else None
 
 
 def _int(value: Any) -> int:

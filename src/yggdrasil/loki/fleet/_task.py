@@ -170,7 +170,9 @@ class TaskResult:
     ``attempts`` has one record per attempt made: ``node`` (the host, or Ray node, that ran
     it), ``started_at`` and ``ended_at`` (unix seconds; ``started_at`` None when it never
     started), ``queued_seconds`` (from its submission to its start) and, for one that
-    failed, ``reason`` (one line). ``tokens_replayed``: the engine replayed a recording
+    failed, ``reason`` (one line). ``seconds`` is the time the task's attempts ran (a failed
+    one's too); ``steps`` is None for a failed task (an attempt that failed recorded
+    none). ``tokens_replayed``: the engine replayed a recording
     (scripted), so ``usage`` is the recording's, not tokens spent. ``patch`` is ``git diff --binary``
     of the agent's changes (new files included) against the commit as set up;
     ``verified`` is None without a ``verify`` command, else whether it exited 0 in a fresh
@@ -188,7 +190,7 @@ class TaskResult:
     commit: str = ""
     patch: str = ""
     files_changed: list[str] = field(default_factory=list)
-    steps: int = 0
+    steps: int | None = 0  # None: a failed task (its attempts' steps were not recorded)
     stop_reason: str = ""
     answer: str = ""
     usage: dict[str, int] = field(default_factory=dict)

@@ -4,9 +4,10 @@ Built on the official SDK's low-level ``Server`` (1.x or 2.x, see ``_sdk``) rath
 its high-level one: the toolbox already owns each tool's JSON Schema, and the low-level
 server passes it to clients unchanged instead of re-deriving one from a signature.
 
-- Each tool is listed with ``Tool.input_schema`` as is, a ``title`` and annotations:
-  ``readOnlyHint``/``destructiveHint`` (does it change files), ``idempotentHint``,
-  ``openWorldHint`` (true only for the web tools).
+- Each tool is listed with ``Tool.input_schema`` as is, a ``title`` and all four
+  annotations, from the Tool's own fields: ``readOnlyHint``/``destructiveHint`` (its
+  ``read_only``, by default ``not mutates``), ``idempotentHint`` (``idempotent``),
+  ``openWorldHint`` (``open_world``: the web tools).
 - Each tool declares an ``outputSchema`` (its result kind's JSON Schema; a tool that
   answers with text: ``{"result": <text>}``) and each call returns ``structuredContent``
   (the typed result) beside the text; errors and refusals are error results
@@ -53,12 +54,12 @@ TEXT_SCHEMA = {"type": "object", "properties": {"result": {"type": "string"}},
 
 def mcp_tool(tool: Tool) -> dict[str, Any]:
     """The MCP form of a tool (wire field names): its own schemas, a title and its hints."""
+    # all four hints on every tool, each said (the spec's defaults assume the worst: a
+    # client that auto-approves reads needs readOnlyHint true, not a missing one)
     hints: dict[str, Any] = {"title": tool.title, "readOnlyHint": bool(tool.read_only),
-                             "openWorldHint": tool.open_world}
-    if not tool.read_only:
-        hints["destructiveHint"] = True
-    if tool.idempotent:
-        hints["idempotentHint"] = True
+                             "destructiveHint": not tool.read_only,
+                             "idempotentHint": bool(tool.idempotent),
+                             "openWorldHint": bool(tool.open_world)}
     return {"name": tool.name, "title": tool.title, "description": tool.description,
             "inputSchema": tool.input_schema,
             "outputSchema": tool.output_schema or TEXT_SCHEMA, "annotations": hints}
