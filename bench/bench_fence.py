@@ -8,7 +8,13 @@ nothing), ``true`` run:
   plan, + a network namespace (``network=False``);
 - through the toolbox, ``run("true")``, with namespaces turned off and on.
 
-Ratios are against the launcher with Landlock only: the cost added per command.
+- through bubblewrap (``bwrap --unshare-all``, Debian's ``bubblewrap``), the same
+  ``bash -c true`` with every namespace, the root bound writable, a private /tmp: the
+  baseline the fence per command is measured against (skipped, with a message, when bwrap
+  is missing or cannot make namespaces here).
+
+Ratios are against the launcher with Landlock only: the cost added per command; the last
+lines put ours beside bwrap and bare bash.
 
 Usage: PYTHONPATH=src python bench/bench_fence.py [--rounds 40]
 """
@@ -16,6 +22,7 @@ Usage: PYTHONPATH=src python bench/bench_fence.py [--rounds 40]
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +44,23 @@ def launched(root: Path, **layers: object) -> Callable[[], object]:
                          abi=abi, argv=["true"], namespaces=bool(layers.get("namespaces")),
                          mounts=mounts, no_setid=bool(layers.get("no_setid")))
     return partial(subprocess.run, argv, cwd=root, check=True, capture_output=True)
+
+
+def bwrap_argv(root: Path) -> list[str] | None:
+    """bubblewrap with every namespace running ``bash -c true`` in ``root``; None (after
+    saying why) when bwrap is missing or cannot run here."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        print("bwrap not found (apt-get install bubblewrap): no bwrap baseline")
+        return None
+    argv = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
+            "--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(root), str(root),
+            "--chdir", str(root), "bash", "-c", "true"]
+    tried = subprocess.run(argv, capture_output=True, text=True)
+    if tried.returncode:
+        print(f"bwrap cannot run here ({tried.stderr.strip()}): no bwrap baseline")
+        return None
+    return argv
 
 
 def _box_run(root: Path, status: _isolation.IsolationStatus) -> Callable[[], object]:
@@ -77,11 +101,24 @@ def main() -> None:
             "run('true'), namespaces off": _box_run(root, off),
             "run('true'), all layers": _box_run(root, iso),
         }
+        bwrap = bwrap_argv(root)
+        if bwrap is not None:
+            cases["bwrap --unshare-all bash -c true"] = partial(
+                subprocess.run, bwrap, check=True, capture_output=True)
         found = interleaved_ms(cases, args.rounds)
     base = found["launcher: Landlock only (before)"]
     for name, ms in found.items():
         print(f"{name:<36} {ms:8.1f} ms   vs Landlock only {ms / base:5.2f}x   "
               f"(+{ms - base:6.1f} ms)")
+    ours, bash = found["run('true'), all layers"], found["bash -c true (no launcher)"]
+    print(f"\nrun('true'), all layers: {ours:.1f} ms; bare bash -c true: {bash:.1f} ms "
+          f"(ours {ours / bash:.1f}x)", end="")
+    if bwrap is not None:
+        wrapped = found["bwrap --unshare-all bash -c true"]
+        print(f"; bwrap --unshare-all: {wrapped:.1f} ms (ours {ours / wrapped:.2f}x bwrap, "
+              f"goal <= 2x)")
+    else:
+        print()
     if args.many:
         many(args.many)
 
