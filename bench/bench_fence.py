@@ -6,7 +6,9 @@ nothing), ``true`` run:
 - directly (``bash -c true``), and through the launcher with Landlock only (the fence
   before namespaces), + the seccomp setid filter, + namespaces with the toolbox's mount
   plan, + a network namespace (``network=False``);
-- through the toolbox, ``run("true")``, with namespaces turned off and on.
+- through the toolbox, ``run("true")``, with namespaces turned off and on, with the
+  network off too (a network namespace and Landlock's TCP rules: every layer), and
+  with the warm launcher turned off (a Python start per command: how it was before);
 
 - through bubblewrap (``bwrap --unshare-all``, Debian's ``bubblewrap``), the same
   ``bash -c true`` with every namespace, the root bound writable, a private /tmp: the
@@ -32,7 +34,15 @@ from functools import partial
 from pathlib import Path
 
 from _timing import interleaved_ms
-from yggdrasil.loki.sandbox import _isolation, isolation_status, landlock_status, launcher_argv
+from yggdrasil.loki.sandbox import (
+    WarmLauncher,
+    _isolation,
+    isolation_status,
+    landlock_status,
+    launcher_argv,
+)
+from yggdrasil.loki.shell import Shell
+from yggdrasil.loki.toolbox import Toolbox
 from yggdrasil.loki.tools import filesystem_toolbox
 
 
@@ -63,12 +73,19 @@ def bwrap_argv(root: Path) -> list[str] | None:
     return argv
 
 
-def _box_run(root: Path, status: _isolation.IsolationStatus) -> Callable[[], object]:
+def shell_of(box: Toolbox) -> Shell:
+    return next(r for r in box._resources if isinstance(r, Shell))
+
+
+def _box_run(root: Path, status: _isolation.IsolationStatus, *, network: bool = True,
+             warm: bool = True) -> Callable[[], object]:
     """run('true') through a toolbox built (and run) under the given isolation status."""
     real = _isolation._cached
     _isolation._cached = status
-    box = filesystem_toolbox(root)
+    box = filesystem_toolbox(root, network=network)
     _isolation._cached = real
+    if not warm:
+        shell_of(box).warm = WarmLauncher(sys.executable, enabled=False)
 
     def call() -> object:
         _isolation._cached = status
@@ -100,6 +117,10 @@ def main() -> None:
                                                       network=False),
             "run('true'), namespaces off": _box_run(root, off),
             "run('true'), all layers": _box_run(root, iso),
+            "run('true'), all layers, no network": _box_run(root, iso, network=False),
+            "run('true'), all layers, cold launcher": _box_run(root, iso, warm=False),
+            "run('true'), no network, cold launcher": _box_run(root, iso, network=False,
+                                                               warm=False),
         }
         bwrap = bwrap_argv(root)
         if bwrap is not None:
@@ -108,17 +129,19 @@ def main() -> None:
         found = interleaved_ms(cases, args.rounds)
     base = found["launcher: Landlock only (before)"]
     for name, ms in found.items():
-        print(f"{name:<36} {ms:8.1f} ms   vs Landlock only {ms / base:5.2f}x   "
+        print(f"{name:<40} {ms:8.1f} ms   vs Landlock only {ms / base:5.2f}x   "
               f"(+{ms - base:6.1f} ms)")
-    ours, bash = found["run('true'), all layers"], found["bash -c true (no launcher)"]
-    print(f"\nrun('true'), all layers: {ours:.1f} ms; bare bash -c true: {bash:.1f} ms "
-          f"(ours {ours / bash:.1f}x)", end="")
-    if bwrap is not None:
-        wrapped = found["bwrap --unshare-all bash -c true"]
-        print(f"; bwrap --unshare-all: {wrapped:.1f} ms (ours {ours / wrapped:.2f}x bwrap, "
-              f"goal <= 2x)")
-    else:
-        print()
+    bash = found["bash -c true (no launcher)"]
+    wrapped = found.get("bwrap --unshare-all bash -c true")
+    print()
+    for name in ("run('true'), all layers", "run('true'), all layers, no network",
+                 "run('true'), all layers, cold launcher",
+                 "run('true'), no network, cold launcher"):
+        ours = found[name]
+        line = f"{name:<40} {ours:6.1f} ms = {ours / bash:5.1f}x bare bash ({bash:.1f} ms)"
+        if wrapped is not None:
+            line += f", {ours / wrapped:5.2f}x bwrap --unshare-all ({wrapped:.1f} ms; goal <= 2x)"
+        print(line)
     if args.many:
         many(args.many)
 

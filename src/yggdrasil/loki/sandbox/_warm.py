@@ -47,6 +47,11 @@ _LINGER_CHECK = 0.2  # seconds between looks at whether the agent is alive, once
 def serve(control_fd: int, launch: Callable[[list[str], int], int]) -> int:
     """Serve launch requests on ``control_fd`` until the toolbox closes it (see the module
     docstring); ``launch(args, agent_pid)`` runs one launcher and returns its exit code."""
+    import fcntl  # noqa: F401  (loaded once: a network namespace's loopback needs it)
+    import gc
+
+    gc.disable()  # few objects, no cycles: a collection would only touch (copy) the
+    gc.freeze()  # pages every forked launcher shares with us
     agent = os.getppid()
     control = _socket.socket(fileno=control_fd)
     wake_r, wake_w = os.pipe()

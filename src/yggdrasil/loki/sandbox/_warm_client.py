@@ -82,14 +82,17 @@ class WarmProcess:
 
 class WarmLauncher:
     """One warm launcher process for a toolbox, started at the first :meth:`start`;
-    thread-safe. ``close`` lets it go (it exits once its commands have ended)."""
+    thread-safe. ``close`` lets it go (it exits once its commands have ended).
+    ``enabled=False``: never used (every command starts a cold launcher)."""
 
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, *, enabled: bool = True) -> None:
         self.python = python
         self._lock = threading.Lock()
         self._control: socket.socket | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        self._broken = not (hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal"))
+        self._broken = not (enabled and hasattr(os, "pidfd_open")
+                            and hasattr(signal, "pidfd_send_signal"))
+        self._owner = os.getpid()  # a forked agent starts its commands cold (see start)
         self._finalizer: weakref.finalize | None = None
 
     def start(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str],
@@ -97,8 +100,8 @@ class WarmLauncher:
         """``argv`` (a cold launcher's, from ``launcher_argv`` with our ``python``) run
         by the warm launcher; None when it cannot be (the caller starts ``argv`` itself)."""
         prefix = [self.python, "-I", "-S", os.path.abspath(_LAUNCHER)]
-        if list(argv[:4]) != prefix or self._broken:
-            return None
+        if list(argv[:4]) != prefix or self._broken or os.getpid() != self._owner:
+            return None  # (a forked agent: the warm launcher obeys only its parent's SIGTERM)
         with self._lock:
             control = self._ensure()
             if control is None:

@@ -423,7 +423,10 @@ class Shell:
         """The hidden paths that exist now, resolved (relative ones from the root)."""
         found = []
         for p in self.hidden:
-            real = os.path.realpath(self.root.path / os.path.expanduser(os.fspath(p)))
+            given = os.path.join(self.root.path, os.path.expanduser(os.fspath(p)))
+            if not os.path.lexists(given):  # one lstat: most of the default list is absent
+                continue
+            real = os.path.realpath(given)
             if os.path.lexists(real) and real not in found:
                 found.append(real)
         return found
