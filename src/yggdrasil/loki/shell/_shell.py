@@ -136,7 +136,8 @@ class Shell:
         self._protected = ProtectedPaths(self.root.protect) if self.root.protect else None
         self._masked_before = MaskedPaths()  # a masked file moved out of sight is followed
         self._masked: list[str] = []  # what the last command got masked (absolute)
-        self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits, self.outputs)
+        self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits, self.outputs,
+                         warm=lambda: self.warm)
         self.supervision = Supervision(self.rules, self.confirm)
         # one launcher process forks every command's launcher: no Python start per command
         self.warm = WarmLauncher(_python())
