@@ -173,15 +173,21 @@ class Process:
     the command's whole subtree, escapees included, and exits. ``stdin``: a pipe the
     caller writes (non-blocking, see :meth:`write_input`) instead of stdin at EOF.
     ``warm``: the launcher argv is run by this warm launcher (``_warm``) when it can be,
-    which saves the launcher's Python start; the fence is the same.
+    which saves the launcher's Python start; the fence is the same. ``contained``: the
+    launcher runs the command in a PID namespace of its own (``--ns``): once the launcher
+    has ended by itself, the kernel has killed every process of that namespace (its PID 1
+    exited first), so the sweep of /proc for leftovers, which costs a read per process
+    on the machine, is skipped then (it still runs after a stop or a timeout).
     Raises ToolError only when the command cannot start (missing program or folder).
     """
 
     def __init__(self, argv: Sequence[str], *, cwd: str, stdout: Sink, stderr: Sink,
                  env: Mapping[str, str] | None = None, reaped: bool = False,
-                 stdin: bool = False, warm: WarmLauncher | None = None) -> None:
+                 stdin: bool = False, warm: WarmLauncher | None = None,
+                 contained: bool = False) -> None:
         self.run_id = secrets.token_hex(8)
         self.reaped = reaped
+        self.contained = contained and reaped
         full_env = {**(os.environ if env is None else env), RUN_ID: self.run_id}
         self.popen = proc = _start(argv, cwd, full_env, stdin, warm if reaped else None)
         self.since = start_time(proc.pid)
@@ -249,7 +255,10 @@ class Process:
                 _stop_reaper(self.popen)
         finally:
             # The command is over (or out of time): nothing it started may outlive it.
-            kill_tree(self.pid, f"{RUN_ID}={self.run_id}".encode(), self.since)
+            ended = (self.contained and not stop and self.popen.returncode is not None
+                     and getattr(self.popen, "reported", True))  # the launcher said so
+            kill_tree(self.pid, f"{RUN_ID}={self.run_id}".encode(), self.since,
+                      sweep=not ended)
             self.popen.wait()
             self.close_input()
         _join(self._pumps, _SETTLE)
@@ -263,6 +272,7 @@ def run_process(
     argv: Sequence[str], *, cwd: str, timeout: float, env: Mapping[str, str] | None = None,
     reaped: bool = False, cancel: threading.Event | None = None,
     spill: Callable[[], Overflow | None] | None = None, warm: WarmLauncher | None = None,
+    contained: bool = False,
 ) -> Completed:
     """Run ``argv`` in a new session with stdin at EOF; never raises for the command's faults.
 
@@ -271,12 +281,13 @@ def run_process(
     where a stream that outgrows its head is kept whole (see ``Capture``).
 
     ``reaped``: see :class:`Process`; on timeout the launcher gets ``_REAP_GRACE`` seconds
-    to kill the command's subtree before everything is SIGKILLed; ``warm``: see
-    :class:`Process`.
+    to kill the command's subtree before everything is SIGKILLed; ``warm``, ``contained``:
+    see :class:`Process`.
     Raises ToolError only when the command cannot start (missing program or folder).
     """
     out, err = Capture(spill=spill), Capture(spill=spill)
-    proc = Process(argv, cwd=cwd, env=env, reaped=reaped, stdout=out, stderr=err, warm=warm)
+    proc = Process(argv, cwd=cwd, env=env, reaped=reaped, stdout=out, stderr=err, warm=warm,
+                   contained=contained)
     cancel = cancel if cancel is not None else current_cancel()
     finished = timed_out = cancelled = False
     waited = False

@@ -42,6 +42,7 @@ class WarmProcess:
         self.pid, self._pidfd, self._report = pid, pidfd, report
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.returncode: int | None = None
+        self.reported = False  # the status came from the warm launcher (not its death)
         self._lock = threading.Lock()
 
     def fileno(self) -> int:
@@ -73,6 +74,7 @@ class WarmProcess:
             data = _recv_exactly(self._report, _INT.size)
             if len(data) == _INT.size:
                 self.returncode = os.waitstatus_to_exitcode(_INT.unpack(data)[0])
+                self.reported = True
             else:  # the warm launcher died under it: the launcher was killed with it
                 self.returncode = -signal.SIGKILL
             self._report.close()

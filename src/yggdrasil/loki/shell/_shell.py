@@ -590,7 +590,7 @@ class Shell:
             spill = self.outputs.spill if self.outputs is not None else None
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
                                reaped=reaped, spill=spill.new if spill is not None else None,
-                               warm=self.warm)
+                               warm=self.warm, contained=reaped and fence.namespaces)
         finally:  # interrupted too (Ctrl-C): what the command did so far is the run's
             notes.finish()
             if session is not None:
