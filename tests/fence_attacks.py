@@ -127,7 +127,7 @@ def tmux(work: Path) -> Facts:
     sock = Path(f"/tmp/tmux-{os.getuid()}-loki-{os.getpid()}/default")
     sock.parent.mkdir(mode=0o700)
     server = ["tmux", "-S", str(sock)]
-    subprocess.run([*server, "new-session", "-d", "sleep 60"], check=True,
+    subprocess.run([*server, "new-session", "-d", "sleep infinity"], check=True,  # till kill-server
                    env={**os.environ, "TMUX": ""})
     try:
         out = box.call("run", {"command": f"{' '.join(server)} new-window -d 'touch {far}/pwned'; "

@@ -13,6 +13,7 @@ import pytest
 
 from jobs_kit import GUARD, read_until_exit, sections, start, started_id, wait_for_file
 from procs import NS_PID, settles_dead
+from yggdrasil.loki.settings import OutputsSettings, Settings
 from yggdrasil.loki.shell import JobLimits, _jobs
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
@@ -62,7 +63,10 @@ def test_incremental_output_is_exact_across_many_reads(root: Path) -> None:
             "    print(f'out {i}')\n"
             "    print(f'err {i}', file=sys.stderr)\n"
             "    if i % 50 == 0: time.sleep(0.01)\n")
-    with filesystem_toolbox(root, job_buffer=1 << 20) as box:  # no read falls behind it
+    # no read falls behind the buffer, and none is cut however late it comes on a busy machine
+    whole = Settings(outputs=OutputsSettings(observation_tokens=1_000_000,
+                                             stream_tokens=1_000_000))
+    with filesystem_toolbox(root, settings=whole, job_buffer=1 << 20) as box:
         obs = box.call("run_python", {"code": code, "background": True})
         job = started_id(obs)
         _, first_out, first_err = sections(obs)

@@ -40,7 +40,8 @@ class WireClient:
             [python, "-m", "yggdrasil.loki", "mcp", "--root", str(root), *flags],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.stderr_path.open("wb"),
-            env={"PYTHONPATH": str(SRC), "TMPDIR": str(tmpdir), "PATH": os.environ["PATH"]})
+            env={"PYTHONPATH": str(SRC), "TMPDIR": str(tmpdir), "PATH": os.environ["PATH"],
+                 "LOKI_DIAGNOSTICS__DEFAULT_SERVERS": "false"})  # conftest's rule: no servers
         self.buffer = b""
         self.seen: list[dict[str, Any]] = []
 

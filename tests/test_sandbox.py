@@ -17,6 +17,7 @@ import pytest
 
 from yggdrasil.loki.errors import PathError
 from yggdrasil.loki.sandbox import isolation_status
+from yggdrasil.loki.settings import OutputsSettings, Settings
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox, sandbox_status
 
 STATUS = sandbox_status()
@@ -214,7 +215,9 @@ def test_sandbox_off_runs_unfenced(root: Path) -> None:
 
 def test_read_only_toolbox_has_no_command_status(root: Path) -> None:
     assert "Commands" not in filesystem_toolbox(root, read_only=True).status
-    assert filesystem_toolbox(root, read_only=True, protect=()).status == ""
+    status = filesystem_toolbox(root, read_only=True, protect=()).status
+    # nothing but what diagnostics(paths) reports, where ruff is installed (no edits to follow)
+    assert status in ("", "diagnostics(paths) lists what ruff (Python) reports.")
 
 
 # -- a kernel without Landlock: a child whose seccomp filter answers ENOSYS ----------------
@@ -393,9 +396,11 @@ def test_status_says_when_a_hidden_path_is_not_hidden(tmp_path: Path,
     (home / ".aws").mkdir()
     (tmp_path / "keys").mkdir()
     monkeypatch.setenv("HOME", str(home))
-    # (without checkpoints: their folder, hidden too, would be listed as unreadable)
+    # (without checkpoints and kept outputs: their folders, hidden too, would be listed as
+    # unreadable)
     box = filesystem_toolbox(home, hidden=["~/.ssh", "~/.aws", tmp_path / "keys"],
-                             writable=[tmp_path / "keys"], protect=(), checkpoints=False)
+                             writable=[tmp_path / "keys"], protect=(), checkpoints=False,
+                             settings=Settings(outputs=OutputsSettings(keep_whole=False)))
     status = box.status
     assert "~/.ssh is inside the root: NOT hidden" in status
     assert "~/.aws is inside the root: NOT hidden" in status

@@ -123,7 +123,7 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
                   syntax=SyntaxGate(s.editing.on_syntax_error, grammar=syntax_error))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
     notes = [shell.status() if shell else "", where.protect.describe() if where.protect else "",
-             doctor.describe() if doctor is not None else "", kept_note]
+             doctor.describe(edits=not s.read_only) if doctor is not None else "", kept_note]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
         notes.append(tables.status())
     box = Toolbox(

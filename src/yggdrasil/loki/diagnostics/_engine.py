@@ -82,16 +82,19 @@ class Diagnostician:
         self._generation: dict[str, int] = {}
         self.unusable: list[str] = []  # servers of the settings that cannot start, and why
 
-    def describe(self) -> str:
-        """One line for the toolbox status: which checkers run after edits."""
+    def describe(self, *, edits: bool = True) -> str:
+        """One line for the toolbox status: which checkers run (after edits, where the
+        toolbox has edit tools)."""
         checkers = ["ruff (Python)"] if self.ruff is not None else []
         if self.pool is not None:
             checkers += [f"{name} ({os.path.basename(slot.spec.command[0])})"
                          for name, slot in self.pool.slots.items()]
         if not checkers and not self.unusable:
             return ""
-        line = (f"After each edit the diagnostics it introduced are shown, by "
-                f"{', '.join(checkers) or 'no checker'}; diagnostics(paths) lists them all.")
+        by = ", ".join(checkers) or "no checker"
+        line = (f"After each edit the diagnostics it introduced are shown, by {by}; "
+                f"diagnostics(paths) lists them all." if edits else
+                f"diagnostics(paths) lists what {by} reports.")
         if self.unusable:
             line += f" Not started: {'; '.join(self.unusable)}."
         return line
