@@ -236,7 +236,7 @@ def launcher_layers(root: Path, rounds: int, *, network: bool) -> dict[str, list
 def agent_phases(root: Path, rounds: int) -> tuple[dict[str, list[float]], list[float]]:
     """The agent's side of run('true') (no network: every layer), timed around the
     functions it is made of; and the whole calls."""
-    from yggdrasil.loki.sandbox import _kill, _proc
+    from yggdrasil.loki.sandbox import _proc
     from yggdrasil.loki.shell import _shell
 
     times: dict[str, list[float]] = collections.defaultdict(list)
@@ -257,7 +257,7 @@ def agent_phases(root: Path, rounds: int) -> tuple[dict[str, list[float]], list[
 
     shell_cls = _shell.Shell
     timed(shell_cls, "check_command", "command rules (words)")
-    timed(shell_cls, "_scratch", "scratch TMPDIR made")
+    timed(shell_cls, "run", "the tool (all the agent does below the toolbox)")
     timed(shell_cls, "_env", "environment scrubbed")
     timed(_shell.ChangeTracker, "begin", "change tracking: begin")
     timed(shell_cls, "_session", "supervisor session (connect checks)")
@@ -265,7 +265,7 @@ def agent_phases(root: Path, rounds: int) -> tuple[dict[str, list[float]], list[
     timed(_shell, "mount_plan", "mount plan")
     timed(_proc, "_start", "start: hand the warm launcher the command")
     timed(_proc, "_wait", "wait: the launcher and the command run")
-    timed(_kill, "kill_tree", "after: sweep of /proc for leftovers")
+    timed(_proc, "kill_tree", "after: leftovers killed (group; /proc sweep if needed)")
     timed(_proc, "_join", "after: output pumps joined")
     timed(_shell.ChangeTracker, "end", "change tracking: end")
     timed(_shell, "command_result", "the typed result")

@@ -8,8 +8,8 @@ as its stdin, it loads everything a launch needs and waits. For each command the
 sends one byte with four descriptors (``SCM_RIGHTS``): the command's report socket, its
 stdin, stdout and stderr. The server forks at once and goes back to waiting; the child:
 
-1. sends its pid with a pidfd of itself over the report socket (the toolbox signals the
-   launcher through it, never through a pid that may be reused);
+1. (the server sends its pid with a pidfd of it over the report socket: the toolbox
+   signals the launcher through it, never through a pid that may be reused)
 2. reads the request there: the working folder, the launcher's arguments (exactly those
    of a cold launch, ``launcher_argv``), the environment;
 3. takes the descriptors as 0, 1 and 2, starts a session of its own, enters the folder,
@@ -103,9 +103,27 @@ def serve(control_fd: int, launch: Callable[[list[str], int], int]) -> int:
             for fd in fds[1:]:
                 os.close(fd)
             reports[pid] = report
+            _announce(report, pid)
         if not accepting and os.getppid() != agent:
             return 0  # the agent is gone: the launchers see us go and kill their commands
     return 0
+
+
+def _announce(report: _socket.socket, pid: int) -> None:
+    """Tell the toolbox the launcher's pid, with a pidfd of it (taken before we could
+    have reaped it, so it names that process and no other)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:  # (out of descriptors) it must not run unannounced: the toolbox then
+        os.kill(pid, signal.SIGKILL)  # reads its status where the pid should be, and
+        return  # starts the command cold
+    try:
+        report.sendmsg([_INT.pack(pid)],
+                       [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _INT.pack(pidfd))])
+    except OSError:
+        pass  # the toolbox gave up on it; the launcher finds no request and ends
+    finally:
+        os.close(pidfd)
 
 
 def _drain(fd: int) -> None:
@@ -157,13 +175,6 @@ def _child(report: _socket.socket, stdio: list[int], launch: Callable[[list[str]
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    me = os.getpid()
-    pidfd = os.pidfd_open(me)
-    try:
-        report.sendmsg([_INT.pack(me)],
-                       [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _INT.pack(pidfd))])
-    finally:
-        os.close(pidfd)
     (size,) = _INT.unpack(_read_exactly(report, _INT.size))
     fields = [os.fsdecode(f) for f in _read_exactly(report, size).split(b"\0")]
     report.close()
