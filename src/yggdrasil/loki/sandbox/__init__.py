@@ -12,7 +12,9 @@ environment scrub (``_env``) and running a process with head+tail capture and a
 whole-tree kill (``_proc``, a foreground command or a background job: stdin as a pipe,
 output pumped into any sink, asked to stop with signals to its own processes, found
 below the launcher by ``_kill``) stopped early through a per-call cancel event
-(``_cancel``), the read-only launcher for parsers of untrusted input
+(``_cancel``), the warm launcher that forks each command's launcher from one process
+started per toolbox instead of starting Python per command (``_warm``, its toolbox half
+``_warm_client``), the read-only launcher for parsers of untrusted input
 (``_readonly``, used for ripgrep) and the long-lived fenced, limited worker process that
 parses table files (``_worker`` and its child, ``_worker_main``). The launchers, the
 modules they load (``_namespace``, ``_seccomp``, ``_reaper``) and the worker's child side
@@ -37,6 +39,7 @@ from ._proc import Capture, Completed, Overflow, Process, Sink, run_process
 from ._readonly import binary_paths, interpreter_paths, read_only_argv
 from ._spawn import main_not_rerun
 from ._supervisor import Decide, Exec, Session, Supervisor
+from ._warm_client import WarmLauncher
 from ._worker import FencedWorker, WorkerFailed, WorkerLimits
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "Session",
     "Sink",
     "Supervisor",
+    "WarmLauncher",
     "WorkerFailed",
     "WorkerLimits",
     "binary_paths",

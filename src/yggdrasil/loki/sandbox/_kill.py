@@ -82,10 +82,11 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def kill_tree(leader: int, marker: bytes, since: int) -> None:
-    """Kill the process group and session led by ``leader`` and its marked escapees."""
+def kill_tree(leader: int, marker: bytes, since: int, *, sweep: bool = True) -> None:
+    """Kill the process group and session led by ``leader`` and its marked escapees
+    (``sweep=False``: the group only; the caller knows nothing else can be left)."""
     kill_group(leader)
-    for _ in range(_KILL_ROUNDS):  # repeat: a process may fork while we scan
+    for _ in range(_KILL_ROUNDS if sweep else 0):  # repeat: a process may fork while we scan
         found = list(_leftovers(leader, marker, since))
         if not found:
             return

@@ -108,8 +108,15 @@ class SandboxStatus:
         return f"Landlock ABI {self.abi} available ({net})"
 
 
+_LIBC: list[ctypes.CDLL] = []
+
+
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    """The C library, loaded once (a CDLL and its function lookups cost ~50 us each: a
+    launch makes dozens of calls)."""
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 def _syscall(name: str, *args: object) -> int:
@@ -332,7 +339,7 @@ _USAGE = ("usage: _landlock.py --abi N [--no-network] [--ns] [--no-setid] [--wri
           "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET [--proxy-notes FILE]] "
           "[--guard SOCKET --guard-token T --guard-calls execve,execveat,connect] "
           "-- argv...  |  --status  "
-          "|  --probe")
+          "|  --probe  |  --warm")
 _SWITCHES = ("--no-network", "--ns", "--no-setid")
 _GUARDED = ("execve", "execveat", "connect")
 
@@ -380,7 +387,10 @@ def _connect_guard(path: str) -> object:
     return sock
 
 
-def _launch(args: list[str]) -> int:
+def _launch(args: list[str], stopper: int = 0) -> int:
+    """Run one command under the fence ``args`` ask for; its exit code. ``stopper``: a
+    process besides our parent whose SIGTERM stops the command (the agent, when the warm
+    launcher, ``_warm``, forked us)."""
     try:
         values, switches, argv = _parse(args)
         plan = [_sibling("_namespace").parse_mount(m) for m in values["--mount"]]
@@ -428,13 +438,13 @@ def _launch(args: list[str]) -> int:
 
     reaper = _sibling("_reaper")
     if not isolated:
-        return int(reaper.run_reaped(start))
+        return int(reaper.run_reaped(start, stopper))
     proxy = values["--proxy"][-1] if values["--proxy"] else None
     notes = values["--proxy-notes"][-1] if values["--proxy-notes"] else None
     try:
         status = _sibling("_namespace").run_isolated(
             plan, network=network, start=start, drop_stdin=reaper.drop_stdin,
-            orphan_check=reaper.ORPHAN_CHECK, proxy=proxy, notes=notes)
+            orphan_check=reaper.ORPHAN_CHECK, proxy=proxy, notes=notes, stopper=stopper)
     except OSError as exc:
         print(f"loki sandbox: refusing to run: cannot isolate the command: "
               f"{exc.strerror or exc}", file=sys.stderr)
@@ -461,6 +471,14 @@ def main(args: list[str]) -> int:
     if args[:1] == ["--status"]:
         print(landlock_status())
         return 0
+    if args[:1] == ["--warm"]:  # the warm launcher: stdin is the toolbox's socket
+        import contextlib  # loaded once, not at every cold start
+
+        for name in ("_namespace", "_seccomp", "_usernotif", "_reaper"):
+            _sibling(name)
+        with contextlib.suppress(OSError):  # a launch that needs it says so
+            _sibling("_seccomp").load_library()
+        return int(_sibling("_warm").serve(0, _launch))
     if args[:1] == ["--probe-notify"]:  # can this process's commands get a listener?
         why = _sibling("_usernotif").try_listening(_sibling("_seccomp").load_library())
         print(why, file=sys.stderr)

@@ -82,8 +82,14 @@ class SetupError(OSError):
     """The namespaces could not be made as asked; the command must not run."""
 
 
+_LIBC: list[ctypes.CDLL] = []
+
+
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    """The C library, loaded once (each CDLL costs ~50 us; a launch mounts a dozen times)."""
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 def _check(result: int, what: str) -> None:
@@ -348,14 +354,15 @@ def _echo(control: object) -> None:
 def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
                  start: Callable[[], int], drop_stdin: Callable[[], None],
                  orphan_check: float, proxy: str | None = None,
-                 notes: str | None = None) -> int | None:
+                 notes: str | None = None, stopper: int = 0) -> int | None:
     """Enter the namespaces, mount ``plan``, run ``start`` (which execs the command) under
     a PID 1 of its own; return the command's wait status (None: stopped by the agent).
     ``drop_stdin`` and ``orphan_check`` are the reaper's (``_reaper.drop_stdin``: only
     the command reads its stdin; seconds between looks at whether the agent is alive).
     ``proxy``: the control socket of the proxy that is the command's only way out;
-    ``notes``: the file its refusals go to (else the command's stderr).
-    Raises SetupError (nothing has run) when a namespace or a mount cannot be made."""
+    ``notes``: the file its refusals go to (else the command's stderr); ``stopper``: a
+    process besides our parent whose SIGTERM stops the command (the agent, under the warm
+    launcher). Raises SetupError (nothing has run) when a namespace or a mount cannot be made."""
     starter = os.getppid()
     control = _connect(proxy) if proxy else None  # its path is hidden once /tmp is private
     enter(network=network and control is None)
@@ -374,7 +381,7 @@ def run_isolated(plan: Sequence[tuple[str, str]], *, network: bool,
     os.close(writable)
     drop_stdin()
     try:
-        return _wait_for_init(init, starter, readable, orphan_check)
+        return _wait_for_init(init, starter, readable, orphan_check, stopper)
     finally:
         os.close(readable)
 
@@ -414,7 +421,8 @@ def _init(report: int, old_mask: set[int | signal.Signals], start: Callable[[], 
         os._exit(code)
 
 
-def _wait_for_init(init: int, starter: int, report: int, orphan_check: float) -> int | None:
+def _wait_for_init(init: int, starter: int, report: int, orphan_check: float,
+                   stopper: int = 0) -> int | None:
     stopped = False
     while True:
         info = signal.sigtimedwait(_WAITED, orphan_check)
@@ -427,7 +435,7 @@ def _wait_for_init(init: int, starter: int, report: int, orphan_check: float) ->
                     pass
             continue
         if info.si_signo == signal.SIGTERM:
-            if info.si_pid == starter:  # the agent: out of time
+            if info.si_pid in (starter, stopper or starter):  # the agent: out of time
                 stopped = True
                 try:
                     os.kill(init, signal.SIGKILL)

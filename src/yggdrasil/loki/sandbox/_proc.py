@@ -31,6 +31,7 @@ from typing import IO, Protocol
 from ..errors import ToolError
 from ._cancel import current_cancel
 from ._kill import kill_pipe_holders, kill_tree, signal_command, start_time
+from ._warm_client import WarmLauncher, WarmProcess
 
 HEAD_BYTES = 16_384  # of each stream, kept from the start
 TAIL_BYTES = 16_384  # of each stream, kept from the end
@@ -147,10 +148,13 @@ def _widen(stream: IO[bytes]) -> None:
         fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, _PIPE_SIZE)
 
 
-def _start(argv: Sequence[str], cwd: str, env: dict[str, str],
-           stdin: bool) -> subprocess.Popen[bytes]:
+def _start(argv: Sequence[str], cwd: str, env: dict[str, str], stdin: bool,
+           warm: WarmLauncher | None = None) -> subprocess.Popen[bytes] | WarmProcess:
     if not os.path.isdir(cwd):
         raise ToolError(f"working folder {cwd} does not exist (was the root removed?)")
+    started = warm.start(argv, cwd=cwd, env=env, stdin=stdin) if warm is not None else None
+    if started is not None:
+        return started
     try:
         return subprocess.Popen(
             list(argv), cwd=cwd, env=env,
@@ -168,16 +172,24 @@ class Process:
     ``reaped``: ``argv`` is the launcher (``_landlock``/``_reaper``), which on SIGTERM kills
     the command's whole subtree, escapees included, and exits. ``stdin``: a pipe the
     caller writes (non-blocking, see :meth:`write_input`) instead of stdin at EOF.
+    ``warm``: the launcher argv is run by this warm launcher (``_warm``) when it can be,
+    which saves the launcher's Python start; the fence is the same. ``contained``: the
+    launcher runs the command in a PID namespace of its own (``--ns``): once the launcher
+    has ended by itself, the kernel has killed every process of that namespace (its PID 1
+    exited first), so the sweep of /proc for leftovers, which costs a read per process
+    on the machine, is skipped then (it still runs after a stop or a timeout).
     Raises ToolError only when the command cannot start (missing program or folder).
     """
 
     def __init__(self, argv: Sequence[str], *, cwd: str, stdout: Sink, stderr: Sink,
                  env: Mapping[str, str] | None = None, reaped: bool = False,
-                 stdin: bool = False) -> None:
+                 stdin: bool = False, warm: WarmLauncher | None = None,
+                 contained: bool = False) -> None:
         self.run_id = secrets.token_hex(8)
         self.reaped = reaped
+        self.contained = contained and reaped
         full_env = {**(os.environ if env is None else env), RUN_ID: self.run_id}
-        self.popen = proc = _start(argv, cwd, full_env, stdin)
+        self.popen = proc = _start(argv, cwd, full_env, stdin, warm if reaped else None)
         self.since = start_time(proc.pid)
         self.stdout, self.stderr = stdout, stderr
         assert proc.stdout is not None and proc.stderr is not None
@@ -243,7 +255,10 @@ class Process:
                 _stop_reaper(self.popen)
         finally:
             # The command is over (or out of time): nothing it started may outlive it.
-            kill_tree(self.pid, f"{RUN_ID}={self.run_id}".encode(), self.since)
+            ended = (self.contained and not stop and self.popen.returncode is not None
+                     and getattr(self.popen, "reported", True))  # the launcher said so
+            kill_tree(self.pid, f"{RUN_ID}={self.run_id}".encode(), self.since,
+                      sweep=not ended)
             self.popen.wait()
             self.close_input()
         _join(self._pumps, _SETTLE)
@@ -256,7 +271,8 @@ class Process:
 def run_process(
     argv: Sequence[str], *, cwd: str, timeout: float, env: Mapping[str, str] | None = None,
     reaped: bool = False, cancel: threading.Event | None = None,
-    spill: Callable[[], Overflow | None] | None = None,
+    spill: Callable[[], Overflow | None] | None = None, warm: WarmLauncher | None = None,
+    contained: bool = False,
 ) -> Completed:
     """Run ``argv`` in a new session with stdin at EOF; never raises for the command's faults.
 
@@ -265,11 +281,13 @@ def run_process(
     where a stream that outgrows its head is kept whole (see ``Capture``).
 
     ``reaped``: see :class:`Process`; on timeout the launcher gets ``_REAP_GRACE`` seconds
-    to kill the command's subtree before everything is SIGKILLed.
+    to kill the command's subtree before everything is SIGKILLed; ``warm``, ``contained``:
+    see :class:`Process`.
     Raises ToolError only when the command cannot start (missing program or folder).
     """
     out, err = Capture(spill=spill), Capture(spill=spill)
-    proc = Process(argv, cwd=cwd, env=env, reaped=reaped, stdout=out, stderr=err)
+    proc = Process(argv, cwd=cwd, env=env, reaped=reaped, stdout=out, stderr=err, warm=warm,
+                   contained=contained)
     cancel = cancel if cancel is not None else current_cancel()
     finished = timed_out = cancelled = False
     waited = False
@@ -283,7 +301,7 @@ def run_process(
     return Completed(proc.returncode, out, err, timed_out, timeout, held, cancelled)
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout: float,
+def _wait(proc: subprocess.Popen[bytes] | WarmProcess, timeout: float,
           cancel: threading.Event | None = None) -> bool:
     """Wait for ``proc`` to exit; False on timeout or once ``cancel`` is set.
 
@@ -292,6 +310,14 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float,
     ``_CANCEL_CHECK`` seconds to look at it."""
     deadline = time.monotonic() + timeout
     step = _CANCEL_CHECK if cancel is not None else timeout
+    if isinstance(proc, WarmProcess):  # its status arrives on a socket
+        while proc.poll() is None:
+            left = deadline - time.monotonic()
+            if left <= 0 or (cancel is not None and cancel.is_set()):
+                return False
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(min(left, step))
+        return True
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # not Linux 5.3+: Popen's polling
@@ -318,7 +344,7 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float,
         os.close(pidfd)
 
 
-def _stop_reaper(proc: subprocess.Popen[bytes]) -> None:
+def _stop_reaper(proc: subprocess.Popen[bytes] | WarmProcess) -> None:
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):

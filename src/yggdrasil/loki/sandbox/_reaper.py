@@ -32,10 +32,12 @@ ORPHAN_CHECK = 1.0  # seconds between looks at whether the agent that started us
 _IDLE_ROUNDS = 100  # x 10 ms: children we cannot see in /proc (should never happen)
 
 
-def run_reaped(start: Callable[[], int]) -> int:
+def run_reaped(start: Callable[[], int], stopper: int = 0) -> int:
     """Fork; the child calls ``start`` (which execs or returns an exit code); the parent
     waits, kills every leftover descendant and returns the child's status, re-raising
-    the signal that killed it so the caller sees the same status as without us."""
+    the signal that killed it so the caller sees the same status as without us.
+    ``stopper``: a process besides our parent whose SIGTERM stops us (the agent, when the
+    warm launcher is our parent)."""
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     starter = os.getppid()
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
@@ -50,7 +52,7 @@ def run_reaped(start: Callable[[], int]) -> int:
         finally:
             os._exit(code)
     drop_stdin()
-    status = _wait_for(child, starter)
+    status = _wait_for(child, starter, stopper)
     kill_children()
     return pass_on(status)
 
@@ -63,8 +65,9 @@ def drop_stdin() -> None:
     os.close(null)
 
 
-def _wait_for(child: int, starter: int) -> int | None:
-    """The child's wait status; None when the starter asked us to stop (SIGTERM)."""
+def _wait_for(child: int, starter: int, stopper: int = 0) -> int | None:
+    """The child's wait status; None when the starter (or ``stopper``) asked us to stop
+    (SIGTERM)."""
     while True:
         info = signal.sigtimedwait(_WAITED, ORPHAN_CHECK)
         if info is None:
@@ -72,7 +75,7 @@ def _wait_for(child: int, starter: int) -> int | None:
                 return None  # the agent is gone (killed outright): nobody will stop us
             continue
         if info.si_signo == signal.SIGTERM:
-            if info.si_pid == starter:
+            if info.si_pid in (starter, stopper or starter):
                 return None
             continue  # a command's `kill 0` reaches us too: only the starter may stop us
         while True:  # SIGCHLDs coalesce: reap all that exited (orphans too)

@@ -41,8 +41,13 @@ def _errno_action(err: int) -> int:
     return 0x00050000 | (err & 0xFFFF)
 
 
+_LOADED: list[ctypes.CDLL] = []
+
+
 def load_library() -> ctypes.CDLL:
-    """libseccomp, or OSError saying it is missing."""
+    """libseccomp (loaded once), or OSError saying it is missing."""
+    if _LOADED:
+        return _LOADED[0]
     lib = ctypes.CDLL(_LIBRARY, use_errno=True)
     lib.seccomp_init.restype = ctypes.c_void_p
     lib.seccomp_init.argtypes = (ctypes.c_uint32,)
@@ -51,6 +56,7 @@ def load_library() -> ctypes.CDLL:
     lib.seccomp_syscall_resolve_name.argtypes = (ctypes.c_char_p,)
     lib.seccomp_load.argtypes = (ctypes.c_void_p,)
     lib.seccomp_release.argtypes = (ctypes.c_void_p,)
+    _LOADED.append(lib)
     return lib
 
 

@@ -39,7 +39,7 @@ from ..errors import ToolError
 from ..files import Journal, Root
 from ..outputs import Outputs
 from ..results import FileChange, JobInput, JobList, JobReport, JobStarted
-from ..sandbox import Process, current_cancel
+from ..sandbox import Process, WarmLauncher, current_cancel
 from ._job import GRACE, Job, JobLimits, OutputBuffer, describe
 from ._notes import ProxyNotes
 from ._watch import ChangeTracker
@@ -64,9 +64,11 @@ class Jobs:
     """The background jobs of one shell (see the module docstring)."""
 
     def __init__(self, root: Root, tracker: ChangeTracker, journal: Journal | None,
-                 limits: JobLimits, outputs: Outputs | None = None) -> None:
+                 limits: JobLimits, outputs: Outputs | None = None,
+                 warm: Callable[[], WarmLauncher | None] = lambda: None) -> None:
         self.root, self.tracker, self.journal, self.limits = root, tracker, journal, limits
         self.outputs = outputs  # where a read's cut output is kept whole
+        self.warm = warm  # the shell's warm launcher (``sandbox._warm``), asked at each start
         self._jobs: dict[int, Job] = {}
         self._next = 1
         self._charged: list[Job] = []  # jobs that ran since the last settle
@@ -91,7 +93,8 @@ class Jobs:
             if not self._tracking:  # before prepare: the mount plan needs the tracker's view
                 self._begin(extra=[scratch])
             argv, env, reaped = prepare(scratch)
-            job = Job(self._next, _short(label), _starter(argv, env, reaped, self.root),
+            job = Job(self._next, _short(label),
+                      _starter(argv, env, reaped, self.root, self.warm()),
                       scratch=scratch, keep=self.limits.buffer, lifetime=self.limits.lifetime,
                       outputs=self.outputs,
                       on_end=self._ended, screen=screen)
@@ -288,11 +291,11 @@ class Jobs:
             del self._jobs[n]
 
 
-def _starter(argv: list[str], env: dict[str, str], reaped: bool,
-             root: Root) -> Callable[[OutputBuffer, OutputBuffer], Process]:
+def _starter(argv: list[str], env: dict[str, str], reaped: bool, root: Root,
+             warm: WarmLauncher | None) -> Callable[[OutputBuffer, OutputBuffer], Process]:
     def start(out: OutputBuffer, err: OutputBuffer) -> Process:
         return Process(argv, cwd=str(root.path), env=env, reaped=reaped, stdin=True,
-                       stdout=out, stderr=err)
+                       stdout=out, stderr=err, warm=warm)
     return start
 
 

@@ -30,6 +30,7 @@ from ..results import GIT_RULE, CommandResult, JobStarted
 from ..sandbox import (
     Completed,
     Session,
+    WarmLauncher,
     isolation_status,
     landlock_status,
     launcher_argv,
@@ -135,8 +136,11 @@ class Shell:
         self._protected = ProtectedPaths(self.root.protect) if self.root.protect else None
         self._masked_before = MaskedPaths()  # a masked file moved out of sight is followed
         self._masked: list[str] = []  # what the last command got masked (absolute)
-        self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits, self.outputs)
+        self.jobs = Jobs(self.root, self.tracker, self.journal, self.limits, self.outputs,
+                         warm=lambda: self.warm)
         self.supervision = Supervision(self.rules, self.confirm)
+        # one launcher process forks every command's launcher: no Python start per command
+        self.warm = WarmLauncher(_python())
 
     @classmethod
     def fenced(cls, root: Root, journal: Journal | None, fence: CommandFence, *,
@@ -420,7 +424,10 @@ class Shell:
         """The hidden paths that exist now, resolved (relative ones from the root)."""
         found = []
         for p in self.hidden:
-            real = os.path.realpath(self.root.path / os.path.expanduser(os.fspath(p)))
+            given = os.path.join(self.root.path, os.path.expanduser(os.fspath(p)))
+            if not os.path.lexists(given):  # one lstat: most of the default list is absent
+                continue
+            real = os.path.realpath(given)
             if os.path.lexists(real) and real not in found:
                 found.append(real)
         return found
@@ -464,6 +471,7 @@ class Shell:
         later command makes them again."""
         self.tracker.close()
         self.supervision.close()
+        self.warm.close()
         if self._pycache is not None:
             shutil.rmtree(self._pycache, ignore_errors=True)
             self._pycache = None
@@ -503,8 +511,7 @@ class Shell:
                                 closed_network=not self.network)
         proxy = self.proxy.control_path if self.proxy is not None and fence.namespaces else None
         notes = ProxyNotes(scratch).create() if proxy else None
-        python = sys.executable or shutil.which("python3") or "python3"
-        return launcher_argv(python, writable if fence.abi else [],
+        return launcher_argv(_python(), writable if fence.abi else [],
                              network=self.network or proxy is not None, abi=fence.abi, argv=argv,
                              hidden=self.hidden_paths() if fence.abi else [],
                              namespaces=fence.namespaces, mounts=mounts,
@@ -591,7 +598,8 @@ class Shell:
         try:
             spill = self.outputs.spill if self.outputs is not None else None
             done = run_process(argv, cwd=str(self.root.path), timeout=timeout, env=env,
-                               reaped=reaped, spill=spill.new if spill is not None else None)
+                               reaped=reaped, spill=spill.new if spill is not None else None,
+                               warm=self.warm, contained=reaped and fence.namespaces)
         finally:  # interrupted too (Ctrl-C): what the command did so far is the run's
             notes.finish()
             if session is not None:
@@ -621,6 +629,11 @@ def _denied_lines(stderr: str, masked: Sequence[str]) -> tuple[bool, bool]:
 def _home_relative(path: str) -> str:
     home = os.path.expanduser("~")
     return "~" + path[len(home):] if path.startswith(home + "/") else path
+
+
+def _python() -> str:
+    """The interpreter that runs the launcher."""
+    return sys.executable or shutil.which("python3") or "python3"
 
 
 def _check_program(program: str, env: Mapping[str, str]) -> None:
