@@ -38,7 +38,7 @@ from ._namespace import MOUNT_KINDS
 from ._proc import Capture, Completed, Overflow, Process, Sink, run_process
 from ._readonly import binary_paths, interpreter_paths, read_only_argv
 from ._spawn import main_not_rerun
-from ._supervisor import Decide, Exec, Session, Supervisor
+from ._supervisor import Decide, Exec, SupervisedCommand, Supervisor
 from ._warm_client import WarmLauncher
 from ._worker import FencedWorker, WorkerFailed, WorkerLimits
 
@@ -54,8 +54,8 @@ __all__ = [
     "Overflow",
     "Process",
     "SandboxStatus",
-    "Session",
     "Sink",
+    "SupervisedCommand",
     "Supervisor",
     "WarmLauncher",
     "WorkerFailed",

@@ -1,7 +1,7 @@
 """The toolbox's side of seccomp user notification: every exec of a command, decided here.
 
 A :class:`Supervisor` listens on a UNIX socket in a private folder. Each command gets a
-:class:`Session` (a token and a decision function) before it starts; its launcher sends
+:class:`SupervisedCommand` (a token and a decision function) before it starts; its launcher sends
 the listener of its filter with the token (``_usernotif.hand_over``) and a thread of
 the session then answers every ``execve``/``execveat`` the command, or anything it starts
 at any depth, makes: it reads the program's path and argv from the stopped process's
@@ -73,7 +73,7 @@ class Exec:
 Decide = Callable[[Exec], int]  # 0: let it run; else the errno its exec fails with
 
 
-class Session:
+class SupervisedCommand:
     """One command's supervision: ``token`` for its launcher, ``decide`` for its execs
     (None: not stopped), ``sockets`` for its UNIX connects (None: not stopped)."""
 
@@ -102,12 +102,12 @@ class Supervisor:
         self._server = LazyServer(self, _Server)
 
     def session(self, decide: Decide | None = None, sockets: Sequence[str] | None = None,
-                note: Callable[[str], None] = lambda _: None) -> Session:
+                note: Callable[[str], None] = lambda _: None) -> SupervisedCommand:
         """A session stopping execs (``decide``) and UNIX connects outside ``sockets``
         (absolute places; ``note`` gets each refusal)."""
         server = self._server.get()
         places = SocketPlaces(sockets, note) if sockets is not None else None
-        return server.open(Session(server, decide, places))
+        return server.open(SupervisedCommand(server, decide, places))
 
     def close(self) -> None:
         self._server.close()
@@ -119,11 +119,11 @@ class _Server:
         self.numbers = {int(lib.seccomp_syscall_resolve_name(n.encode())): n
                         for n in (*EXEC_SYSCALLS, "connect")}
         self.folder, self.path, self.sock = listening_socket("loki-guard-", "guard.sock")
-        self.sessions: dict[bytes, Session] = {}
+        self.sessions: dict[bytes, SupervisedCommand] = {}
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, name="loki-guard", daemon=True).start()
 
-    def open(self, session: Session) -> Session:
+    def open(self, session: SupervisedCommand) -> SupervisedCommand:
         with self.lock:
             self.sessions[session.token.encode()] = session
         return session
@@ -172,7 +172,7 @@ class _Server:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _serve(listener: int, session: Session, numbers: dict[int, str]) -> None:
+def _serve(listener: int, session: SupervisedCommand, numbers: dict[int, str]) -> None:
     poller = select.poll()
     poller.register(listener, select.POLLIN)
     while True:
@@ -187,7 +187,7 @@ def _serve(listener: int, session: Session, numbers: dict[int, str]) -> None:
             _answer(listener, notif, session, numbers)
 
 
-def _answer(listener: int, notif: _usernotif.Notification, session: Session,
+def _answer(listener: int, notif: _usernotif.Notification, session: SupervisedCommand,
             numbers: dict[int, str]) -> None:
     error, done = errno.EPERM, False
     call = numbers.get(notif.nr)

@@ -24,7 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 
-from ..sandbox import Decide, Exec, Session, Sink, Supervisor, isolation_status
+from ..sandbox import Decide, Exec, Sink, SupervisedCommand, Supervisor, isolation_status
 from ._execnames import MAX_ASKED, clipped, folded
 from ._job import Job
 from ._rules import CommandRules, Verdict
@@ -57,7 +57,7 @@ class Supervision:
         return bool(self.rules) and self.available()
 
     def session(self, argv: Sequence[str], note: Note,
-                sockets: list[str] | None) -> Session | None:
+                sockets: list[str] | None) -> SupervisedCommand | None:
         """A command started as ``argv``: its execs judged when rules are set, its UNIX
         connects outside ``sockets`` refused (None: not checked); None when neither."""
         execs = self.checks_execs()

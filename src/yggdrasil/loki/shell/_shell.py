@@ -29,7 +29,7 @@ from ..outputs import Outputs
 from ..results import GIT_RULE, CommandResult, JobStarted
 from ..sandbox import (
     Completed,
-    Session,
+    SupervisedCommand,
     WarmLauncher,
     isolation_status,
     landlock_status,
@@ -287,7 +287,7 @@ class Shell:
         return self.supervision.checks_execs()
 
     def _session(self, argv: list[str], note: Note, scratch: Path,
-                 fence: Fence) -> Session | None:
+                 fence: Fence) -> SupervisedCommand | None:
         """The supervision of a command started as ``argv``: its execs when rules are
         set, its UNIX connects when fenced (None: neither, or no user notification here)."""
         sockets = self.socket_places(scratch, fence) if self.sockets_guarded(fence) else None
@@ -497,7 +497,7 @@ class Shell:
     # -- one command -------------------------------------------------------------------
 
     def _launcher(self, argv: list[str], env: dict[str, str], scratch: Path,
-                  fence: Fence, session: Session | None) -> list[str]:
+                  fence: Fence, session: SupervisedCommand | None) -> list[str]:
         """``argv`` wrapped in the launcher with this command's fence and mount plan."""
         writable = [str(self.root.path), str(scratch), *map(str, self.writable)]
         if self.sandbox != "off":
@@ -570,7 +570,7 @@ class Shell:
         return fence
 
     def _wrap(self, argv: list[str], env: dict[str, str], scratch: Path, fence: Fence,
-              session: Session | None) -> tuple[list[str], dict[str, str], bool]:
+              session: SupervisedCommand | None) -> tuple[list[str], dict[str, str], bool]:
         """(argv in the launcher, env, reaped); after ``tracker.begin``, which finds the
         ``.git`` folders the mount plan protects."""
         reaped = fence.any or sys.platform == "linux"  # the reaper needs a Linux subreaper
