@@ -127,14 +127,15 @@ def tmux(work: Path) -> Facts:
     sock = Path(f"/tmp/tmux-{os.getuid()}-loki-{os.getpid()}/default")
     sock.parent.mkdir(mode=0o700)
     server = ["tmux", "-S", str(sock)]
+    # tmux runs windows with $SHELL, else the user's login shell: nobody's is nologin
+    env = {**os.environ, "TMUX": "", "SHELL": "/bin/sh"}
     subprocess.run([*server, "new-session", "-d", "sleep infinity"], check=True,  # till kill-server
-                   env={**os.environ, "TMUX": ""})
+                   env=env)
     try:
         out = box.call("run", {"command": f"{' '.join(server)} new-window -d 'touch {far}/pwned'; "
                                           "echo rc=$?"})
         # the server runs windows in the order asked: once ours has run, theirs had
-        subprocess.run([*server, "new-window", "-d", f"touch {far}/ours"], check=True,
-                       env={**os.environ, "TMUX": ""})
+        subprocess.run([*server, "new-window", "-d", f"touch {far}/ours"], check=True, env=env)
         deadline = time.monotonic() + 30
         while not (far / "ours").exists() and time.monotonic() < deadline:
             time.sleep(0.02)
