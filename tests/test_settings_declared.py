@@ -60,7 +60,7 @@ def test_every_keyword_sets_the_field_that_declares_it(root: Path) -> None:
                "before_call": print, "after_call": print, "max_jobs": 3, "job_lifetime": 5.0,
                "job_buffer": 4096, "on_syntax_error": "reject", "code_cache": False,
                "allow_web": True, "mcp_servers": [], "checkpoints": False,
-               "rewind_tool": True}
+               "rewind_tool": True, "image_width": 1024, "image_height": 1024, "pdf_pages": 5}
     assert set(samples) == set(keyword_fields())  # a new keyword gets a sample here
     samples["mcp_servers"] = [{"name": "db", "command": "uvx"}]
     default = Settings()

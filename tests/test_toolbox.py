@@ -153,7 +153,7 @@ def test_read_only_and_web_flags(root) -> None:
                              "repo_map", "read_table", "query_table", "diagnostics"}
     rw = filesystem_toolbox(root, allow_shell=False)
     mutating = {"write_file", "edit_file", "apply_patch", "undo_edit", "run_python", "run",
-                "job_input", "job_stop"}
+                "job_input", "job_stop", "edit_notebook"}
     assert mutating | {"job_output", "jobs"} <= set(rw.tools)  # reading jobs changes nothing
     assert all(t.mutates == (t.name in mutating) for t in rw)
     assert not any(name.startswith("web_") for name in rw.tools)

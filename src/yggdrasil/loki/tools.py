@@ -29,6 +29,7 @@ from .files import (
     StoreError,
     SyntaxGate,
 )
+from .media import MediaLimits, MediaReader
 from .sandbox import guard_imports
 from .sandbox import landlock_status as sandbox_status
 from .search import protection
@@ -138,6 +139,9 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
     files = Files(where, confirm=confirm, spill=outputs.spill, **hooks(journal, doctor),
                   syntax=SyntaxGate(s.editing.on_syntax_error, grammar=syntax_error))
     tables = TableReader(where)  # one fenced table worker per toolbox, started on first use
+    media = MediaReader(where, MediaLimits(max_width=s.media.image_width,  # and one media worker
+                                           max_height=s.media.image_height,
+                                           pdf_pages=s.media.pdf_pages))
     key, key_note = _code_key(own, s, shell)
     notes = [shell.status() if shell else "", key_note,
              where.protect.describe() if where.protect else "",
@@ -151,12 +155,12 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
         gate=lambda name: rules.check(name, confirm, action=f"call {name} (an MCP server's tool)"),
         notes="\n".join(n for n in notes if n), parts=[shell.jobs] if shell else [],
         resources=[*([shell] if shell else []), *([shell.proxy] if shell and shell.proxy else []),
-                   tables, *([keeper] if keeper else [])], outputs=outputs,
+                   tables, media, *([keeper] if keeper else [])], outputs=outputs,
         diagnostician=doctor)
     tools = read_tools(where, files, tables, code_cache=s.code.cache, code_key=key,
-                       doctor=doctor)
+                       doctor=doctor, media=media)
     if shell is not None:
-        tools += (write_tools(files, shell, doctor) + edit_tools(files, box, doctor)
+        tools += (write_tools(files, shell, doctor, media) + edit_tools(files, box, doctor)
                   + job_tools(shell))
         if keeper is not None and s.checkpoints.rewind_tool:
             tools.append(rewind_tool(box))

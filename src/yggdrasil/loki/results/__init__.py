@@ -81,6 +81,15 @@ from ._files import (
     diff_lines,
     diff_text,
 )
+from ._media import (
+    DocumentRead,
+    ImageRead,
+    NotebookCell,
+    NotebookEdited,
+    NotebookRead,
+    PdfPage,
+    PdfRead,
+)
 from ._remote import RemoteResult, remote_error
 from ._render import (
     error_result,
@@ -115,6 +124,7 @@ __all__ = [
     "DiagnosticsReport",
     "DiffHunk",
     "DirListing",
+    "DocumentRead",
     "ErrorResult",
     "FileChange",
     "FileEdited",
@@ -124,6 +134,7 @@ __all__ = [
     "FoundFiles",
     "GrepMatches",
     "ImagePart",
+    "ImageRead",
     "JobInput",
     "JobList",
     "JobReport",
@@ -135,10 +146,15 @@ __all__ = [
     "LooseHunk",
     "Match",
     "NotRestored",
+    "NotebookCell",
+    "NotebookEdited",
+    "NotebookRead",
     "OutputLine",
     "Part",
     "PatchApplied",
     "PatchedFile",
+    "PdfPage",
+    "PdfRead",
     "Refusal",
     "RemoteResult",
     "Restored",

@@ -333,6 +333,19 @@ class WebSettings(Group):
         False, description="add the web_* tools")
 
 
+class MediaSettings(Group):
+    """What read_file shows of images, PDFs and notebooks (media/)."""
+
+    image_width: Annotated[int, Setting(tighter=FREE, keyword="image_width")] = Field(
+        2048, ge=64, le=8192, description=(
+            "widest image, in pixels, a model is shown; larger ones are downscaled to fit"))
+    image_height: Annotated[int, Setting(tighter=FREE, keyword="image_height")] = Field(
+        768, ge=64, le=8192, description=(
+            "tallest image, in pixels, a model is shown; larger ones are downscaled to fit"))
+    pdf_pages: Annotated[int, Setting(tighter=FREE, keyword="pdf_pages")] = Field(
+        20, ge=1, le=100, description="most PDF pages one read_file call shows")
+
+
 class CheckpointSettings(Group):
     """Checkpoints after every call that may change files, and rewind."""
 

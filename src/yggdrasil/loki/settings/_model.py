@@ -30,6 +30,7 @@ from ._groups import (
     JobsSettings,
     LanguageServerSettings,
     McpSettings,
+    MediaSettings,
     OutputsSettings,
     PolicySettings,
     SettingsError,
@@ -42,7 +43,7 @@ from ._tighten import ON_IS_STRICTER, Rules
 
 __all__ = ["AgentSettings", "CheckpointSettings", "CodeSettings", "DiagnosticsSettings",
            "EditingSettings", "FenceSettings", "Group", "Ignored", "JobsSettings",
-           "LanguageServerSettings", "McpSettings", "OutputsSettings", "PolicySettings",
+           "LanguageServerSettings", "McpSettings", "MediaSettings", "OutputsSettings", "PolicySettings",
            "SettingField", "Settings", "SettingsError", "WebSettings", "explain", "field_names", "put",
            "setting_fields", "unknown_setting", "value_at"]
 
@@ -74,6 +75,7 @@ class Settings(Group):
     mcp: McpSettings = Field(default_factory=McpSettings)
     diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)
     outputs: OutputsSettings = Field(default_factory=OutputsSettings)
+    media: MediaSettings = Field(default_factory=MediaSettings)
     mcp_servers: Annotated[dict[str, McpServer], Setting(
         combine="merge", keyword="mcp_servers", flags=(Flag(
             "--mcp", metavar="NAME=SERVER", item=mcp_server,

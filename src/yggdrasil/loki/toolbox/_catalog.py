@@ -13,11 +13,13 @@ from typing import Any
 from ..code import Code
 from ..diagnostics import Diagnostician
 from ..files import Files, Root
+from ..media import MediaReader
 from ..search import Search
 from ..shell import Shell
 from ..tables import TableReader
 from ..web import AddressPolicy, Web
 from ._catalog_code import code_tools, read_file_tool
+from ._catalog_media import edit_notebook_tool, with_media
 from ._diagnosed import diagnosed, diagnostics_tool
 from ._tool import Tool
 
@@ -28,7 +30,7 @@ _PATH = "relative to the root (absolute paths inside it work too)"
 
 def read_tools(root: Root, files: Files, tables: TableReader | None = None, *,
                code_cache: bool | None = None, code_key: Path | None = None,
-               doctor: Diagnostician | None = None,
+               doctor: Diagnostician | None = None, media: MediaReader | None = None,
                ) -> list[Tool]:
     search = Search(root, spill=files.spill)
     tables = tables or TableReader(root)
@@ -37,7 +39,7 @@ def read_tools(root: Root, files: Files, tables: TableReader | None = None, *,
         Tool("list_dir", "List a folder: 'name/' for a folder, 'name  (<size>b)' for a file.",
              {"path": f"folder, {_PATH}; default the root"}, files.list_dir,
              title="List a folder"),
-        read_file_tool(files, code),
+        with_media(read_file_tool(files, code), files, media),
         Tool("find", "Find files by glob, e.g. '*.py' or 'src/**/test_*.py'; one path per line. "
              "Skips .git, hidden files and what .gitignore/.ignore exclude, and says how many.",
              {"pattern": "glob: without '/' it matches file names at any depth; with '/' the "
@@ -74,9 +76,11 @@ def read_tools(root: Root, files: Files, tables: TableReader | None = None, *,
     ]
 
 
-def write_tools(files: Files, shell: Shell, doctor: Diagnostician | None = None) -> list[Tool]:
+def write_tools(files: Files, shell: Shell, doctor: Diagnostician | None = None,
+                media: MediaReader | None = None) -> list[Tool]:
     checked = _checked(doctor)
     return [
+        *([edit_notebook_tool(files, media, checked)] if media is not None else []),
         Tool("write_file", "Create or overwrite a file with the given text; makes parent folders.",
              {"path": f"file, {_PATH}", "content": "the whole new content of the file"},
              checked(files.write_file), mutates=True, idempotent=True),

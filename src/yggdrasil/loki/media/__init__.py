@@ -1,0 +1,15 @@
+"""Images, PDFs, notebooks and office documents for read_file, and edit_notebook (internal).
+
+Owns telling such a file from text by its first bytes, opening it through ``Root`` and
+handing the descriptor to the toolbox's fenced, limited media worker (``sandbox.FencedWorker``
+running ``_worker_ops``: Pillow, pypdfium2, nbformat, python-docx/-pptx, openpyxl, from the
+``media`` extra), with caps on pixels, pages, characters and unzipped bytes; the results
+(``results``: image parts, pages, cells, Markdown). Imports ``files``, ``errors``,
+``results`` and ``sandbox``; the parsers only in the worker.
+"""
+
+from __future__ import annotations
+
+from ._reader import MediaLimits, MediaReader, kind_of, page_span
+
+__all__ = ["MediaLimits", "MediaReader", "kind_of", "page_span"]

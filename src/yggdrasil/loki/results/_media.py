@@ -1,0 +1,230 @@
+"""What read_file answers for files that are not text: an image, a PDF's pages, a
+notebook's cells, an office document as Markdown, and what edit_notebook did.
+
+Pictures ride in ``images`` (``ImagePart``: bytes, MIME type, pixel size) and are shown
+as image parts after the text; they are left out of the JSON (``structured()``, events,
+transcripts, MCP's structuredContent), where only their sizes are said.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from yggdrasil.io import human_size
+
+from ._base import ImagePart, Result, TextPart
+from ._render import renders, shows
+
+__all__ = [
+    "DocumentRead",
+    "ImageRead",
+    "NotebookCell",
+    "NotebookEdited",
+    "NotebookRead",
+    "PdfPage",
+    "PdfRead",
+]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ImageRead(Result):
+    """An image file: its format and pixel size, and the picture as shown (downscaled to
+    the toolbox's pixel budget). ``images`` is empty when nothing could be shown."""
+
+    kind: Literal["image"] = "image"
+    path: str
+    format: str  # PNG, JPEG, GIF, WEBP, BMP
+    width: int
+    height: int
+    size: int  # bytes of the file
+    frames: int = 1
+    images: tuple[ImagePart, ...] = Field(default=(), exclude=True)
+
+
+@renders(ImageRead)
+def _image_text(r: ImageRead) -> str:
+    frames = f", {r.frames} frames (the first shown)" if r.frames > 1 else ""
+    line = (f"{r.path}: {r.format} image, {r.width}x{r.height} px, "
+            f"{human_size(r.size)}{frames}")
+    if r.images:
+        shown = r.images[0]
+        if (shown.width, shown.height) != (r.width, r.height):
+            line += f"; shown downscaled to {shown.width}x{shown.height} px"
+    return line
+
+
+class PdfPage(_Data):
+    """One page's text (``text`` empty: the page has no text layer, e.g. a scan)."""
+
+    number: int  # 1-based
+    text: str
+    cut: int = 0  # characters of the page's text left out
+
+
+class PdfRead(Result):
+    """Pages ``first``-``last`` of a PDF of ``pages`` pages: their text, or their renders
+    (``images``, one a page) when asked for."""
+
+    kind: Literal["pdf"] = "pdf"
+    path: str
+    pages: int
+    first: int
+    last: int
+    max_pages: int
+    text: tuple[PdfPage, ...] = ()
+    images: tuple[ImagePart, ...] = Field(default=(), exclude=True)
+    as_images: bool = False
+
+
+@renders(PdfRead)
+def _pdf_text(r: PdfRead) -> str:
+    return "\n".join(_pdf_lines(r))
+
+
+def _pdf_lines(r: PdfRead) -> list[str]:
+    span = f"page {r.first}" if r.first == r.last else f"pages {r.first}-{r.last}"
+    lines = [f"{r.path}: PDF, {r.pages} page{'s' * (r.pages != 1)}; {span}"
+             + (" as images" if r.as_images else "")]
+    scans = []
+    for page in r.text:
+        if r.as_images:
+            continue
+        if not page.text.strip():
+            scans.append(page.number)
+            lines.append(f"--- page {page.number}: no text layer (a scan or a drawing) ---")
+            continue
+        lines.append(f"--- page {page.number} ---")
+        lines.append(page.text.rstrip("\n"))
+        if page.cut:
+            lines.append(f"[page {page.number} cut: {page.cut} more characters]")
+    if r.as_images:
+        lines += [f"--- page {r.first + i}: image {img.width}x{img.height} px ---"
+                  for i, img in enumerate(r.images)]
+    if scans:
+        which = _span_text(scans)
+        lines.append(f"[pages without text: {which}; read_file(path={r.path!r}, "
+                     f"pages={which!r}, as_images=true) shows them as images]")
+    if r.last < r.pages:
+        lines.append(f"[{r.pages - r.last} more pages: read_file(path={r.path!r}, "
+                     f"pages='{r.last + 1}-{min(r.pages, r.last + r.max_pages)}'); at most "
+                     f"{r.max_pages} pages a call]")
+    return lines
+
+
+def _span_text(numbers: list[int]) -> str:
+    return f"{numbers[0]}-{numbers[-1]}" if len(numbers) > 1 else str(numbers[0])
+
+
+class NotebookCell(_Data):
+    """One cell: its id (``#<index>`` when the notebook has no ids), type and source; a
+    code cell's execution count and outputs (text, cut; ``images``: how many picture
+    outputs it has)."""
+
+    index: int
+    id: str
+    type: str  # code, markdown, raw
+    source: str
+    execution_count: int | None = None
+    outputs: tuple[str, ...] = ()
+    images: int = 0
+    cut: int = 0  # characters of the outputs left out
+
+
+class NotebookRead(Result):
+    """A Jupyter notebook's cells, in order (``more``: cells past the cap, not shown)."""
+
+    kind: Literal["notebook"] = "notebook"
+    path: str
+    language: str
+    nbformat: str
+    cells: tuple[NotebookCell, ...] = ()
+    more: int = 0
+    images: tuple[ImagePart, ...] = Field(default=(), exclude=True)
+    as_images: bool = False
+
+
+@renders(NotebookRead)
+def _notebook_text(r: NotebookRead) -> str:
+    total = len(r.cells) + r.more
+    lines = [f"{r.path}: Jupyter notebook (nbformat {r.nbformat}, {r.language or 'no kernel'}),"
+             f" {total} cell{'s' * (total != 1)}"]
+    for cell in r.cells:
+        count = f" [{cell.execution_count}]" if cell.execution_count is not None else ""
+        lines.append(f"--- cell {cell.index} id={cell.id} {cell.type}{count} ---")
+        lines.append(cell.source.rstrip("\n") if cell.source.strip() else "(empty)")
+        for output in cell.outputs:
+            lines.append("--- output ---")
+            lines.append(output.rstrip("\n"))
+        if cell.cut:
+            lines.append(f"[outputs cut: {cell.cut} more characters]")
+        if cell.images and not r.as_images:
+            lines.append(f"[{cell.images} image output{'s' * (cell.images != 1)}: "
+                         f"read_file(path={r.path!r}, as_images=true) shows them]")
+    if r.more:
+        lines.append(f"[{r.more} more cells not shown]")
+    return "\n".join(lines)
+
+
+class DocumentRead(Result):
+    """An office document (``docx``, ``pptx``, ``xlsx``) as Markdown text."""
+
+    kind: Literal["document"] = "document"
+    path: str
+    format: str
+    text: str
+    cut: int = 0  # characters left out
+
+
+@renders(DocumentRead)
+def _document_text(r: DocumentRead) -> str:
+    lines = [f"{r.path}: {r.format.upper()} document as Markdown", r.text.rstrip("\n")
+             or "(no text)"]
+    if r.cut:
+        lines.append(f"[cut: {r.cut} more characters of text]")
+    return "\n".join(lines)
+
+
+class NotebookEdited(Result):
+    """What edit_notebook did: ``mode`` (replace, insert, delete) on the cell ``cell_id``
+    at ``index``; ``cleared``: a replaced code cell's outputs were cleared."""
+
+    kind: Literal["notebook_edited"] = "notebook_edited"
+    path: str
+    mode: str
+    cell_id: str
+    index: int
+    cell_type: str
+    cells: int
+    cleared: bool = False
+
+
+@renders(NotebookEdited)
+def _edited_text(r: NotebookEdited) -> str:
+    verb = {"replace": "replaced", "insert": "inserted", "delete": "deleted"}[r.mode]
+    cleared = "; its outputs and execution count cleared" if r.cleared else ""
+    return (f"edited {r.path}: {verb} {r.cell_type} cell {r.index} id={r.cell_id}{cleared} "
+            f"({r.cells} cells now)")
+
+
+def _with_images(text: str, images: tuple[ImagePart, ...]) -> list[TextPart | ImagePart]:
+    return [TextPart(text=text), *images]
+
+
+@shows(ImageRead)
+def _image_parts(r: ImageRead) -> list[TextPart | ImagePart]:
+    return _with_images(_image_text(r), r.images)
+
+
+@shows(PdfRead)
+def _pdf_parts(r: PdfRead) -> list[TextPart | ImagePart]:
+    return _with_images(_pdf_text(r), r.images)
+
+
+@shows(NotebookRead)
+def _notebook_parts(r: NotebookRead) -> list[TextPart | ImagePart]:
+    return _with_images(_notebook_text(r), r.images)
