@@ -87,7 +87,7 @@ def _pdf_text(r: PdfRead) -> str:
 
 
 def _pdf_lines(r: PdfRead) -> list[str]:
-    span = f"page {r.first}" if r.first == r.last else f"pages {r.first}-{r.last}"
+    span = f"page {r.first}" if r.first == r.last else f"pages {r.first}-{r.last}"  # shown
     lines = [f"{r.path}: PDF, {r.pages} page{'s' * (r.pages != 1)}; {span}"
              + (" as images" if r.as_images else "")]
     scans = []
@@ -106,18 +106,19 @@ def _pdf_lines(r: PdfRead) -> list[str]:
         lines += [f"--- page {r.first + i}: image {img.width}x{img.height} px ---"
                   for i, img in enumerate(r.images)]
     if scans:
-        which = _span_text(scans)
-        lines.append(f"[pages without text: {which}; read_file(path={r.path!r}, "
-                     f"pages={which!r}, as_images=true) shows them as images]")
+        lines.append(f"[pages without text: {', '.join(map(str, scans))}; read_file(path="
+                     f"{r.path!r}, pages={_span(scans[0], scans[-1])!r}, as_images=true) "
+                     "shows them as images]")
     if r.last < r.pages:
-        lines.append(f"[{r.pages - r.last} more pages: read_file(path={r.path!r}, "
-                     f"pages='{r.last + 1}-{min(r.pages, r.last + r.max_pages)}'); at most "
-                     f"{r.max_pages} pages a call]")
+        more = r.pages - r.last
+        lines.append(f"[{more} more page{'s' * (more != 1)}: read_file(path={r.path!r}, "
+                     f"pages={_span(r.last + 1, min(r.pages, r.last + r.max_pages))!r}); at "
+                     f"most {r.max_pages} pages a call]")
     return lines
 
 
-def _span_text(numbers: list[int]) -> str:
-    return f"{numbers[0]}-{numbers[-1]}" if len(numbers) > 1 else str(numbers[0])
+def _span(first: int, last: int) -> str:
+    return f"{first}-{last}" if last > first else str(first)
 
 
 class NotebookCell(_Data):
