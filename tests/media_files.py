@@ -76,3 +76,33 @@ def write_encrypted_pdf(path: Path) -> None:
              % (len(objects) + 1, b"ab" * 16, b"ab" * 16))
     body += b"startxref\n%d\n%%%%EOF\n" % xref
     path.write_bytes(body)
+
+
+def write_notebook(path: Path, *, minor: int = 5, png: bytes = b"") -> list[str]:
+    """A notebook: a markdown cell, a code cell with a stream output and a result, a code
+    cell with an error, and (``png``) a cell whose output is that picture; its cell ids."""
+    import base64
+
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    cells = [new_markdown_cell("# Title"),
+             new_code_cell("print('hi')\n1 + 1", execution_count=1, outputs=[
+                 new_output("stream", name="stdout", text="hi\n"),
+                 new_output("execute_result", data={"text/plain": "2"}, execution_count=1)]),
+             new_code_cell("1/0", execution_count=2, outputs=[new_output(
+                 "error", ename="ZeroDivisionError", evalue="division by zero",
+                 traceback=["\x1b[31mZeroDivisionError\x1b[0m: division by zero"])])]
+    if png:
+        cells.append(new_code_cell("plot()", execution_count=3, outputs=[new_output(
+            "display_data", data={"image/png": base64.b64encode(png).decode(),
+                                  "text/plain": "<Figure>"})]))
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "custom": {"kept": True}})
+    nb.nbformat_minor = minor
+    if minor < 5:
+        for cell in nb.cells:
+            cell.pop("id", None)
+    path.write_text(nbformat.writes(nb) + "\n")
+    return [str(c.get("id", f"#{i}")) for i, c in enumerate(nb.cells)]

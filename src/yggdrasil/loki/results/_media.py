@@ -165,7 +165,7 @@ def _notebook_text(r: NotebookRead) -> str:
             lines.append(f"[outputs cut: {cell.cut} more characters]")
         if cell.images and not r.as_images:
             lines.append(f"[{cell.images} image output{'s' * (cell.images != 1)}: "
-                         f"read_file(path={r.path!r}, as_images=true) shows them]")
+                         f"read_file(path={r.path!r}, as_images=true) shows {'them' if cell.images > 1 else 'it'}]")
     if r.more:
         lines.append(f"[{r.more} more cells not shown]")
     return "\n".join(lines)
