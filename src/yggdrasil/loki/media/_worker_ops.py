@@ -29,7 +29,12 @@ EXPECTED_ERRORS = (MediaError,)
 
 
 def warm() -> None:
-    """Import the parsers once, at start, so that the first call does not pay for it."""
+    """Import the parsers once, at start, so that the first call does not pay for it.
+    mimetypes (openpyxl asks it) gets no files: the fence keeps /etc/mime.types out."""
+    import mimetypes
+
+    mimetypes.knownfiles = []
+    mimetypes.init()
     for name in ("PIL.Image", "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "pypdfium2",
                  "nbformat"):
         with contextlib.suppress(ImportError):
