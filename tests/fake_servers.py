@@ -207,3 +207,63 @@ def gemini_reply(text: str | None = None, calls: list[tuple[str, Any]] | None = 
                         "index": 0}],
         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
                           "totalTokenCount": 15}, "modelVersion": "gemini-fake"})
+
+
+# --- pictures in requests, as the providers document them -----------------------------
+
+_IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+
+
+def anthropic_image_problems(body: dict[str, Any]) -> list[str]:
+    """Where a Messages API request breaks the documented shape of images: an image block
+    is ``{"type": "image", "source": {"type": "base64", "media_type", "data"}}`` in a user
+    turn, or inside a tool_result's content list beside text blocks."""
+    problems: list[str] = []
+
+    def image(block: dict[str, Any], where: str) -> None:
+        source = block.get("source", {})
+        if set(block) != {"type", "source"} or source.get("type") != "base64":
+            problems.append(f"{where}: not a base64 image block")
+        elif source.get("media_type") not in _IMAGE_TYPES or not source.get("data"):
+            problems.append(f"{where}: media_type {source.get('media_type')!r} or no data")
+
+    for n, message in enumerate(body["messages"]):
+        for b, block in enumerate(message["content"] if isinstance(message["content"], list)
+                                  else []):
+            where = f"messages[{n}].content[{b}]"
+            if block["type"] == "image":
+                if message["role"] != "user":
+                    problems.append(f"{where}: an image in a {message['role']} turn")
+                image(block, where)
+            if block["type"] == "tool_result" and isinstance(block["content"], list):
+                for i, inner in enumerate(block["content"]):
+                    if inner["type"] == "image":
+                        image(inner, f"{where}.content[{i}]")
+                    elif inner["type"] != "text":
+                        problems.append(f"{where}.content[{i}]: a {inner['type']} block")
+    return problems
+
+
+def openai_image_problems(body: dict[str, Any]) -> list[str]:
+    """Where a Chat Completions request breaks the documented shape: image parts
+    (``{"type": "image_url", "image_url": {"url": "data:<mime>;base64,..."}}``) only in
+    user messages; a tool message's content is text; the tool messages answering an
+    assistant's tool_calls follow it unbroken, one for each call."""
+    problems: list[str] = []
+    messages = body["messages"]
+    for n, message in enumerate(messages):
+        content = message.get("content")
+        if message["role"] == "tool" and not isinstance(content, str):
+            problems.append(f"messages[{n}]: a tool message whose content is not text")
+        for p, part in enumerate(content if isinstance(content, list) else []):
+            if part["type"] == "image_url":
+                url = part.get("image_url", {}).get("url", "")
+                mime = url[5:].split(";", 1)[0] if url.startswith("data:") else ""
+                if message["role"] != "user" or mime not in _IMAGE_TYPES or ";base64," not in url:
+                    problems.append(f"messages[{n}].content[{p}]: not a user's data-URL image")
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            wanted = [c["id"] for c in message["tool_calls"]]
+            after = [m.get("tool_call_id") for m in messages[n + 1:n + 1 + len(wanted)]]
+            if after != wanted:
+                problems.append(f"messages[{n}]: its tool calls are answered by {after}")
+    return problems

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ToolError
+from ..results import human_size
 from ..tools import ToolResult
 from ._common import (
     EXIT_CODES,
@@ -61,6 +62,9 @@ def run_call(args: argparse.Namespace) -> int:
     result = box.invoke(tool.name, arguments)
     text = result.text
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    for image in result.images:  # a terminal gets what the model saw, never the bytes
+        sys.stdout.write(f"[image part: {image.mime}, {image.width}x{image.height} px, "
+                         f"{human_size(len(image.data))}; not printed]\n")
     return exit_code(result)
 
 

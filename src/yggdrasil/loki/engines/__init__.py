@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ._completion import DEFAULT_TIMEOUT, Completion, Engine, Message, ToolCall
 from ._decision import Decision, NotADecision, decisions_from, decode_arguments, parse_decision
+from ._images import image_message, images_of, unseen_images
 from ._ollama import ollama_models, ollama_url
 from ._retry import RetryPolicy, parse_retry_after, retry_call, status_error
 from ._urls import shown_url
@@ -39,6 +40,8 @@ __all__ = [
     "ToolCall",
     "decisions_from",
     "decode_arguments",
+    "image_message",
+    "images_of",
     "ollama_models",
     "ollama_url",
     "parse_decision",
@@ -46,4 +49,5 @@ __all__ = [
     "retry_call",
     "shown_url",
     "status_error",
+    "unseen_images",
 ]

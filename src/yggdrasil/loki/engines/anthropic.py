@@ -22,8 +22,10 @@ from . import (
     Message,
     RetryPolicy,
     ToolCall,
+    images_of,
     retry_call,
     status_error,
+    unseen_images,
 )
 from ._sdk_errors import error_message, transport_error
 from ._urls import shown_url
@@ -44,7 +46,7 @@ class AnthropicEngine:
         api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None, native_tools: bool = True,
         max_tokens: int | None = None, temperature: float | None = None,
-        name: str = "anthropic",
+        name: str = "anthropic", images: bool = True,
     ) -> None:
         try:
             import anthropic
@@ -61,6 +63,7 @@ class AnthropicEngine:
         self.name = name
         self.model = model or DEFAULT_MODEL
         self.native_tools = native_tools
+        self.images = images  # False: a tool's pictures are described in text, not sent
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.options: dict[str, Any] = {"max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
@@ -77,7 +80,9 @@ class AnthropicEngine:
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
         request: dict[str, Any] = {"model": self.model, "system": system,
-                                   "messages": to_anthropic_messages(messages), **self.options}
+                                   "messages": to_anthropic_messages(messages, images=self.images,
+                                                                     engine=self.name),
+                                   **self.options}
         if tools:
             request["tools"] = [dict(t) for t in tools]  # already {name, description, input_schema}
         response = retry_call(lambda: self._client.messages.create(**request),
@@ -99,24 +104,43 @@ class AnthropicEngine:
                             key_hint=_KEY_HINT)
 
 
-def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+def _pictures(message: Message, text: str, images: bool, engine: str,
+              ) -> tuple[str, list[dict[str, Any]]]:
+    """The message's text, and its pictures as image blocks (or said in the text)."""
+    found = images_of(message)
+    if not found:
+        return text, []
+    if not images:
+        return f"{text}\n{unseen_images(found, engine)}", []
+    return text, [{"type": "image", "source": {"type": "base64", "media_type": i["mime"],
+                                                "data": i["data"]}} for i in found]
+
+
+def _blocks(message: Message, images: bool = True, engine: str = "anthropic",
+            ) -> tuple[str, list[dict[str, Any]]]:
     role, content = message["role"], message.get("content") or ""
+    content, pictures = _pictures(message, content, images, engine)
     if role == "tool":
+        text = content or "(no output)"
+        body: str | list[dict[str, Any]] = (
+            [{"type": "text", "text": text}, *pictures] if pictures else text)
         return "user", [{"type": "tool_result", "tool_use_id": message["tool_call_id"],
-                         "content": content or "(no output)",
-                         "is_error": bool(message.get("is_error"))}]
+                         "content": body, "is_error": bool(message.get("is_error"))}]
     blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
+    blocks += pictures
     if role == "assistant":
         blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
                    for c in message.get("tool_calls") or []]
     return role, blocks or [{"type": "text", "text": "(empty)"}]
 
 
-def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Neutral messages as Messages API turns: tool results ride in the next user turn."""
+def to_anthropic_messages(messages: Sequence[Message], *, images: bool = True,
+                          engine: str = "anthropic") -> list[dict[str, Any]]:
+    """Neutral messages as Messages API turns: tool results ride in the next user turn,
+    a tool's pictures as image blocks inside its tool_result."""
     out: list[dict[str, Any]] = []
     for message in messages:
-        role, blocks = _blocks(message)
+        role, blocks = _blocks(message, images, engine)
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)  # the API wants turns to alternate
         else:

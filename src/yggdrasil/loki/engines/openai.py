@@ -30,10 +30,12 @@ from . import (
     RetryPolicy,
     ToolCall,
     decode_arguments,
+    images_of,
     ollama_models,
     ollama_url,
     retry_call,
     status_error,
+    unseen_images,
 )
 from ._sdk_errors import error_message, transport_error
 from ._urls import shown_url
@@ -60,7 +62,7 @@ class OpenAIEngine:
         api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None, native_tools: bool = True,
         max_tokens: int | None = None, temperature: float | None = None, name: str = "openai",
-        schema_flavor: str | None = None,
+        schema_flavor: str | None = None, images: bool = True,
     ) -> None:
         try:
             import openai
@@ -80,6 +82,7 @@ class OpenAIEngine:
         self.schema_flavor = schema_flavor or strict_for(str(self._client.base_url))
         self.model = model or DEFAULT_MODEL
         self.native_tools = native_tools
+        self.images = images  # False: a tool's pictures are described in text, not sent
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.options = {k: v for k, v in (("max_tokens", max_tokens),
@@ -96,7 +99,8 @@ class OpenAIEngine:
     ) -> Completion:
         request: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": "system", "content": system}, *to_openai_messages(messages)],
+            "messages": [{"role": "system", "content": system}, *to_openai_messages(
+                messages, images=self.images, engine=self.name)],
             **self.options,
         }
         if tools:
@@ -140,22 +144,56 @@ def to_openai_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def to_openai_messages(messages: Sequence[Message], *, images: bool = True,
+                       engine: str = "openai") -> list[dict[str, Any]]:
+    """Neutral messages as chat-completions messages. A tool message takes only text, so
+    the pictures of a run of tool results follow them in one user message (tool messages
+    must follow their assistant message unbroken)."""
     out: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []  # the pictures of the tool results just sent
     for message in messages:
         role = message["role"]
+        if role != "tool" and held:
+            out.append(_picture_turn(held))
+            held = []
+        found = images_of(message)
+        text = message.get("content") or ""
+        if found and not images:
+            text, found = f"{text}\n{unseen_images(found, engine)}", []
         if role == "tool":
             out.append({"role": "tool", "tool_call_id": message["tool_call_id"],
-                        "content": message["content"]})
+                        "content": text})
+            held += [{**i, "call": message["tool_call_id"], "name": message.get("name", "")}
+                     for i in found]
         elif role == "assistant" and message.get("tool_calls"):
             calls = [{"id": c["id"], "type": "function",
                       "function": {"name": c["name"], "arguments": json.dumps(c["args"])}}
                      for c in message["tool_calls"]]
             out.append({"role": "assistant", "content": message.get("content") or None,
                         "tool_calls": calls})
+        elif found:  # a user message with pictures (the text protocol's observations)
+            out.append({"role": role, "content": [{"type": "text", "text": text},
+                                                  *map(_image_url, found)]})
         else:
-            out.append({"role": role, "content": message["content"]})
+            out.append({"role": role, "content": text})
+    if held:
+        out.append(_picture_turn(held))
     return out
+
+
+def _image_url(image: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "image_url",
+            "image_url": {"url": f"data:{image['mime']};base64,{image['data']}"}}
+
+
+def _picture_turn(held: list[dict[str, Any]]) -> dict[str, Any]:
+    """The user message that carries the pictures of the tool results before it."""
+    parts: list[dict[str, Any]] = []
+    for image in held:
+        parts.append({"type": "text", "text": f"The image {image['name']} returned "
+                      f"(call {image['call']}), {image['width']}x{image['height']} px:"})
+        parts.append(_image_url(image))
+    return {"role": "user", "content": parts}
 
 
 def _completion(response: Any, model: str) -> Completion:

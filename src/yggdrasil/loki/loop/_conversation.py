@@ -78,8 +78,10 @@ class Conversation:
             body = message["content"][len(obs.header):]
             if body.startswith("[elided"):
                 continue
+            before = _size(message)
             message["content"] = obs.header + elided(obs.step, obs.tool, len(body))
-            total -= len(body) - (len(message["content"]) - len(obs.header))
+            message.pop("images", None)  # an elided observation's pictures go with it
+            total -= before - _size(message)
             count += 1
         self.elided += count
         return count
@@ -97,5 +99,10 @@ class Conversation:
 
 
 def _size(message: Message) -> int:
+    """Characters, a picture counted as the text of as many tokens (width x height / 750,
+    Anthropic's rule) at 4 characters a token."""
     calls = message.get("tool_calls")
-    return len(message.get("content") or "") + (len(json.dumps(calls)) if calls else 0)
+    pictures = sum(int(i.get("width", 0)) * int(i.get("height", 0)) * 4 // 750
+                   for i in message.get("images") or [] if isinstance(i, dict))
+    return (len(message.get("content") or "") + (len(json.dumps(calls)) if calls else 0)
+            + pictures)

@@ -20,6 +20,7 @@ from ..engines import (
     Message,
     NotADecision,
     decisions_from,
+    image_message,
     shown_url,
 )
 from ..errors import ContextLengthError, EngineError, ToolsUnsupportedError
@@ -223,15 +224,17 @@ class Run:
                          seconds=round(time.monotonic() - began, 6), changed=list(seen.changed),
                          is_error=seen.is_error, refused=seen.refused, text=observation,
                          data=data, checkpoint=seen.checkpoint)
+        pictures = ({"images": [image_message(p) for p in seen.images]} if seen.images
+                    else {})  # shown by engines that take images, described by the others
         if decision.call_id is not None:
             self.conv.add_observation({"role": "tool", "tool_call_id": decision.call_id,
                                        "name": decision.tool, "content": observation,
-                                       "is_error": not seen.ok},
+                                       "is_error": not seen.ok, **pictures},
                                       step=n, tool=decision.tool)
         else:
             header = observation_header(n, decision.tool)
-            self.conv.add_observation({"role": "user", "content": header + observation},
-                                      step=n, tool=decision.tool, header=header)
+            self.conv.add_observation({"role": "user", "content": header + observation,
+                                       **pictures}, step=n, tool=decision.tool, header=header)
         self._record(ActStep(n, decision.thought, decision.tool, decision.args, observation,
                              is_error=seen.is_error, refused=seen.refused,
                              changed=list(seen.changed), data=data,
