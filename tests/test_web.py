@@ -388,9 +388,19 @@ def test_image_reports_type_size_and_pixels_and_saves(box: Toolbox, site: Site,
     out = box.call("web_image", {"url": site.url("/logo.png"), "save": "img/logo.png"})
     assert out.splitlines() == [
         f"{site.url('/logo.png')}  type=image/png  size={len(png)} bytes  "
-        "pixels=64x48  format=PNG  mode=RGBA",
+        "pixels=64x48  format=PNG  mode=RGBA  shown=64x48",
         f"created img/logo.png ({len(png)} bytes)"]
     assert (root / "img" / "logo.png").read_bytes() == png and box.changed == ["img/logo.png"]
+    (picture,) = box.invoke("web_image", {"url": site.url("/logo.png")}).images  # the picture
+    assert (picture.mime, picture.width, picture.height) == ("image/png", 64, 48)
+
+
+def test_a_large_remote_image_is_shown_downscaled(box: Toolbox, site: Site) -> None:
+    big = png_bytes(4096, 1024)
+    site.routes["/wide.png"] = body(big, "image/png")
+    result = box.invoke("web_image", {"url": site.url("/wide.png")})
+    assert result.text.endswith("pixels=4096x1024  format=PNG  mode=RGBA  shown=2048x512")
+    assert [(p.width, p.height) for p in result.images] == [(2048, 512)]
 
 
 def test_image_refuses_what_is_not_an_image(box: Toolbox, site: Site, root: Path) -> None:

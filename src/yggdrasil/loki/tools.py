@@ -166,7 +166,7 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
             tools.append(rewind_tool(box))
     if s.web.enabled:
         tools += web_tools(where, files, read_only=s.read_only,
-                           private=s.fence.allow_private_hosts, tables=tables)
+                           private=s.fence.allow_private_hosts, tables=tables, media=media)
     for tool in tools:
         box.add(tool)
     try:

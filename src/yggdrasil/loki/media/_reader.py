@@ -199,6 +199,17 @@ class MediaReader:
                                      "max_rows": lim.sheet_rows}, [fd], f"reading {rel}")
         return DocumentRead(path=rel, format=kind, text=got["text"], cut=got["cut"])
 
+    def picture(self, data: bytes, label: str) -> ImagePart:
+        """Downloaded image bytes (web_image) fitted to the budget, parsed in the worker."""
+        fd = _anonymous_file(data)
+        try:
+            got = self._run("image", {"label": label, **self._budget(),
+                                      "max_pixels": self.limits.max_pixels}, [fd],
+                            f"reading {label}")
+        finally:
+            os.close(fd)
+        return _image_part(got["image"])
+
     # -- edit_notebook ---------------------------------------------------------------------
 
     def edit_notebook(self, files: Files, path: str, cell_id: str, new_source: str,
@@ -246,6 +257,22 @@ class MediaReader:
 
     def close(self) -> None:
         self.worker.close()
+
+
+def _anonymous_file(data: bytes) -> int:
+    """A descriptor of a file without a name holding ``data``: a memfd on Linux, an
+    unlinked temporary file elsewhere."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("loki-media", os.MFD_CLOEXEC)
+    else:
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="loki-media-")
+        os.unlink(name)
+    with os.fdopen(os.dup(fd), "wb") as fh:
+        fh.write(data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _image_part(got: dict[str, Any]) -> ImagePart:

@@ -89,6 +89,7 @@ from ._media import (
     NotebookRead,
     PdfPage,
     PdfRead,
+    WebImage,
 )
 from ._remote import RemoteResult, remote_error
 from ._render import (
@@ -166,6 +167,7 @@ __all__ = [
     "ToolResult",
     "Undone",
     "UnifiedDiff",
+    "WebImage",
     "changed_section",
     "clip_line",
     "clip_list",

@@ -25,6 +25,7 @@ __all__ = [
     "NotebookRead",
     "PdfPage",
     "PdfRead",
+    "WebImage",
 ]
 
 
@@ -229,3 +230,32 @@ def _pdf_parts(r: PdfRead) -> list[TextPart | ImagePart]:
 @shows(NotebookRead)
 def _notebook_parts(r: NotebookRead) -> list[TextPart | ImagePart]:
     return _with_images(_notebook_text(r), r.images)
+
+
+class WebImage(Result):
+    """web_image's answer: ``summary`` (the download's address, type and size and the
+    image's pixel facts, as the web tools say them), what ``save`` wrote, and the picture
+    (fitted to the pixel budget) when the toolbox could show it; ``unshown``: why not."""
+
+    kind: Literal["web_image"] = "web_image"
+    url: str
+    summary: str
+    saved: str = ""
+    unshown: str = ""
+    images: tuple[ImagePart, ...] = Field(default=(), exclude=True)
+
+
+@renders(WebImage)
+def _web_image_text(r: WebImage) -> str:
+    lines = r.summary.split("\n")
+    if r.images:
+        shown = r.images[0]
+        lines[0] += f"  shown={shown.width}x{shown.height}"
+    if r.unshown:
+        lines.append(f"(not shown: {r.unshown})")
+    return "\n".join([*lines, *([r.saved] if r.saved else [])])
+
+
+@shows(WebImage)
+def _web_image_parts(r: WebImage) -> list[TextPart | ImagePart]:
+    return _with_images(_web_image_text(r), r.images)

@@ -150,10 +150,12 @@ def job_tools(shell: Shell) -> list[Tool]:
 
 
 def web_tools(root: Root, files: Files, *, read_only: bool, private: bool,
-              tables: TableReader | None = None) -> list[Tool]:
+              tables: TableReader | None = None, media: MediaReader | None = None,
+              ) -> list[Tool]:
     tables = tables or TableReader(root)  # web_table's previews run in its fenced worker
     web = Web(root, files, read_only=read_only, policy=AddressPolicy(allow_private=private),
-              preview_table=tables.preview_bytes)
+              preview_table=tables.preview_bytes,
+              show_image=media.picture if media is not None else None)  # and pictures in its
     save = {} if read_only else {
         "save": f"also write the downloaded file here, {_PATH} (default: do not save)"}
     return [
@@ -167,7 +169,8 @@ def web_tools(root: Root, files: Files, *, read_only: bool, private: bool,
               "json, ndjson, xlsx (default: from the extension or content type)",
               **save},
              web.web_table, mutates=not read_only, open_world=True),
-        Tool("web_image", "Inspect a remote image: content type, byte size, pixel size.",
+        Tool("web_image", "Look at a remote image: it is shown as a picture (downscaled to "
+             "fit), with its content type, byte size and pixel size.",
              {"url": "http:// or https:// URL of the image", **save},
              web.web_image, mutates=not read_only, open_world=True),
     ]

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from ..errors import PathError, ToolError
 from ..files import Files, Root
-from ..results import MAX_READ_CHARS, clip_list, human_size, render_text
+from ..results import MAX_READ_CHARS, ImagePart, WebImage, clip_list, human_size, render_text
 from ._page import MAX_LINKS, looks_like_text, maybe_text, read_page
 from ._policy import AddressPolicy, Limits, Resolver, resolve_host
 
@@ -63,6 +63,9 @@ class Web:
     # (bytes, label, suffix, fmt, rows) -> the preview: the toolbox passes its fenced table
     # worker (``TableReader.preview_bytes``); None parses in this process (library use).
     preview_table: Callable[[bytes, str, str, str, int], str] | None = None
+    # (bytes, label) -> the picture fitted to the pixel budget: the toolbox passes its fenced
+    # media worker (``MediaReader.picture``); None: web_image shows only the facts
+    show_image: Callable[[bytes, str], ImagePart] | None = None
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -103,13 +106,20 @@ class Web:
             lines.append(self._save(target, got.body))
         return "\n".join(lines)
 
-    def web_image(self, url: str, save: str = "") -> str:
+    def web_image(self, url: str, save: str = "") -> WebImage:
         target = self._save_target(save)
         got = self._get(url, ACCEPT_IMAGE, self.limits.max_file_bytes)
-        lines = [f"{_header(got)}  {_image_facts(got)}"]
-        if target is not None:
-            lines.append(self._save(target, got.body))
-        return "\n".join(lines)
+        facts = _image_facts(got)
+        images: tuple[ImagePart, ...] = ()
+        unshown = ""
+        if self.show_image is not None and facts.startswith("pixels="):
+            try:
+                images = (self.show_image(got.body, got.final_url),)
+            except ToolError as exc:
+                unshown = str(exc)
+        saved = self._save(target, got.body) if target is not None else ""
+        return WebImage(url=got.final_url, summary=f"{_header(got)}  {facts}", saved=saved,
+                        unshown=unshown, images=images)
 
     # -- parts ------------------------------------------------------------------------------
 
