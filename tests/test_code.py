@@ -19,6 +19,14 @@ from yggdrasil.loki import Loki
 from yggdrasil.loki.code import Code
 from yggdrasil.loki.errors import ToolError
 from yggdrasil.loki.files import DEFAULT_PROTECTED, Root
+from yggdrasil.loki.results import (
+    FileOutline,
+    FolderOutline,
+    OutlineByGrep,
+    RepoMap,
+    SymbolsFound,
+    render_text,
+)
 from yggdrasil.loki.search import protection
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
@@ -118,6 +126,48 @@ def test_outline_errors_say_what_is_allowed(root: Path, box: Toolbox) -> None:
         "ERROR: blob.py is a binary file; the code tools read source text")
 
 
+def test_code_tools_answer_typed_results_their_text_is_rendered_from(
+        app: Path, box: Toolbox) -> None:
+    """invoke(...).data is the typed result; call(...) is its rendered text."""
+    write(app, {"pkg/a.py": "def a():\n    pass\n", "page.vue": "function helper() {}\n",
+                "notes.md": "# Notes\n"})
+    outline = box.invoke("outline", {"path": "app.py"})
+    assert isinstance(outline.data, FileOutline) and outline.text == box.call(
+        "outline", {"path": "app.py"})
+    assert (outline.data.language, outline.data.found, outline.data.lines) == ("python", 5, 18)
+    assert [(d.kind, d.qualified, d.line, d.end) for d in outline.data.definitions] == [
+        ("constant", "LIMIT", 3, 3), ("class", "Greeter", 6, 14),
+        ("method", "Greeter.__init__", 9, 10), ("method", "Greeter.greet", 13, 14),
+        ("function", "main", 17, 18)]
+    folder = box.invoke("outline", {"path": "pkg"}).data
+    assert isinstance(folder, FolderOutline)
+    assert [(f.path, [d.name for d in f.definitions]) for f in folder.files] == [
+        ("pkg/a.py", ["a"])]
+    vue = box.invoke("outline", {"path": "page.vue"}).data
+    assert isinstance(vue, OutlineByGrep) and vue.reason == "no_grammar"
+    assert [m.line for m in vue.found.matches] == [1]
+    found = box.invoke("find_symbol", {"name": "greet"})
+    assert isinstance(found.data, SymbolsFound) and not found.data.ignoring_case
+    assert [(d.path, d.line, d.qualified) for d in found.data.definitions] == [
+        ("app.py", 13, "Greeter.greet")]
+    missing = box.invoke("find_symbol", {"name": "render_page"}).data
+    assert isinstance(missing, SymbolsFound) and missing.definitions == []
+    assert (missing.word, missing.indexed, missing.scan.no_grammar) == (
+        "render_page", 2, [(".md", 1), (".vue", 1)])
+    mapped = box.invoke("repo_map", {"budget": 2000})
+    assert isinstance(mapped.data, RepoMap) and mapped.data.found
+    assert (mapped.data.source_files, mapped.data.path) == (2, ".")
+    assert {f.path for f in mapped.data.files} == {"app.py", "pkg/a.py"}
+    assert mapped.text.split("\n")[0].startswith(
+        f"[repo map of .: {sum(len(f.definitions) for f in mapped.data.files)} of 6 definitions")
+    empty = box.invoke("repo_map", {"path": "pkg", "budget": 2000})
+    assert isinstance(empty.data, RepoMap) and empty.data.source_files == 1
+    write(app, {"docs/x.md": "# x\n"})
+    none = box.invoke("repo_map", {"path": "docs"})
+    assert isinstance(none.data, RepoMap) and not none.data.found
+    assert none.text.startswith("no definitions found under docs")
+
+
 # -- find_symbol ------------------------------------------------------------------------
 
 
@@ -157,8 +207,8 @@ def test_find_symbol_is_forgiving_about_case_and_kind_names(app: Path, box: Tool
     assert box.call("find_symbol", {"name": "*", "kind": "Classes"}) == "app.py:6: class Greeter"
     # a caller that skips the schema (the run function itself) is forgiven the same way
     run = box.tools["find_symbol"].run
-    assert run(name="*", kind="METHODS") == methods
-    assert run(name="*", kind=" Fn ").split("\n") == [
+    assert render_text(run(name="*", kind="METHODS")) == methods
+    assert render_text(run(name="*", kind=" Fn ")).split("\n") == [
         "app.py:17: function main()", *methods.split("\n")]
     with pytest.raises(ToolError, match="kind 'widget' is not one of: class, struct"):
         run(name="main", kind="widget")

@@ -16,13 +16,25 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from annotated_types import Interval, MaxLen
 
 from ..errors import PathError, ToolError
 from ..files import Root
-from ..results import MAX_HITS, SearchSkips, human_size, match_line, render_text, skip_note
+from ..results import (
+    MAX_HITS,
+    FileOutline,
+    FolderOutline,
+    OutlineByGrep,
+    OutlinedFile,
+    RepoMap,
+    SearchSkips,
+    SymbolsFound,
+    human_size,
+    repo_map_head,
+    repo_map_notes,
+)
 from ..search import Search
 from ._extract import Symbol, grammars_available, shallow
 from ._index import MAX_FILE_BYTES, Entry, Index, Scan
@@ -31,12 +43,11 @@ from ._match import MAX_NAME, KindName, NameQuery
 from ._pool import give_back
 from ._render import (
     MAX_OUTLINE,
-    find_row,
-    map_lines,
-    outline_lines,
-    outline_notes,
-    scan_notes,
-    symbol_line,
+    code_scan,
+    definition,
+    file_outline,
+    found_definition,
+    map_files,
 )
 from ._roots import cache_wanted, held_for
 from ._store import cache_key
@@ -58,8 +69,8 @@ _DEFINITION_LINES = (
     r"const|let|var)\b|^#{1,6}\s")
 
 
-def _skips(counts: dict[str, int], include_ignored: bool) -> str:
-    return skip_note(SearchSkips(**counts), include_ignored)
+def _skips(counts: dict[str, int]) -> SearchSkips:
+    return SearchSkips(**counts)
 
 
 def _key(path: Path) -> bytes | None:
@@ -90,7 +101,7 @@ class Code:
 
     # -- outline ------------------------------------------------------------------------
 
-    def outline(self, path: str = ".") -> str:
+    def outline(self, path: str = ".") -> FileOutline | FolderOutline | OutlineByGrep:
         real = self._resolve(path)
         rel = self.root.rel(real)
         st = self.root.stat(real)
@@ -101,20 +112,16 @@ class Code:
         if not stat.S_ISREG(st.st_mode):
             raise PathError(f"{rel} is not a regular file; give a source file or a folder")
         if not grammars_available():
-            return self._definition_lines(rel, f"tree-sitter grammars are not installed "
-                                               f"({_INSTALL})")
+            return self._definition_lines(rel, "no_grammars", f"tree-sitter grammars are not "
+                                                              f"installed ({_INSTALL})")
         entry = self._entry(rel)
         if entry.note == "too large":
-            return self._definition_lines(rel, f"{rel} is {human_size(entry.key[0])}; outline "
-                                               f"parses files up to {MAX_FILE_BYTES >> 20} MB")
+            return self._definition_lines(rel, "too_large", f"{rel} is {human_size(entry.key[0])}"
+                                          f"; outline parses files up to {MAX_FILE_BYTES >> 20} MB")
         if entry.outline is None:
             ext = extension_of(rel.rsplit("/", 1)[-1])
-            return self._definition_lines(rel, f"no grammar for {ext} files")
-        outline = entry.outline
-        if not outline.symbols:
-            return "\n".join([f"no definitions found in {rel} ({outline.language}, "
-                              f"{outline.lines} lines)", *outline_notes(rel, outline)])
-        return "\n".join(outline_lines(outline) + outline_notes(rel, outline))
+            return self._definition_lines(rel, "no_grammar", f"no grammar for {ext} files")
+        return file_outline(rel, entry.outline)
 
     def _entry(self, rel: str) -> Entry:
         held = held_for(self.root, self.cache)
@@ -126,78 +133,67 @@ class Code:
             raise PathError(f"{rel} could not be read (it changed or vanished); try again")
         return entry
 
-    def _outline_folder(self, rel: str) -> str:
+    def _outline_folder(self, rel: str) -> FolderOutline | OutlineByGrep:
         if not grammars_available():
-            return self._definition_lines(rel, f"tree-sitter grammars are not installed "
-                                               f"({_INSTALL})")
+            return self._definition_lines(rel, "no_grammars", f"tree-sitter grammars are not "
+                                                              f"installed ({_INSTALL})")
         scan = self._scan(rel, limit=_FOLDER_FILES)
-        lines: list[str] = []
-        shown = 0
+        files: list[OutlinedFile] = []
+        lines = 0  # the outline's lines so far; the last file shown may be cut short
         for file_rel, entry in scan.files:
             if entry.outline is None or not entry.outline.symbols:
                 continue
-            if len(lines) >= MAX_OUTLINE:
+            if lines >= MAX_OUTLINE:
                 break
             symbols = entry.outline.symbols
-            body = [symbol_line(s, s.depth + 1)
-                    for s, keep in zip(symbols, shallow(symbols), strict=True) if keep]
-            lines += [f"{file_rel}:", *body]
-            shown += 1
-        more = sum(1 for _, e in scan.files if e.outline and e.outline.symbols) - shown
-        more += scan.more
-        cut = lines[:MAX_OUTLINE]
-        if len(lines) > MAX_OUTLINE or more:
-            cut.append(f"[... outline cut at {MAX_OUTLINE} lines; {more} more source files not "
-                       "shown; outline a subfolder or one file]")
-        if not cut:
-            cut = [f"no definitions found under {scan.start}"]
-        return "\n".join(cut + scan_notes(scan) + [_skips(scan.skipped, False)]).rstrip()
+            body = [s for s, keep in zip(symbols, shallow(symbols), strict=True) if keep]
+            room = MAX_OUTLINE - lines - 1
+            files.append(OutlinedFile(path=file_rel,
+                                      definitions=[definition(s) for s in body[:room]]))
+            lines += 1 + len(body)
+        more = sum(1 for _, e in scan.files if e.outline and e.outline.symbols) - len(files)
+        return FolderOutline(path=scan.start, files=files, more_files=more + scan.more,
+                             cut=lines > MAX_OUTLINE, limit=MAX_OUTLINE, scan=code_scan(scan),
+                             skipped=_skips(scan.skipped))
 
-    def _definition_lines(self, rel: str, why: str) -> str:
+    def _definition_lines(self, rel: str, reason: Literal["no_grammars", "too_large",
+                                                          "no_grammar"],
+                          why: str) -> OutlineByGrep:
         found = self.search.grep(_DEFINITION_LINES, path=rel)
-        if not found.matches:
-            return f"[{why}; grep finds no lines that look like definitions]"
-        return f"[{why}; lines that look like definitions, found by grep:]\n{render_text(found)}"
+        return OutlineByGrep(path=rel, reason=reason, why=why, found=found)
 
     # -- find_symbol --------------------------------------------------------------------
 
     def find_symbol(self, name: Annotated[str, MaxLen(MAX_NAME)], kind: KindName | None = None,
-                    path: str = ".", include_ignored: bool = False) -> str:
+                    path: str = ".", include_ignored: bool = False) -> SymbolsFound:
         query = NameQuery.parse(name, kind)
+        of_kind = kind.strip() if kind else ""
         if not grammars_available():
-            return self._uses(query, path, f"tree-sitter grammars are not installed ({_INSTALL})")
+            return SymbolsFound(name=query.text, of_kind=of_kind, path=path, grammars=False,
+                                include_ignored=include_ignored, **self._uses(query, path))
         scan = self._scan(path, include_ignored=include_ignored, wanted=query)
         hits = _matches(query, scan)
-        notes = [_skips(scan.skipped, include_ignored), *scan_notes(scan)]
+        found = SymbolsFound(name=query.text, of_kind=of_kind, path=scan.start,
+                             indexed=scan.indexed, include_ignored=include_ignored,
+                             scan=code_scan(scan), skipped=_skips(scan.skipped))
         if not hits:
-            what = f"{kind.strip()} " if kind and kind.strip() else ""
-            why = (f"no {what}definition named {query.text!r} in {scan.indexed} source files "
-                   f"under {scan.start}")
-            return "\n".join(n for n in [self._uses(query, path, why), *notes] if n)
-        rows = [find_row(rel, symbol) for _, rel, symbol in hits[:MAX_HITS]]
-        if hits[0][0][0] == 1:
-            rows.insert(0, f"[no definition matches {query.text!r} with this case; these match "
-                           "ignoring case]")
-        if len(hits) > MAX_HITS:
-            rows.append(f"[... {len(hits) - MAX_HITS} more definitions not shown; narrow with "
-                        "kind=, a path, or a dotted name like Class.method]")
-        return "\n".join(r for r in rows + notes if r)
+            return found.model_copy(update=self._uses(query, path))
+        return found.model_copy(update={
+            "definitions": [found_definition(rel, symbol) for _, rel, symbol in hits[:MAX_HITS]],
+            "ignoring_case": hits[0][0][0] == 1, "more": max(0, len(hits) - MAX_HITS)})
 
-    def _uses(self, query: NameQuery, path: str, why: str) -> str:
+    def _uses(self, query: NameQuery, path: str) -> dict[str, object]:
         """When no definition is found: where the name's word appears, by grep."""
         word = re.sub(r"[^\w]", "", query.parts[-1].replace("*", "").replace("?", ""))
         if not word:
-            return why
+            return {}
         found = self.search.grep(rf"\b{word}\b", path=path)
-        if not found.matches:
-            return f"{why}; grep finds no use of {word!r} either"
-        rows = [match_line(m) for m in found.matches[:_FALLBACK_HITS]]
-        return "\n".join([f"[{why}; grep finds {word!r} here:]", *rows])
+        return {"word": word, "uses": found.matches[:_FALLBACK_HITS]}
 
     # -- repo_map -----------------------------------------------------------------------
 
     def repo_map(self, path: str = ".",
-                 budget: Annotated[int, Interval(ge=MIN_BUDGET, le=MAX_BUDGET)] = 8000) -> str:
+                 budget: Annotated[int, Interval(ge=MIN_BUDGET, le=MAX_BUDGET)] = 8000) -> RepoMap:
         if not MIN_BUDGET <= budget <= MAX_BUDGET:
             raise ToolError(f"budget is the map's size in characters, {MIN_BUDGET}-{MAX_BUDGET}; "
                             f"got {budget}")
@@ -210,9 +206,13 @@ class Code:
         if kept is not None and kept[0] == scan.version:
             return kept[1]  # answered from the kept listing, and nothing changed since
         files = [(rel, e) for rel, e in scan.files if e.outline is not None and e.outline.symbols]
-        notes = [n for n in [*scan_notes(scan), _skips(scan.skipped, False)] if n]
+        total = sum(len(e.outline.symbols) for _, e in files if e.outline is not None)
+        empty = RepoMap(path=scan.start, budget=budget, source_files=len(files),
+                        definitions=total, files=[], scan=code_scan(scan),
+                        skipped=_skips(scan.skipped))
+        notes = repo_map_notes(empty)
         content = _MAPS.key(scan.start, budget, files, notes)
-        mapped = _MAPS.get(content) or self._map(scan, files, notes, budget)
+        mapped = _MAPS.get(content) or self._map(empty, files, notes)
         _MAPS.put(content, mapped)
         if scan.version is not None:
             if len(held.maps) > 16:
@@ -220,22 +220,18 @@ class Code:
             held.maps[key] = (scan.version, mapped)
         return mapped
 
-    def _map(self, scan: Scan, files: list[tuple[str, Entry]], notes: list[str],
-             budget: int) -> str:
+    def _map(self, empty: RepoMap, files: list[tuple[str, Entry]], notes: list[str]) -> RepoMap:
         if not files:
-            return "\n".join([f"no definitions found under {scan.start}", *notes])
-        total = sum(len(e.outline.symbols) for _, e in files if e.outline is not None)
-        head = (f"[repo map of {scan.start}: {{}} of {total} definitions in {{}} of {len(files)} "
-                "files, most referenced first; outline(path) and find_symbol(name) show more]")
-        room = budget - len(head) - 20 - sum(len(n) + 1 for n in notes)
+            return empty
+        head = repo_map_head(empty.path, empty.definitions, empty.source_files)
+        room = empty.budget - len(head) - 20 - sum(len(n) + 1 for n in notes)
         held = held_for(self.root, self.cache)
         with held.rank_lock:
             started = time.monotonic()
             ranked = held.ranker.rank(files)
             if time.monotonic() - started > 1.0:
                 give_back()  # what a large ranking freed
-        lines, kept, kept_files = map_lines(files, ranked, max(0, room))
-        return "\n".join([head.format(kept, kept_files), *lines, *notes])
+        return empty.model_copy(update={"files": map_files(files, ranked, max(0, room))})
 
     # -- read_file(symbol=...) ----------------------------------------------------------
 
@@ -291,7 +287,7 @@ class _Maps:
     the map not kept."""
 
     def __init__(self) -> None:
-        self.kept: OrderedDict[bytes, str] = OrderedDict()
+        self.kept: OrderedDict[bytes, RepoMap] = OrderedDict()
         self.lock = threading.Lock()
 
     @staticmethod
@@ -305,7 +301,7 @@ class _Maps:
         digest.update("\0".join(notes).encode("utf-8", "surrogateescape"))
         return digest.digest()
 
-    def get(self, key: bytes | None) -> str | None:
+    def get(self, key: bytes | None) -> RepoMap | None:
         if key is None:
             return None
         with self.lock:
@@ -314,7 +310,7 @@ class _Maps:
                 self.kept.move_to_end(key)
             return found
 
-    def put(self, key: bytes | None, mapped: str) -> None:
+    def put(self, key: bytes | None, mapped: RepoMap) -> None:
         if key is None:
             return
         with self.lock:

@@ -25,6 +25,7 @@ from functools import cache
 from itertools import islice, repeat
 from typing import Any
 
+from ..results import joined_signature
 from ._languages import Language, language_for
 from ._nodes import CONTAINERS
 from ._rules import describe
@@ -64,7 +65,8 @@ class Symbol:
 
     def header(self, *, qualified: bool = False) -> str:
         """'kind name(signature)' as outline shows it ('kind Owner.name(...)' qualified)."""
-        return f"{self.kind} {self.qualified if qualified else self.name}{_joined(self.signature)}"
+        name = self.qualified if qualified else self.name
+        return f"{self.kind} {name}{joined_signature(self.signature)}"
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # Parsed in a worker process: on arrival, repeated strings become one object.
@@ -93,14 +95,6 @@ def _shared_int(n: int) -> int:
     if n <= 256 or n > 100_000:
         return n
     return _INTS.setdefault(n, n)
-
-
-def _joined(signature: str) -> str:
-    """'(a, b)' and '<T>' and ': Int' follow the name; 'extends Base' and '= 3' get a space."""
-    if not signature:
-        return ""
-    tight = signature[0] in "([:" or (signature[0] == "<" and signature[1:2] not in (" ", ""))
-    return signature if tight else f" {signature}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 
 from ..files import Root
+from ..results import RepoMap
 from ._index import Index
 from ._rank import Ranker
 from ._store import Store
@@ -34,7 +35,7 @@ class Held:
     saved_at: float = 0.0
     ranker: Ranker = field(default_factory=Ranker)
     rank_lock: threading.Lock = field(default_factory=threading.Lock)
-    maps: dict[tuple[str, int], tuple[int, str]] = field(default_factory=dict)  # repo maps
+    maps: dict[tuple[str, int], tuple[int, RepoMap]] = field(default_factory=dict)  # repo maps
     #      by (folder, budget): (index version, map), reused while nothing changed
 
     def saved(self) -> None:

@@ -24,7 +24,7 @@ from ..engines import (
     shown_url,
 )
 from ..errors import ContextLengthError, EngineError, ToolsUnsupportedError
-from ..results import ErrorResult, clip_text, tool_result
+from ..results import ErrorResult, RepoMap, clip_text, tool_result
 from ..toolbox import Toolbox
 from ._conversation import Conversation
 from ._instructions import Instructions
@@ -126,7 +126,8 @@ class Run:
         if budget <= 0 or "repo_map" not in self.box:
             return ""
         found = self.box.invoke("repo_map", {"budget": budget})
-        if not found.ok or not found.text or found.text.startswith("no definitions"):
+        mapped = found.data
+        if not found.ok or not isinstance(mapped, RepoMap) or not mapped.found:
             log.info("no repository map in the first message: %s",
                      found.text.split("\n", 1)[0])
             return ""
