@@ -34,14 +34,14 @@ def protection(globs: Sequence[str]) -> Protection:
             glob_regex(rule.actual, literal_separator=True)
         except GlobError as exc:
             raise ValueError(f"protect glob {glob!r} is not a valid glob: {exc}") from None
-    return Protection(tuple(globs), _Rules(IgnoreFile("\n".join(globs))))
+    return Protection(tuple(globs), Rules(IgnoreFile("\n".join(globs))))
 
 
 _MISS = object()
 _MEMO_CAP = 100_000
 
 
-class _Rules:
+class Rules:
     """The compiled lines, answering from a cache by name when every line matches names
     at any depth (``*.pem``, ``.aws/``: then the name alone decides), as the defaults do."""
 

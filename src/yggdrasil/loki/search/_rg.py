@@ -30,7 +30,8 @@ from ..files import Root
 from ..results import MAX_ENTRIES, MAX_HITS, clip_line
 from ..sandbox import binary_paths, landlock_status, read_only_argv
 from ._found import Accept, Found, Hit, HitCollector, PathCollector, Pattern, Query, Skips
-from ._globs import glob_matcher
+from ._globs import glob_test
+from ._protected import Rules
 from ._pysearch import COUNT_LIMIT, is_binary
 
 _WALK = re.compile(rb"^rg: DEBUG\|ignore::walk\|\S*: ignoring (.*?): Ignore\(IgnoreMatch\((\w+)(.*)$")
@@ -89,6 +90,7 @@ class RgEngine:
 
     def find(self, query: Query, accept: Accept) -> Found:
         paths = PathCollector(MAX_ENTRIES)
+        shown = self._listing_shown()
         with self._run(query, ["--files", "--null"]) as (proc, err):
             assert proc.stdout is not None
             tail = b""
@@ -98,7 +100,7 @@ class RgEngine:
                 tail = block[cut + 1 :]
                 if cut >= 0:
                     rels = [_rel(r) for r in block[:cut].decode(_FS, _FS_ERRORS).split("\0")]
-                    paths.extend([r for r in rels if accept(r) and self._shown(r)])
+                    paths.extend([r for r in rels if accept(r) and shown(r)])
             proc.wait()
             return paths.found(_skips(err, _everything))
 
@@ -125,6 +127,32 @@ class RgEngine:
     def _shown(self, rel: str) -> bool:
         """Never a protected file, even if ripgrep's overrides let one through."""
         return self.root.covered(rel) is None
+
+    def _listing_shown(self) -> Callable[[str], bool]:
+        """:meth:`_shown` for a listing, where most paths share their folder with the one
+        before: each folder is checked once, then a file by its own entry only."""
+        protect = self.root.protect
+        if protect is None:
+            return _everything
+        folders: dict[str, bool] = {}
+        names: dict[str, bool] = {}  # name -> protected, when the name alone decides
+        by_name = isinstance(protect.rules, Rules) and protect.rules.by_name
+
+        def shown(rel: str) -> bool:
+            folder, _, name = rel.rpartition("/")
+            covered = folders.get(folder)
+            if covered is None:
+                covered = folders[folder] = bool(folder) and \
+                    self.root.covered(folder, is_dir=True) is not None
+            if covered:
+                return False
+            if not by_name:
+                return protect.entry(rel, False) is None
+            hidden = names.get(name)
+            if hidden is None:
+                hidden = names[name] = protect.entry(name, False) is not None
+            return not hidden
+        return shown
 
     def _binary_file(self, rel: str) -> bool:
         # ripgrep searches a file named on its command line even when it is binary.
@@ -192,7 +220,7 @@ def _name_filter(query: Query) -> Callable[[str], object]:
     """
     if not query.name_glob or query.start_is_file:
         return _everything
-    return glob_matcher(query.name_glob, literal_separator=True, any_folder=True).fullmatch
+    return glob_test(query.name_glob, any_folder=True)
 
 
 def _everything(rel: str) -> bool:
