@@ -298,7 +298,7 @@ def glob_test(glob: str, *, any_folder: bool = False) -> Callable[[str], object]
     folder, which are linear too and ~10x faster than a call into RE2 per path (find
     tests every path of the tree); any other glob is matched by RE2."""
     rx = glob_matcher(glob, literal_separator=True, any_folder=any_folder)
-    parts = _star_parts(glob)
+    parts = star_parts(glob)
     if parts is None:
         return cast("Callable[[str], object]", rx.fullmatch)
     if any_folder and len(parts) == 1:  # a name glob: the path's last part is matched
@@ -316,7 +316,7 @@ def glob_test(glob: str, *, any_folder: bool = False) -> Callable[[str], object]
     return test
 
 
-def _star_parts(glob: str) -> list[list[str]] | None:
+def star_parts(glob: str) -> list[list[str]] | None:
     """For a glob of literal characters and single-folder ``*`` only: per folder, the
     texts between its stars; None for any other glob."""
     parts: list[list[str]] = [[""]]

@@ -90,7 +90,7 @@ class RgEngine:
 
     def find(self, query: Query, accept: Accept) -> Found:
         paths = PathCollector(MAX_ENTRIES)
-        shown = self._listing_shown()
+        visible = _Visible(self.root)
         with self._run(query, ["--files", "--null"]) as (proc, err):
             assert proc.stdout is not None
             tail = b""
@@ -98,9 +98,10 @@ class RgEngine:
                 block = tail + chunk
                 cut = block.rfind(b"\0")
                 tail = block[cut + 1 :]
-                if cut >= 0:
-                    rels = [_rel(r) for r in block[:cut].decode(_FS, _FS_ERRORS).split("\0")]
-                    paths.extend([r for r in rels if accept(r) and shown(r)])
+                if cut >= 0:  # every path starts with "./" (_target)
+                    text = "\0" + block[:cut].decode(_FS, _FS_ERRORS)
+                    rels = text.replace("\0./", "\0")[1:].split("\0")
+                    paths.extend(visible([r for r in rels if accept(r)]))
             proc.wait()
             return paths.found(_skips(err, _everything))
 
@@ -128,32 +129,6 @@ class RgEngine:
         """Never a protected file, even if ripgrep's overrides let one through."""
         return self.root.covered(rel) is None
 
-    def _listing_shown(self) -> Callable[[str], bool]:
-        """:meth:`_shown` for a listing, where most paths share their folder with the one
-        before: each folder is checked once, then a file by its own entry only."""
-        protect = self.root.protect
-        if protect is None:
-            return _everything
-        folders: dict[str, bool] = {}
-        names: dict[str, bool] = {}  # name -> protected, when the name alone decides
-        by_name = isinstance(protect.rules, Rules) and protect.rules.by_name
-
-        def shown(rel: str) -> bool:
-            folder, _, name = rel.rpartition("/")
-            covered = folders.get(folder)
-            if covered is None:
-                covered = folders[folder] = bool(folder) and \
-                    self.root.covered(folder, is_dir=True) is not None
-            if covered:
-                return False
-            if not by_name:
-                return protect.entry(rel, False) is None
-            hidden = names.get(name)
-            if hidden is None:
-                hidden = names[name] = protect.entry(name, False) is not None
-            return not hidden
-        return shown
-
     def _binary_file(self, rel: str) -> bool:
         # ripgrep searches a file named on its command line even when it is binary.
         with self.root.open_file(self.root.resolve(rel)) as fd:
@@ -175,6 +150,41 @@ class RgEngine:
                 assert proc.stdout is not None
                 proc.stdout.close()
                 proc.wait()
+
+
+class _Visible:
+    """:meth:`RgEngine._shown` for the paths of a listing, a block at a time: each folder
+    is checked once, and when the protected lines are names of plain text and ``*``
+    (the defaults), a file only when its name ends or starts as one of them does."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+        self.protect = root.protect
+        rules = self.protect.rules if self.protect is not None else None
+        self.suspect = None  # a path whose name may be protected (literal texts: no backtracking)
+        if isinstance(rules, Rules) and rules.by_name and rules.ends is not None:
+            ends = "|".join(map(re.escape, rules.ends))
+            starts = "|".join(map(re.escape, rules.starts))
+            self.suspect = re.compile(
+                f"(?:{ends})\\Z" + (f"|(?:^|/)(?:{starts})[^/]*\\Z" if starts else "")).search
+        self.folders: dict[str, bool] = {}  # folder -> protected (it or one above it)
+        self.hidden_folders = False
+
+    def __call__(self, rels: list[str]) -> list[str]:
+        protect = self.protect
+        if protect is None:
+            return rels
+        for folder in {r.rpartition("/")[0] for r in rels}.difference(self.folders):
+            hidden = bool(folder) and self.root.covered(folder, is_dir=True) is not None
+            self.folders[folder] = hidden
+            self.hidden_folders |= hidden
+        if self.hidden_folders:
+            rels = [r for r in rels if not self.folders[r.rpartition("/")[0]]]
+        if self.suspect is None:
+            return [r for r in rels if protect.entry(r, False) is None]
+        suspects = [r for r in rels if self.suspect(r)]  # no '/' in the texts: the name's end
+        dropped = {r for r in suspects if protect.entry(r, False) is not None}
+        return [r for r in rels if r not in dropped] if dropped else rels
 
 
 def _walk_args(query: Query, ignore_file: str | None, protect: list[str]) -> list[str]:
