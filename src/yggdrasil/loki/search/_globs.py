@@ -293,26 +293,30 @@ def glob_matcher(glob: str, *, literal_separator: bool, any_folder: bool = False
 def glob_test(glob: str, *, any_folder: bool = False) -> Callable[[str], object]:
     """A test of a whole root-relative path (truthy: it matches), ``*`` and ``?`` never
     crossing ``/``, as :func:`glob_matcher` with ``literal_separator`` (it raises the same
-    GlobError). A glob of plain text and ``*`` only (``*.py``, ``test_*``,
-    ``src/*/conf*.yml``, the common ones) is matched with string operations, folder by
-    folder, which are linear too and ~10x faster than a call into RE2 per path (find
-    tests every path of the tree); any other glob is matched by RE2."""
+    GlobError). find tests every path of the tree, and a call into RE2 costs ~3 us, so
+    the common globs, of plain text and ``*`` only (``*.py``, ``test_*``,
+    ``src/*/conf*.yml``), are matched otherwise, in linear time too: ``*SUFFIX`` by
+    ``str.endswith``; with at most one ``*`` per folder by Python's ``re`` (a star that
+    cannot leave its folder, alone in it, backtracks over that folder's name at most);
+    with more, by string operations folder by folder. Any other glob is matched by RE2."""
     rx = glob_matcher(glob, literal_separator=True, any_folder=any_folder)
     parts = star_parts(glob)
     if parts is None:
         return cast("Callable[[str], object]", rx.fullmatch)
+    if any_folder and parts[0][:1] == [""] and len(parts) == len(parts[0]) == 1 + 1:
+        return operator.methodcaller("endswith", parts[0][1])  # *SUFFIX (no '/' in it)
+    if all(len(pieces) <= 2 for pieces in parts):
+        regex = glob_regex(glob, literal_separator=True)
+        return re.compile(f"(?:.*/)?(?:{regex})" if any_folder else regex, re.DOTALL).fullmatch
     if any_folder and len(parts) == 1:  # a name glob: the path's last part is matched
-        name = parts[0]
-        if len(name) == 2 and not name[0]:  # *SUFFIX: the path ends with it (no '/' in it)
-            return operator.methodcaller("endswith", name[1])
-        return lambda rel: _stars_match(name, rel.rpartition("/")[2])
+        return lambda rel: _stars_match(parts[0], rel.rpartition("/")[2])
     if any_folder:
         return cast("Callable[[str], object]", rx.fullmatch)
+    last = len(parts) - 1
 
     def test(rel: str) -> bool:
-        names = rel.split("/")
-        return len(names) == len(parts) and all(
-            _stars_match(part, name) for part, name in zip(parts, names, strict=True))
+        return rel.count("/") == last and all(
+            _stars_match(part, name) for part, name in zip(parts, rel.split("/"), strict=True))
     return test
 
 

@@ -12,6 +12,7 @@ hits shown are the first ones in walk order, exactly as the Python engine finds 
 from __future__ import annotations
 
 import base64
+import fcntl
 import functools
 import json
 import os
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -38,6 +39,7 @@ _WALK = re.compile(rb"^rg: DEBUG\|ignore::walk\|\S*: ignoring (.*?): Ignore\(Ign
 _BINARY = re.compile(rb"^rg: DEBUG\|grep_printer::\w+\|\S*: ignoring (.*): found binary data at")
 _HIDDEN_GLOB = "!.*"  # hidden names, as an override so it beats whitelists and types
 _MIN_VERSION = (14, 0)
+_PIPE_SIZE = 1 << 20  # bytes rg may write ahead of us (Linux's default cap for a pipe)
 _FS, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 _REGEX_ERRORS = ("rg: regex parse error", "rg: the literal", "rg: compiled regex")
 
@@ -99,9 +101,9 @@ class RgEngine:
                 cut = block.rfind(b"\0")
                 tail = block[cut + 1 :]
                 if cut >= 0:  # every path starts with "./" (_target)
-                    text = "\0" + block[:cut].decode(_FS, _FS_ERRORS)
-                    rels = text.replace("\0./", "\0")[1:].split("\0")
-                    paths.extend(visible([r for r in rels if accept(r)]))
+                    text = ("\0" + block[:cut + 1].decode(_FS, _FS_ERRORS)).replace("\0./", "\0")
+                    rels = text[1:-1].split("\0")
+                    paths.extend(visible([r for r in rels if accept(r)], text))
             proc.wait()
             return paths.found(_skips(err, _everything))
 
@@ -142,6 +144,9 @@ class RgEngine:
             args = fenced(args, str(self.root.path), [ignore_file] if ignore_file else [])
             proc = subprocess.Popen(args, cwd=self.root.path, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=err)
+            assert proc.stdout is not None
+            with suppress(OSError):  # a pipe of 64 KB stops rg every 64 KB until we read
+                fcntl.fcntl(proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
             try:
                 yield proc, err
             finally:
@@ -153,38 +158,53 @@ class RgEngine:
 
 
 class _Visible:
-    """:meth:`RgEngine._shown` for the paths of a listing, a block at a time: each folder
-    is checked once, and when the protected lines are names of plain text and ``*``
-    (the defaults), a file only when its name ends or starts as one of them does."""
+    """:meth:`RgEngine._shown` for the paths of a listing, a block at a time.
+
+    When the protected lines are names of plain text and ``*`` (the defaults), a path can
+    be protected only if one of its parts ends or starts as one of them does: the block's
+    text (paths between NULs) is searched for those texts (``str.find``, a fast scan) and
+    only the paths holding one are checked. Otherwise each folder is checked once and
+    each file on its own."""
 
     def __init__(self, root: Root) -> None:
         self.root = root
         self.protect = root.protect
         rules = self.protect.rules if self.protect is not None else None
-        self.suspect = None  # a path whose name may be protected (literal texts: no backtracking)
+        self.needles: list[tuple[str, bool]] | None = None  # (text, ends a part)
         if isinstance(rules, Rules) and rules.by_name and rules.ends is not None:
-            ends = "|".join(map(re.escape, rules.ends))
-            starts = "|".join(map(re.escape, rules.starts))
-            self.suspect = re.compile(
-                f"(?:{ends})\\Z" + (f"|(?:^|/)(?:{starts})[^/]*\\Z" if starts else "")).search
+            self.needles = [(f"{end}{sep}", True) for end in rules.ends for sep in "\0/"]
+            self.needles += [(f"{sep}{start}", False) for start in rules.starts for sep in "\0/"]
         self.folders: dict[str, bool] = {}  # folder -> protected (it or one above it)
         self.hidden_folders = False
 
-    def __call__(self, rels: list[str]) -> list[str]:
-        protect = self.protect
-        if protect is None:
+    def __call__(self, rels: list[str], text: str) -> list[str]:
+        """``rels`` less the protected; ``text``: the block they come from, each path
+        between NULs (``\0a\0b/c\0``)."""
+        if self.protect is None:
             return rels
+        if self.needles is not None:
+            dropped = {rel for rel in self._suspects(text) if self.root.covered(rel) is not None}
+            return [r for r in rels if r not in dropped] if dropped else rels
         for folder in {r.rpartition("/")[0] for r in rels}.difference(self.folders):
             hidden = bool(folder) and self.root.covered(folder, is_dir=True) is not None
             self.folders[folder] = hidden
             self.hidden_folders |= hidden
         if self.hidden_folders:
             rels = [r for r in rels if not self.folders[r.rpartition("/")[0]]]
-        if self.suspect is None:
-            return [r for r in rels if protect.entry(r, False) is None]
-        suspects = [r for r in rels if self.suspect(r)]  # no '/' in the texts: the name's end
-        dropped = {r for r in suspects if protect.entry(r, False) is not None}
-        return [r for r in rels if r not in dropped] if dropped else rels
+        return [r for r in rels if self.protect.entry(r, False) is None]
+
+    def _suspects(self, text: str) -> set[str]:
+        """The paths of ``text`` holding a part that ends or starts as a protected name."""
+        found: set[str] = set()
+        for needle, ends in self.needles or ():
+            at = text.find(needle)
+            while at >= 0:
+                inside = at + len(needle) - 1 if ends else at + 1  # a character of the path
+                first = text.rfind("\0", 0, inside) + 1
+                last = text.find("\0", inside)
+                found.add(text[first:last])
+                at = text.find(needle, last)
+        return found
 
 
 def _walk_args(query: Query, ignore_file: str | None, protect: list[str]) -> list[str]:
