@@ -47,15 +47,25 @@ import warnings
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from yggdrasil.loki.diagnostics import _engine, _ruff
 from yggdrasil.loki.files import _files, _journal, _root
 from yggdrasil.loki.files.edits import _apply
+from yggdrasil.loki.settings import DiagnosticsSettings, Settings
 from yggdrasil.loki.tools import filesystem_toolbox
 
-PHASES: dict[str, list[float]] = {}
+VARIANTS = {  # name -> the settings of the toolbox it times
+    "core": Settings(diagnostics=DiagnosticsSettings(enabled=False)),
+    "ruff": Settings(diagnostics=DiagnosticsSettings(default_servers=False)),
+    "default": Settings(),
+}
+PHASES: dict[str, dict[str, list[float]]] = {name: {} for name in VARIANTS}
+_NOW = ["core"]  # the variant being timed
 
 
 def _timed(owner: object, name: str, phase: str) -> None:
-    """Wrap ``owner.name`` so each call adds its time to PHASES[phase] (last round)."""
+    """Wrap ``owner.name`` so each call adds its time to the phase (this round, this
+    variant); a call inside another timed one is counted in both (the diagnostics' own
+    phases are inside ``diagnostics``)."""
     inner = getattr(owner, name)
 
     def wrapper(*args: object, **kwargs: object) -> object:
@@ -63,7 +73,8 @@ def _timed(owner: object, name: str, phase: str) -> None:
         try:
             return inner(*args, **kwargs)
         finally:
-            PHASES.setdefault(phase, [0.0])[-1] += time.perf_counter() - started
+            spent = PHASES[_NOW[0]].setdefault(phase, [0.0])
+            spent[-1] += time.perf_counter() - started
     setattr(owner, name, wrapper)
 
 
@@ -75,6 +86,13 @@ _timed(_files._Flush, "wait", "wait for the flush (syncfs)")
 _timed(_journal.Journal, "before_write", "keep originals (undo)")
 _timed(_root.Root, "commit", "rename, fsync the folders")
 _timed(_root.Root, "sync_folders", "rename, fsync the folders")
+_timed(_engine.Diagnostician, "before", "diagnostics: keep texts before")
+_timed(_engine.Diagnostician, "report", "diagnostics: report (all below)")
+_timed(_engine.Diagnostician, "_current", "  read the texts after")
+_timed(_ruff.Ruff, "check", "  ruff (before and after)")
+_timed(_engine, "changed_spans", "  changed lines (for ruff, LSP)")
+_timed(_engine, "_wait", "  wait for the language servers")
+DIAGNOSTICS = ("diagnostics: keep texts before", "diagnostics: report (all below)")
 
 
 def build(repo: Path, count: int, seed: int) -> tuple[dict[str, bytes], dict[str, bytes], str]:
@@ -115,13 +133,16 @@ def reset(repo: Path, originals: dict[str, bytes]) -> None:
         (repo / name).write_bytes(data)
 
 
-def ours(repo: Path, patch: str) -> float:
-    box = filesystem_toolbox(repo)  # a fresh run (made once per agent run: not timed)
-    for spent in PHASES.values():
-        spent.append(0.0)
-    started = time.perf_counter()
-    out = box.call("apply_patch", {"patch": patch})
-    spent = time.perf_counter() - started
+def ours(repo: Path, patch: str, variant: str) -> float:
+    """One apply_patch on a fresh toolbox (made once per agent run: not timed; closed
+    after the timer, which stops its language servers)."""
+    _NOW[0] = variant
+    with filesystem_toolbox(repo, settings=VARIANTS[variant]) as box:
+        for spent in PHASES[variant].values():
+            spent.append(0.0)
+        started = time.perf_counter()
+        out = box.call("apply_patch", {"patch": patch})
+        spent = time.perf_counter() - started
     assert out.startswith("M "), out[:300]
     return spent
 
@@ -147,7 +168,11 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--files", type=int, default=50)
     parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="which toolboxes to time: core (diagnostics off), ruff (ruff "
+                             "only), default (ruff + the language servers on PATH)")
     args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
     with TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         repo.mkdir()
@@ -157,28 +182,35 @@ def main() -> None:
         size = sum(map(len, originals.values()))
         print(f"{args.files} files, {size / 1e6:.1f} MB, patch {len(patch) / 1e3:.0f} KB "
               f"({patch.count(chr(10) + '@@ ')} hunks); median of {args.reps} rounds, in turn\n")
-        times: dict[str, list[float]] = {"apply_patch": [], "git apply": [], "syntax check": []}
+        times: dict[str, list[float]] = {name: [] for name in (*variants, "git apply")}
+        checks: list[float] = []
         for _ in range(args.reps):
-            for name, run in (("apply_patch", lambda: ours(repo, patch)),
-                              ("git apply", lambda: git_apply(repo, patch_file))):
-                reset(repo, originals)
-                times[name].append(run())
-                assert all((repo / n).read_bytes() == data for n, data in changed.items()), name
-            times["syntax check"].append(syntax_check(changed))
-        mine, base, check = (statistics.median(times[k])
-                             for k in ("apply_patch", "git apply", "syntax check"))
-        print(f"{'apply_patch (toolbox)':34} {mine * 1000:8.1f} ms")
-        print(f"{'git apply':34} {base * 1000:8.1f} ms")
-        print(f"{'ratio':34} {mine / base:8.2f}x")
-        print(f"{'compile() of all 50 files (before)':34} {check * 1000:8.1f} ms "
-              "(what the syntax gate cost when it compiled every file whole)")
-        print("\nwhere apply_patch's time goes (median per phase):")
-        shown = 0.0
-        for phase, spent in PHASES.items():
-            value = statistics.median(spent[1:] if len(spent) > 1 else spent)
-            shown += value
-            print(f"  {phase:32} {value * 1000:8.1f} ms")
-        print(f"  {'the rest (checks, diffs, books)':32} {(mine - shown) * 1000:8.1f} ms")
+            for variant in variants:
+                for name, run in ((variant, lambda v=variant: ours(repo, patch, v)),
+                                  ("git apply", lambda: git_apply(repo, patch_file))):
+                    reset(repo, originals)
+                    times[name].append(run())
+                    assert all((repo / n).read_bytes() == data
+                               for n, data in changed.items()), name
+            checks.append(syntax_check(changed))
+        base = statistics.median(times["git apply"])
+        print(f"{'git apply':44} {base * 1000:8.1f} ms")
+        for variant in variants:
+            mine = statistics.median(times[variant])
+            print(f"{'apply_patch, toolbox ' + variant:44} {mine * 1000:8.1f} ms  "
+                  f"{mine / base:6.2f}x git apply")
+        print(f"{'compile() of all 50 files (before)':44} {statistics.median(checks) * 1000:8.1f}"
+              " ms (what the syntax gate cost when it compiled every file whole)")
+        for variant in variants:
+            mine = statistics.median(times[variant])
+            print(f"\nwhere apply_patch's time goes, toolbox {variant} (median per phase):")
+            shown = 0.0
+            for phase, spent in PHASES[variant].items():
+                value = statistics.median(spent[1:] if len(spent) > 1 else spent)
+                if not phase.startswith(" "):
+                    shown += value
+                print(f"  {phase:36} {value * 1000:8.1f} ms")
+            print(f"  {'the rest (checks, diffs, books)':36} {(mine - shown) * 1000:8.1f} ms")
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--python", action="store_true", help="also time the Python engine")
+    parser.add_argument("--only", choices=("grep", "find"), help="time only these queries")
     opts = parser.parse_args()
     t0 = time.perf_counter()
     root = _corpus.tree()
@@ -89,17 +90,17 @@ def main() -> None:
     run_rg(["--files"], root)  # warm the page cache and the dentry cache
     run_rg(["-e", "zzzz_no_such_text"], root)
     print(f"{'query':<28} {'ours':>12} {'rg direct':>12} {'ratio':>8}   result")
-    for label, pattern in GREPS:
+    for label, pattern in GREPS if opts.only != "find" else ():
         ours, out, base, printed = paired(lambda p=pattern: box.call("grep", {"pattern": p}),
                                           lambda p=pattern: run_rg(["-e", p], root), opts.reps)
         rows = out.count("\n") + 1
         row(f"grep {label}", ours, base, f"{rows} rows shown; rg printed {printed:,} bytes")
-    for label, pattern, glob in GLOB_GREPS:
+    for label, pattern, glob in GLOB_GREPS if opts.only != "find" else ():
         ours, out, base, printed = paired(
             lambda p=pattern, g=glob: box.call("grep", {"pattern": p, "glob": g}),
             lambda p=pattern, g=glob: run_rg(["-g", g, "-e", p], root), opts.reps)
         row(f"grep {label}", ours, base, f"{out.count(chr(10)) + 1} rows; rg -g printed {printed:,} bytes")
-    for label, glob in FINDS:
+    for label, glob in FINDS if opts.only != "grep" else ():
         ours, out, base, printed = paired(lambda g=glob: box.call("find", {"pattern": g}),
                                           lambda g=glob: run_rg(["--files", "-g", g], root),
                                           opts.reps)

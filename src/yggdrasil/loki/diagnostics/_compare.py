@@ -10,7 +10,7 @@ first (an edit that adds a second ``undefined name x`` added the one in its own 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..results import SEVERITIES, Diagnostic
 
@@ -23,13 +23,17 @@ def key_of(d: Diagnostic) -> Key:
     return (d.source, d.code, " ".join(d.message.split()), d.symbol)
 
 
+Spans = Iterable[tuple[int, int]]
+
+
 def introduced(before: Sequence[Diagnostic], after: Sequence[Diagnostic],
-               changed: Iterable[tuple[int, int]] = ()) -> tuple[list[Diagnostic], int]:
+               changed: Spans | Callable[[], Spans] = ()) -> tuple[list[Diagnostic], int]:
     """(the findings of ``after`` that ``before`` did not have, how many of ``after`` it
     had); ``changed``: the line ranges (1-based, inclusive) of the new text that the
-    change wrote, which decide which of several alike findings are the new ones."""
+    change wrote, which decide which of several alike findings are the new ones (or a
+    function giving them, called only when a finding is found more often than before)."""
     had = Counter(key_of(d) for d in before)
-    spans = list(changed)
+    spans: list[tuple[int, int]] | None = None
     groups: dict[Key, list[Diagnostic]] = defaultdict(list)
     for d in after:
         groups[key_of(d)].append(d)
@@ -40,6 +44,8 @@ def introduced(before: Sequence[Diagnostic], after: Sequence[Diagnostic],
         if surplus <= 0:
             kept += len(found)
             continue
+        if spans is None:
+            spans = list(changed() if callable(changed) else changed)
         # in the changed lines first, then the last ones (new code tends to be added below)
         order = sorted(range(len(found)), key=lambda i: (not _inside(found[i].line, spans), -i))
         chosen = set(order[:surplus])

@@ -15,7 +15,7 @@ import difflib
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -188,7 +188,7 @@ class Diagnostician:
             return {}
         for rel, (before, after) in wanted.items():
             added, kept = introduced(found.get(f"{rel}\0before", []), found[rel],
-                                     changed_spans(before, after))
+                                     _spans(before, after))
             new += added
             diagnosis.preexisting += kept
         return {rel: found[rel] for rel in wanted}
@@ -211,7 +211,7 @@ class Diagnostician:
             return
         after = _without(check.after, ruffed)
         before = _without(check.before or [], ruffed)
-        added, kept = introduced(before, after, changed_spans(*texts))
+        added, kept = introduced(before, after, _spans(*texts))
         new += added
         diagnosis.preexisting += kept
 
@@ -309,16 +309,33 @@ def _wait(future: Future[Check], seconds: float) -> bool:
     return True
 
 
+def _spans(before: str | None, after: str | None) -> Callable[[], list[tuple[int, int]]]:
+    """:func:`changed_spans` when asked (most changes introduce nothing: no diff made)."""
+    return lambda: changed_spans(before, after)
+
+
 def changed_spans(before: str | None, after: str | None) -> list[tuple[int, int]]:
-    """The line ranges (1-based, inclusive) of ``after`` that differ from ``before``."""
+    """The line ranges (1-based, inclusive) of ``after`` that differ from ``before``.
+    The lines both share at the start and at the end are set aside first, and the
+    middle is matched line by line (difflib), within bounds."""
     if before is None or after is None:
         return []
     old, new = before.splitlines(), after.splitlines()
-    if len(old) * len(new) > 4_000_000:  # too big to match line by line: no preference
-        return []
+    shorter = min(len(old), len(new))
+    head = next((i for i in range(shorter) if old[i] != new[i]), shorter)
+    tail = 0
+    while tail < shorter - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    old, new = old[head:len(old) - tail], new[head:len(new) - tail]
+    if not new:  # lines removed only: the place they were (none: nothing changed)
+        return [(head + 1, head + 1)] if old else []
+    if not old:
+        return [(head + 1, head + len(new))]
+    if len(old) * len(new) > 4_000_000:  # too big to match line by line: all of it
+        return [(head + 1, head + len(new))]
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    return [(j1 + 1, max(j1 + 1, j2)) for tag, _, _, j1, j2 in matcher.get_opcodes()
-            if tag != "equal"]
+    return [(head + j1 + 1, head + max(j1 + 1, j2)) for tag, _, _, j1, j2
+            in matcher.get_opcodes() if tag != "equal"]
 
 
 def _without(found: Sequence[Diagnostic], ruffed: Sequence[Diagnostic]) -> list[Diagnostic]:

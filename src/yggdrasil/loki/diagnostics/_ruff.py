@@ -1,10 +1,12 @@
 """Python's findings from ruff: undefined names, unused or wrong imports, syntax.
 
-ruff has no Python API, so its binary runs on each text given on its stdin (a change's
-"before" and "after" at once, each ~7 ms; a text seen lately, such as the "before" that
-was the last edit's "after", is answered from memory), with ``--isolated`` so that no configuration of the project is read: the rules are ours
-(pyflakes' ``F``), the same in every repository; syntax errors are the syntax gate's. The copies keep
-each file's name, so ``__init__.py`` and notebooks (``.ipynb``, which ruff reads as
+ruff has no Python API, so its binary runs on a text given on its stdin (~7 ms), or on
+private copies of several texts at once (a change's "before" and "after", a patch's
+files: one process for all); a text seen lately, such as the "before" that was the last
+edit's "after", is answered from memory. It runs with ``--isolated`` so that no
+configuration of the project is read: the rules are ours (pyflakes' ``F``), the same in
+every repository; syntax errors are the syntax gate's. Stdin and copies keep each
+file's name, so ``__init__.py`` and notebooks (``.ipynb``, which ruff reads as
 notebooks) are judged as what they are.
 """
 
@@ -16,7 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,7 @@ RUFF_SUFFIXES = (".py", ".pyi", ".ipynb")
 _RULES = "F"
 _TARGET = "py313"  # the newest syntax is no error: a project on older Python has its own CI
 _OUTPUT_LIMIT = 64 << 20  # bytes of ruff's JSON read at most
+_ON_STDIN = 4  # texts checked each on a ruff's stdin at most; more: one ruff over copies
 _SEEN = 256  # texts whose findings are remembered (by file name and content)
 # Findings that break the program when the line runs; the rest of pyflakes is a warning.
 _ERRORS = frozenset({"F821", "F822", "F823", "F701", "F702", "F704", "F706", "F707", "F631",
@@ -71,46 +74,90 @@ class Ruff:
         """The findings of each text, by its key (a root-relative path, maybe suffixed
         to tell a "before" apart: the file name is the key's last part). Texts seen
         lately are answered from memory (an edit's "before" is the last one's "after");
-        the others are checked each by its own ruff process, all at once."""
+        up to four others each on a ruff's stdin, all at once (~7 ms), more by one ruff
+        over private copies (a process each cost 15-30 ms of start-up apiece, 2.1 s for
+        the 100 texts of a 50-file patch, against ~0.2 s for one ruff over copies)."""
         if self.binary is None or not texts:
             return {key: [] for key in texts}
         out: dict[str, list[Diagnostic]] = {}
-        running: list[tuple[str, tuple[str, str], subprocess.Popen[bytes]]] = []
-        try:
-            for key, text in texts.items():
-                seen = _hash(key, text)
-                if seen in self._seen:
-                    out[key] = [d.model_copy(update={"path": _path_of(key)})
-                                for d in self._seen[seen]]
-                else:
-                    running.append((key, seen, self._start(key)))
-            for key, seen, process in running:
-                found = [_diagnostic(item, _path_of(key), texts[key])
-                         for item in self._answer(process, texts[key]) if not _syntax(item)]
-                self._remember(seen, found)
-                out[key] = found
-        finally:
-            for _, _, process in running:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+        unseen: dict[str, tuple[str, str]] = {}
+        for key, text in texts.items():
+            seen = _hash(key, text)
+            if seen in self._seen:
+                out[key] = [d.model_copy(update={"path": _path_of(key)})
+                            for d in self._seen[seen]]
+            else:
+                unseen[key] = seen
+        if len(unseen) <= _ON_STDIN:
+            found = self._stdin({key: texts[key] for key in unseen})
+        else:
+            found = self._copies({key: texts[key] for key in unseen})
+        for key, items in found.items():
+            lines = texts[key].splitlines()
+            diagnostics = [_diagnostic(item, _path_of(key), lines)
+                           for item in items if not _syntax(item)]
+            self._remember(unseen[key], diagnostics)
+            out[key] = diagnostics
         return out
 
-    def _start(self, key: str) -> subprocess.Popen[bytes]:
+    def _argv(self) -> list[str]:
         assert self.binary is not None
-        argv = [self.binary, "check", "--isolated", "--no-cache", "--exit-zero", "--quiet",
-                "--select", _RULES, "--target-version", _TARGET, "--output-format", "json",
-                "--stdin-filename", _file_name(key), "-"]
+        return [self.binary, "check", "--isolated", "--no-cache", "--exit-zero", "--quiet",
+                "--select", _RULES, "--target-version", _TARGET, "--output-format", "json"]
+
+    def _stdin(self, texts: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+        """Ruff's findings on a few texts, each given on the stdin of a ruff of its own,
+        all running at once."""
+        running: list[tuple[str, subprocess.Popen[bytes]]] = []
+        try:
+            for key in texts:
+                argv = [*self._argv(), "--stdin-filename", _file_name(key), "-"]
+                running.append((key, self._start(argv, None)))
+            return {key: self._answer(process, texts[key].encode("utf-8", "surrogatepass"))
+                    for key, process in running}
+        finally:
+            for _, process in running:
+                _stop(process)
+
+    def _copies(self, texts: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+        """Ruff's findings on several texts at once: each written under its own file name
+        in a folder of its own (``<n>/<name>``: a before and an after share a name) of a
+        private temporary folder, one ruff reads them all; the folder is gone after."""
+        keys = list(texts)
+        try:
+            with tempfile.TemporaryDirectory(prefix="loki-ruff-") as top:
+                paths = []
+                for n, key in enumerate(keys):
+                    os.mkdir(os.path.join(top, str(n)), 0o700)
+                    path = os.path.join(top, str(n), _file_name(key))
+                    with open(path, "xb") as file:
+                        file.write(texts[key].encode("utf-8", "surrogatepass"))
+                    paths.append(path)
+                process = self._start([*self._argv(), "--", *paths], top)
+                try:
+                    items = self._answer(process, b"")
+                finally:
+                    _stop(process)
+        except OSError as exc:
+            raise RuffFailed(f"ruff's copies could not be written: {exc.strerror or exc}",
+                             ) from None
+        found: dict[str, list[dict[str, Any]]] = {key: [] for key in keys}
+        for item in items:
+            folder = os.path.basename(os.path.dirname(str(item.get("filename") or "")))
+            if folder.isdigit() and int(folder) < len(keys):
+                found[keys[int(folder)]].append(item)
+        return found
+
+    def _start(self, argv: list[str], cwd: str | None) -> subprocess.Popen[bytes]:
         try:
             return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, cwd=tempfile.gettempdir())
+                                    stderr=subprocess.PIPE, cwd=cwd or tempfile.gettempdir())
         except OSError as exc:
             raise RuffFailed(f"ruff could not start: {exc.strerror or exc}") from None
 
-    def _answer(self, process: subprocess.Popen[bytes], text: str) -> list[dict[str, Any]]:
+    def _answer(self, process: subprocess.Popen[bytes], given: bytes) -> list[dict[str, Any]]:
         try:
-            out, err = process.communicate(text.encode("utf-8", "surrogatepass"),
-                                           timeout=self.timeout)
+            out, err = process.communicate(given, timeout=self.timeout)
         except subprocess.TimeoutExpired:
             raise RuffFailed(f"ruff did not answer within {self.timeout:g}s") from None
         if process.returncode != 0 or len(out) > _OUTPUT_LIMIT:
@@ -126,6 +173,12 @@ class Ruff:
         self._seen[seen] = found
         while len(self._seen) > _SEEN:
             del self._seen[next(iter(self._seen))]
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
 
 
 def _hash(key: str, text: str) -> tuple[str, str]:
@@ -149,25 +202,24 @@ def _path_of(key: str) -> str:
     return key.split("\0", 1)[0]
 
 
-def _diagnostic(item: dict[str, Any], path: str, text: str) -> Diagnostic:
+def _diagnostic(item: dict[str, Any], path: str, lines: Sequence[str]) -> Diagnostic:
     code = str(item.get("code") or "")
     start = item.get("location") or {}
     end = item.get("end_location") or {}
     line, column = int(start.get("row") or 1), int(start.get("column") or 1)
     cell = item.get("cell")
     severity = "error" if code in _ERRORS else "warning"
-    symbol = "" if cell else _symbol(text, line, column, end)
+    symbol = "" if cell else _symbol(lines, line, column, end)
     return Diagnostic(path=path, line=line, column=column, severity=severity,
                       code=code,
                       message=str(item.get("message") or code or "syntax error"),
                       source="ruff", symbol=symbol, cell=int(cell) if cell else None)
 
 
-def _symbol(text: str, line: int, column: int, end: Mapping[str, Any]) -> str:
+def _symbol(lines: Sequence[str], line: int, column: int, end: Mapping[str, Any]) -> str:
     """The text of a finding's range when it lies on one line (a name), else ""."""
     if int(end.get("row") or 0) != line:
         return ""
-    lines = text.splitlines()
     if not 0 < line <= len(lines):
         return ""
     return lines[line - 1][column - 1 : int(end.get("column") or column) - 1][:200]

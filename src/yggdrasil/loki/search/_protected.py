@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..files import Protection
-from ._globs import GlobError, IgnoreFile, IgnoreRule, glob_regex, parse_ignore_line
+from ._globs import GlobError, IgnoreFile, IgnoreRule, glob_regex, parse_ignore_line, star_parts
 
 _SPECIAL = frozenset("*?[]{}\\!/")
 
@@ -34,14 +34,14 @@ def protection(globs: Sequence[str]) -> Protection:
             glob_regex(rule.actual, literal_separator=True)
         except GlobError as exc:
             raise ValueError(f"protect glob {glob!r} is not a valid glob: {exc}") from None
-    return Protection(tuple(globs), _Rules(IgnoreFile("\n".join(globs))))
+    return Protection(tuple(globs), Rules(IgnoreFile("\n".join(globs))))
 
 
 _MISS = object()
 _MEMO_CAP = 100_000
 
 
-class _Rules:
+class Rules:
     """The compiled lines, answering from a cache by name when every line matches names
     at any depth (``*.pem``, ``.aws/``: then the name alone decides), as the defaults do."""
 
@@ -50,6 +50,14 @@ class _Rules:
         self.by_name = all(r.actual.startswith("**/") and "/" not in r.actual[3:]
                            for r in lines.rules)
         self._memo: dict[tuple[str, bool], tuple[str, bool] | None] = {}
+        self.ends, self.starts = _quick(lines.rules) if self.by_name else ((), ())
+
+    def might_protect(self, name: str) -> bool:
+        """False when no protecting line can match the name ``name`` (with ``by_name``):
+        each such line is plain text and ``*``, and its name ends with the line's last
+        text or starts with its first (``*.pem``, ``id_rsa*``). Two calls into C per
+        name, where :meth:`decisive` is a call into RE2; True: ask :meth:`decisive`."""
+        return self.ends is None or name.endswith(self.ends) or name.startswith(self.starts)
 
     def decisive(self, rel: str, is_dir: bool) -> tuple[str, bool] | None:
         if not self.by_name:
@@ -61,6 +69,26 @@ class _Rules:
                 self._memo.clear()
             hit = self._memo[key] = self.lines.decisive(key[0], is_dir)
         return hit  # type: ignore[return-value]
+
+
+def _quick(rules: Sequence[IgnoreRule]) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """(ends, starts) for :meth:`Rules.might_protect`; ends None: no quick answer."""
+    ends: list[str] = []
+    starts: list[str] = []
+    for rule in rules:
+        if rule.whitelist:
+            continue  # an exception only ever unprotects
+        parts = star_parts(rule.actual.removeprefix("**/"))
+        if parts is None or len(parts) != 1:
+            return None, ()
+        pieces = parts[0]
+        if pieces[-1]:
+            ends.append(pieces[-1])
+        elif pieces[0]:
+            starts.append(pieces[0])
+        else:
+            return None, ()  # '*' or '*text*': any name may match
+    return tuple(ends), tuple(starts)
 
 
 @dataclass

@@ -12,6 +12,7 @@ hits shown are the first ones in walk order, exactly as the Python engine finds 
 from __future__ import annotations
 
 import base64
+import fcntl
 import functools
 import json
 import os
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -30,13 +31,15 @@ from ..files import Root
 from ..results import MAX_ENTRIES, MAX_HITS, clip_line
 from ..sandbox import binary_paths, landlock_status, read_only_argv
 from ._found import Accept, Found, Hit, HitCollector, PathCollector, Pattern, Query, Skips
-from ._globs import glob_matcher
+from ._globs import glob_test
+from ._protected import Rules
 from ._pysearch import COUNT_LIMIT, is_binary
 
 _WALK = re.compile(rb"^rg: DEBUG\|ignore::walk\|\S*: ignoring (.*?): Ignore\(IgnoreMatch\((\w+)(.*)$")
 _BINARY = re.compile(rb"^rg: DEBUG\|grep_printer::\w+\|\S*: ignoring (.*): found binary data at")
 _HIDDEN_GLOB = "!.*"  # hidden names, as an override so it beats whitelists and types
 _MIN_VERSION = (14, 0)
+_PIPE_SIZE = 1 << 20  # bytes rg may write ahead of us (Linux's default cap for a pipe)
 _FS, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 _REGEX_ERRORS = ("rg: regex parse error", "rg: the literal", "rg: compiled regex")
 
@@ -89,6 +92,7 @@ class RgEngine:
 
     def find(self, query: Query, accept: Accept) -> Found:
         paths = PathCollector(MAX_ENTRIES)
+        visible = _Visible(self.root)
         with self._run(query, ["--files", "--null"]) as (proc, err):
             assert proc.stdout is not None
             tail = b""
@@ -96,9 +100,10 @@ class RgEngine:
                 block = tail + chunk
                 cut = block.rfind(b"\0")
                 tail = block[cut + 1 :]
-                if cut >= 0:
-                    rels = [_rel(r) for r in block[:cut].decode(_FS, _FS_ERRORS).split("\0")]
-                    paths.extend([r for r in rels if accept(r) and self._shown(r)])
+                if cut >= 0:  # every path starts with "./" (_target)
+                    text = ("\0" + block[:cut + 1].decode(_FS, _FS_ERRORS)).replace("\0./", "\0")
+                    rels = text[1:-1].split("\0")
+                    paths.extend(visible([r for r in rels if accept(r)], text))
             proc.wait()
             return paths.found(_skips(err, _everything))
 
@@ -139,6 +144,9 @@ class RgEngine:
             args = fenced(args, str(self.root.path), [ignore_file] if ignore_file else [])
             proc = subprocess.Popen(args, cwd=self.root.path, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=err)
+            assert proc.stdout is not None
+            with suppress(OSError):  # a pipe of 64 KB stops rg every 64 KB until we read
+                fcntl.fcntl(proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
             try:
                 yield proc, err
             finally:
@@ -147,6 +155,56 @@ class RgEngine:
                 assert proc.stdout is not None
                 proc.stdout.close()
                 proc.wait()
+
+
+class _Visible:
+    """:meth:`RgEngine._shown` for the paths of a listing, a block at a time.
+
+    When the protected lines are names of plain text and ``*`` (the defaults), a path can
+    be protected only if one of its parts ends or starts as one of them does: the block's
+    text (paths between NULs) is searched for those texts (``str.find``, a fast scan) and
+    only the paths holding one are checked. Otherwise each folder is checked once and
+    each file on its own."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+        self.protect = root.protect
+        rules = self.protect.rules if self.protect is not None else None
+        self.needles: list[tuple[str, bool]] | None = None  # (text, ends a part)
+        if isinstance(rules, Rules) and rules.by_name and rules.ends is not None:
+            self.needles = [(f"{end}{sep}", True) for end in rules.ends for sep in "\0/"]
+            self.needles += [(f"{sep}{start}", False) for start in rules.starts for sep in "\0/"]
+        self.folders: dict[str, bool] = {}  # folder -> protected (it or one above it)
+        self.hidden_folders = False
+
+    def __call__(self, rels: list[str], text: str) -> list[str]:
+        """``rels`` less the protected; ``text``: the block they come from, each path
+        between NULs (``\0a\0b/c\0``)."""
+        if self.protect is None:
+            return rels
+        if self.needles is not None:
+            dropped = {rel for rel in self._suspects(text) if self.root.covered(rel) is not None}
+            return [r for r in rels if r not in dropped] if dropped else rels
+        for folder in {r.rpartition("/")[0] for r in rels}.difference(self.folders):
+            hidden = bool(folder) and self.root.covered(folder, is_dir=True) is not None
+            self.folders[folder] = hidden
+            self.hidden_folders |= hidden
+        if self.hidden_folders:
+            rels = [r for r in rels if not self.folders[r.rpartition("/")[0]]]
+        return [r for r in rels if self.protect.entry(r, False) is None]
+
+    def _suspects(self, text: str) -> set[str]:
+        """The paths of ``text`` holding a part that ends or starts as a protected name."""
+        found: set[str] = set()
+        for needle, ends in self.needles or ():
+            at = text.find(needle)
+            while at >= 0:
+                inside = at + len(needle) - 1 if ends else at + 1  # a character of the path
+                first = text.rfind("\0", 0, inside) + 1
+                last = text.find("\0", inside)
+                found.add(text[first:last])
+                at = text.find(needle, last)
+        return found
 
 
 def _walk_args(query: Query, ignore_file: str | None, protect: list[str]) -> list[str]:
@@ -192,7 +250,7 @@ def _name_filter(query: Query) -> Callable[[str], object]:
     """
     if not query.name_glob or query.start_is_file:
         return _everything
-    return glob_matcher(query.name_glob, literal_separator=True, any_folder=True).fullmatch
+    return glob_test(query.name_glob, any_folder=True)
 
 
 def _everything(rel: str) -> bool:

@@ -24,7 +24,7 @@ from ..files import Root
 from ..outputs import Spill, SpillError
 from ..results import FoundFiles, GrepMatches, Match, SearchSkips
 from ._found import Accept, Found, Hit, Pattern, Query
-from ._globs import GlobError, glob_matcher, rebase_ignore_text
+from ._globs import GlobError, glob_matcher, glob_test, rebase_ignore_text
 from ._protected import rg_overrides
 from ._pysearch import COUNT_LIMIT, PythonEngine, grep_output
 from ._rg import RgEngine, find_rg
@@ -154,11 +154,9 @@ def path_matcher(pattern: str) -> Accept:
         glob += "**"
     try:
         # Without '/': '*' and '?' never match '/', so after any '.../' this is the name.
-        rx = glob_matcher(glob.removeprefix("/"), literal_separator=True,
-                          any_folder="/" not in glob)
+        return glob_test(glob.removeprefix("/"), any_folder="/" not in glob)
     except GlobError as exc:
         raise ToolError(str(exc)) from exc
-    return rx.fullmatch
 
 
 def _check_glob(glob: str) -> None:
