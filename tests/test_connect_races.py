@@ -165,6 +165,14 @@ abstract.listen(1)
 mine = socket.socket(socket.AF_UNIX)
 mine.connect(abstract.getsockname())
 print("abstract-own", mine.getpeername() == abstract.getsockname())
+import threading
+def from_a_thread():  # the supervisor is told the thread's id, not the process's
+    other = socket.socket(socket.AF_UNIX)
+    other.connect(abstract.getsockname())
+    print("thread", other.getpeername() == abstract.getsockname())
+worker = threading.Thread(target=from_a_thread)
+worker.start()
+worker.join()
 tcp = socket.socket()
 tcp.setblocking(False)
 code = tcp.connect_ex(("127.0.0.1", PORT))
@@ -184,7 +192,7 @@ def test_allowed_connects_still_work_blocking_and_not(box: Toolbox, network: boo
         listener.close()
     assert out.startswith("exit=0"), out
     assert "blocking True" in out and "nonblocking 0 True" in out, out
-    assert "abstract-own True" in out, out
+    assert "abstract-own True" in out and "thread True" in out, out
     if network:  # the kernel's non-blocking TCP answer, then a real connection
         assert "tcp inprogress-then-0" in out, out
     else:  # Landlock refuses TCP inside the fence: the connector carries the fence

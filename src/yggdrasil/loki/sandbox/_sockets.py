@@ -14,15 +14,19 @@ and a read-only mount does not stop ``connect``, so the supervisor stops every
   scratch TMPDIR, writable folders, its private /tmp, and the user's ``unix_sockets``),
   compared by device and inode in the command's own mount view; a socket elsewhere gets
   EACCES and a note;
-- the command's connector (``_connector``, inside its fence and namespaces) then
-  connects the taken socket to the copied address, or to the checked file
-  (``/proc/self/fd/<n>``), and the command gets its answer (0, EINPROGRESS, ECONNREFUSED...).
+- then it connects the taken socket itself, to the copied address or, for a path, to
+  the file it checked (``/proc/self/fd/<n>``), and the command gets the kernel's answer
+  (0, EINPROGRESS, EAGAIN, ECONNREFUSED...). Where that answer is the command's Landlock
+  domain's to give (an abstract name under its scope, TCP under its rules), or the
+  connect may wait long (a blocking socket to another host: it would hold up the
+  command's other calls), the command's connector (``_connector``, a process inside its
+  fence and namespaces) makes it instead and sends the answer back.
 
 Nothing is ever let through to the kernel as it is (``SECCOMP_USER_NOTIF_FLAG_CONTINUE``
 would read the descriptor and the address again: a thread could dup2 an AF_UNIX socket
 over the AF_INET one checked, or turn an abstract name into a path). TCP is still ruled
-by Landlock and the network namespace (the connector has both), an abstract name by
-Landlock's scope (ABI 6+: the command's own sockets only; older kernels: any).
+by Landlock and the network namespace, an abstract name by Landlock's scope (ABI 6+: the
+command's own sockets only; older kernels: any).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any
 from . import _connector, _usernotif
 
 _PIDFD_GETFD = 438  # the same number on every architecture (Linux 5.6)
+_PIDFD_THREAD = os.O_EXCL  # a pidfd of one thread, not of a process (Linux 6.9)
 _AF_UNIX = socket.AF_UNIX
 _MAX_ADDRESS = 128  # sizeof(struct sockaddr_storage): the kernel takes no longer one
 _MAX_DEPTH = 256  # folders walked up from a socket to the filesystem's root
@@ -54,11 +59,16 @@ def _c() -> Any:
 
 class SocketPlaces:
     """Where a command's UNIX sockets may be: ``places`` (absolute paths, resolved in
-    the command's own view on its first connect); ``note`` gets each refusal."""
+    the command's own view on its first connect); ``note`` gets each refusal. What the
+    command's Landlock domain decides, which only its connector's connects carry:
+    ``tcp_fenced`` (TCP connect refused: ABI 4+, no network), ``scoped`` (abstract
+    names: the domain's own only, ABI 6+)."""
 
-    def __init__(self, places: Sequence[str], note: Callable[[str], None]) -> None:
+    def __init__(self, places: Sequence[str], note: Callable[[str], None], *,
+                 tcp_fenced: bool = False, scoped: bool = False) -> None:
         self.places = list(places)
         self.note = note
+        self.tcp_fenced, self.scoped = tcp_fenced, scoped
         self._ids: set[tuple[int, int]] | None = None
 
     def ids(self, pid: int, walk: Callable[[int, str, str], Any]) -> set[tuple[int, int]]:
@@ -83,16 +93,16 @@ class Connects:
     def __init__(self, channel: socket.socket) -> None:
         self.channel, self.pending = channel, set[int]()
 
-    def ask(self, notif_id: int, sock: int, raw: bytes, checked: int = -1) -> int | None:
-        """Have the connector connect ``sock`` to ``raw`` (or to the ``checked`` file):
-        None, it answers later; else the errno the connect fails with now."""
-        fds = [sock, *([checked] if checked >= 0 else [])]
+    def ask(self, notif_id: int, sock: int, raw: bytes) -> tuple[int, bool] | None:
+        """Have the connector connect ``sock`` to ``raw``: None, it answers later; else
+        (the errno the connect fails with now, False)."""
+        fds = [sock]
         try:
             self.channel.sendmsg([_connector.REQUEST.pack(notif_id) + raw],
                                  [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                    struct.pack(f"{len(fds)}i", *fds))], socket.MSG_NOSIGNAL)
         except OSError:
-            return errno.EPERM  # the connector is gone: nothing connects for this command
+            return errno.EPERM, False  # the connector is gone: nothing connects for it
         self.pending.add(notif_id)
         return None
 
@@ -119,56 +129,91 @@ class Connects:
         return owed
 
 
+Answer = tuple[int, bool] | None  # (errno, connected) now; None: the connector answers
+
+
 def answer_connect(listener: int, notif: _usernotif.Notification, places: SocketPlaces,
-                   walk: Callable[[int, str, str], Any], connects: Connects) -> int | None:
-    """The errno a stopped connect fails with, or None: ``connects`` makes it on the
-    socket taken here and answers later. Never lets the kernel carry on: it would read
-    the descriptor and the address again, which another thread may have changed."""
+                   walk: Callable[[int, str, str], Any], connects: Connects) -> Answer:
+    """Decide a stopped connect and make it on the socket taken here, with the address
+    read here. Never lets the kernel carry on: it would read the descriptor and the
+    address again, which another thread may have changed meanwhile."""
     sock = _grab(notif.pid, notif.args[0] & 0xFFFFFFFF)
     if sock < 0:
-        return -sock  # not a descriptor of the process (EBADF), or it is gone
+        return -sock, False  # not a descriptor of the process (EBADF), or it is gone
     try:
         domain = _domain(sock)
         if domain < 0:
-            return errno.ENOTSOCK
+            return errno.ENOTSOCK, False
         raw = _address(notif)
         if isinstance(raw, int):
-            return raw
+            return raw, False
         if not _usernotif.still_waiting(listener, notif.id):
-            return errno.EPERM
+            return errno.EPERM, False
         if domain == _AF_UNIX and _is_path(raw):
             path = os.fsdecode(raw[2:].split(b"\0", 1)[0])
-            return _connect_checked(notif, sock, path, places, walk, connects)
-        # Any other family, an abstract name (Landlock's scope decides in the connector,
-        # in the command's domain), a disconnect or a bad address (the kernel says which).
-        return connects.ask(notif.id, sock, raw)
+            return _connect_checked(sock, notif.pid, path, places, walk)
+        if _by_connector(sock, domain, raw, places):
+            return connects.ask(notif.id, sock, raw)
+        return _connect(sock, raw)
     finally:
         os.close(sock)
 
 
+def _by_connector(sock: int, domain: int, raw: bytes, places: SocketPlaces) -> bool:
+    """Only the connector gets the kernel's answer: one that depends on the command's
+    Landlock domain (an abstract name under its scope, TCP under its rules), or one
+    that may wait long (a blocking socket to another host), which here would hold up
+    the command's other stopped calls. The rest is the same whoever connects (the
+    socket keeps its network namespace): made here, one round trip less."""
+    if domain == _AF_UNIX:
+        return places.scoped and len(raw) > 2 and raw[2] == 0 and _family(raw) == _AF_UNIX
+    if places.tcp_fenced:
+        return True
+    return os.get_blocking(sock) and not _loopback(domain, raw)
+
+
+def _family(raw: bytes) -> int:
+    return int(struct.unpack_from("=H", raw)[0]) if len(raw) >= 2 else -1
+
+
+def _loopback(domain: int, raw: bytes) -> bool:
+    """A loopback address (answered at once, no wait for another host)."""
+    if domain == socket.AF_INET and len(raw) >= 8 and _family(raw) == socket.AF_INET:
+        return raw[4] == 127
+    if domain == socket.AF_INET6 and len(raw) >= 24 and _family(raw) == socket.AF_INET6:
+        ip = raw[8:24]
+        return ip == bytes(15) + b"\1" or (ip[:12] == bytes(10) + b"\xff\xff" and ip[12] == 127)
+    return False
+
+
 def _is_path(raw: bytes) -> bool:
-    return (len(raw) > 2 and struct.unpack_from("=H", raw)[0] == _AF_UNIX
-            and raw[2] != 0)
+    return len(raw) > 2 and _family(raw) == _AF_UNIX and raw[2] != 0
 
 
-def _connect_checked(notif: _usernotif.Notification, sock: int, path: str,
-                     places: SocketPlaces, walk: Callable[[int, str, str], Any],
-                     connects: Connects) -> int | None:
-    pid = notif.pid
+def _connect_checked(sock: int, pid: int, path: str, places: SocketPlaces,
+                     walk: Callable[[int, str, str], Any]) -> tuple[int, bool]:
     found = walk(pid, path, f"/proc/{pid}/cwd")
     if isinstance(found, int):
-        return found
+        return found, False
     parent, final, _ = found
     try:
         if not _inside(parent, final, places.ids(pid, walk)):
             places.note(f"loki sandbox: refused connecting to the UNIX socket {path!r}: "
                         "commands reach only sockets in the root, their TMPDIR and writable "
                         "folders (the user may allow others: unix_sockets=[...])")
-            return errno.EACCES
-        return connects.ask(notif.id, sock, b"", final)
+            return errno.EACCES, False
+        target = f"/proc/self/fd/{final}".encode()  # the file checked, not the path again
+        return _connect(sock, struct.pack("=H", _AF_UNIX) + target + b"\0")
     finally:
         os.close(parent)
         os.close(final)
+
+
+def _connect(sock: int, raw: bytes) -> tuple[int, bool]:
+    """Connect our copy of the command's socket to ``raw`` (a sockaddr): (errno, done)."""
+    if _c().connect(sock, ctypes.c_char_p(raw), len(raw)) != 0:
+        return ctypes.get_errno() or errno.ECONNREFUSED, False
+    return 0, True
 
 
 def _inside(parent: int, final: int, ids: set[tuple[int, int]]) -> bool:
@@ -194,10 +239,13 @@ def _inside(parent: int, final: int, ids: set[tuple[int, int]]) -> bool:
 
 def _grab(pid: int, fd: int) -> int:
     """Our own descriptor of process ``pid``'s ``fd`` (the same open socket), or -errno."""
-    try:
-        pidfd = os.pidfd_open(pid)
+    try:  # the calling thread's own table (Linux 6.9+), else its process's
+        pidfd = os.pidfd_open(pid, _PIDFD_THREAD)
     except OSError:
-        return -errno.EPERM  # gone: nobody waits for the answer
+        try:
+            pidfd = os.pidfd_open(_process_of(pid))
+        except (OSError, ValueError):
+            return -errno.EPERM  # gone: nobody waits for the answer
     try:
         got = int(_c().syscall(ctypes.c_long(_PIDFD_GETFD), ctypes.c_int(pidfd),
                                ctypes.c_int(fd), ctypes.c_uint(0)))
@@ -206,6 +254,15 @@ def _grab(pid: int, fd: int) -> int:
         return got
     finally:
         os.close(pidfd)
+
+
+def _process_of(tid: int) -> int:
+    """The process (thread group) of thread ``tid``: pidfd_open takes only those before 6.9."""
+    with open(f"/proc/{tid}/status", "rb") as fh:
+        for line in fh:
+            if line.startswith(b"Tgid:"):
+                return int(line.split()[1])
+    raise ValueError(f"no Tgid for {tid}")
 
 
 def _domain(fd: int) -> int:

@@ -102,11 +102,14 @@ class Supervisor:
         self._server = LazyServer(self, _Server)
 
     def session(self, decide: Decide | None = None, sockets: Sequence[str] | None = None,
-                note: Callable[[str], None] = lambda _: None) -> SupervisedCommand:
+                note: Callable[[str], None] = lambda _: None, *, tcp_fenced: bool = False,
+                scoped: bool = False) -> SupervisedCommand:
         """A session stopping execs (``decide``) and UNIX connects outside ``sockets``
-        (absolute places; ``note`` gets each refusal)."""
+        (absolute places; ``note`` gets each refusal). ``tcp_fenced``, ``scoped``: the
+        command's Landlock refuses TCP (ABI 4+) and scopes abstract names (ABI 6+)."""
         server = self._server.get()
-        places = SocketPlaces(sockets, note) if sockets is not None else None
+        places = (SocketPlaces(sockets, note, tcp_fenced=tcp_fenced, scoped=scoped)
+                  if sockets is not None else None)
         return server.open(SupervisedCommand(server, decide, places))
 
     def close(self) -> None:
@@ -226,7 +229,8 @@ def _answer(listener: int, notif: _usernotif.Notification, session: SupervisedCo
             got = answer_connect(listener, notif, session.sockets, walk, connects)
             if got is None:
                 return  # the connector makes it and answers (_answer_connects)
-            error = got or errno.EPERM  # never 0: that would let the kernel read it again
+            error, done = got
+            error = error if error or done else errno.EPERM  # never CONTINUE a connect
     except Exception:  # unreadable, or a bug here: fail the call, never let it through
         error, done = errno.EPERM, False
     _usernotif.reply(listener, notif.id, error=error, done=done)

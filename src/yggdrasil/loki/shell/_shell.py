@@ -291,7 +291,10 @@ class Shell:
         """The supervision of a command started as ``argv``: its execs when rules are
         set, its UNIX connects when fenced (None: neither, or no user notification here)."""
         sockets = self.socket_places(scratch, fence) if self.sockets_guarded(fence) else None
-        return self.supervision.session(argv, note, sockets)
+        proxied = self.proxy is not None and fence.namespaces  # the launcher then allows TCP
+        return self.supervision.session(
+            argv, note, sockets, scoped=fence.abi >= 6,
+            tcp_fenced=fence.abi >= 4 and not (self.network or proxied))
 
     def sockets_guarded(self, fence: Fence) -> bool:
         """UNIX sockets outside the command's places are out of its reach."""
