@@ -216,3 +216,59 @@ def test_an_abstract_socket_outside_stays_unreachable(box: Toolbox) -> None:
             pytest.fail("a connection reached the abstract socket outside")
     finally:
         server.close()
+
+
+def _local_address() -> str | None:
+    """An address of this machine that is not loopback (None: it has none)."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # TEST-NET: picks the source address, sends nothing
+        found = str(probe.getsockname()[0])
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return None if found.startswith("127.") else found
+
+
+WAITING = r"""
+import os, socket, threading, time
+def far():
+    socket.create_connection(("ADDRESS", PORT))  # its listener's queue is full: it waits
+    print("far connected")
+threading.Thread(target=far, daemon=True).start()
+time.sleep(0.5)  # the far connect is stopped and being made meanwhile
+server = socket.socket(socket.AF_UNIX)
+server.bind("wait.sock")
+server.listen(1)
+mine = socket.socket(socket.AF_UNIX)
+mine.connect("wait.sock")
+os.unlink("wait.sock")
+print("unix connected while the far one waits:", threading.active_count() == 2, flush=True)
+os._exit(0)
+"""
+
+
+def test_a_blocking_connect_that_waits_holds_up_no_other(root: Path) -> None:
+    """A blocking TCP connect to another host is made by the connector: the command's
+    other calls are answered meanwhile (made by the supervisor, it would hold them up)."""
+    address = _local_address()
+    if address is None:
+        pytest.skip("no address but loopback here")
+    far = socket.create_server((address, 0), backlog=0)
+    fill = []
+    try:
+        for _ in range(3):  # fill the accept queue: the kernel then drops new SYNs
+            sock = socket.socket()
+            sock.setblocking(False)
+            sock.connect_ex(far.getsockname())
+            fill.append(sock)
+        code = WAITING.replace("ADDRESS", address).replace("PORT", str(far.getsockname()[1]))
+        with filesystem_toolbox(root, allow_shell=True, network=True) as box:
+            out = box.call("run_python", {"code": code, "timeout": 60})
+        assert "unix connected while the far one waits: True" in out, out
+        assert "far connected" not in out, out
+    finally:
+        for sock in fill:
+            sock.close()
+        far.close()
