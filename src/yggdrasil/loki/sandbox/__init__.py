@@ -5,7 +5,8 @@ Owns Landlock through ctypes and the launcher that applies it in the child
 and the mount plan it applies there (``_namespace``), the seccomp filter against
 setuid/setgid bits (``_seccomp``), the supervisor that decides every exec of a command
 through seccomp user notification (``_supervisor``, with the launcher's half in
-``_usernotif``), the subreaper that kills whatever an unisolated command
+``_usernotif``) and makes the UNIX connects it allows through the command's connector
+(``_sockets``, ``_connector``), the subreaper that kills whatever an unisolated command
 leaves behind (``_reaper``), the import guard that keeps modules planted in the root out
 of the agent process (``_imports``), the probes of what this machine offers (``_isolation``), the
 environment scrub (``_env``) and running a process with head+tail capture and a

@@ -403,6 +403,7 @@ def _launch(args: list[str], stopper: int = 0) -> int:
     if no_setid or guard:  # loaded now: a mount may hide this folder (a checkout in /tmp)
         _sibling("_seccomp")
         _sibling("_usernotif")
+        _sibling("_connector")
     control = None
     if guard:
         try:
@@ -422,11 +423,14 @@ def _launch(args: list[str], stopper: int = 0) -> int:
             if abi or isolated:  # after the rules: opening their paths may need root's rights
                 drop_capabilities()
             if control is not None:  # last: every exec from here on is the supervisor's
+                calls = tuple(values["--guard-calls"][-1].split(","))
+                connector = _sibling("_connector").start() if "connect" in calls else None
                 _sibling("_usernotif").hand_over(
-                    control, values["--guard-token"][-1].encode(),
-                    tuple(values["--guard-calls"][-1].split(",")),
-                    _sibling("_seccomp").load_library())
+                    control, values["--guard-token"][-1].encode(), calls,
+                    _sibling("_seccomp").load_library(), connector)
                 control.close()  # type: ignore[attr-defined]
+                if connector is not None:
+                    connector.close()
         except OSError as exc:
             print(f"loki sandbox: refusing to run unfenced: {exc}", file=sys.stderr)
             return 126
@@ -474,7 +478,7 @@ def main(args: list[str]) -> int:
     if args[:1] == ["--warm"]:  # the warm launcher: stdin is the toolbox's socket
         import contextlib  # loaded once, not at every cold start
 
-        for name in ("_namespace", "_seccomp", "_usernotif", "_reaper"):
+        for name in ("_namespace", "_seccomp", "_usernotif", "_connector", "_reaper"):
             _sibling(name)
         with contextlib.suppress(OSError):  # a launch that needs it says so
             _sibling("_seccomp").load_library()

@@ -40,7 +40,7 @@ from . import _usernotif
 from ._listen import LazyServer, listening_socket
 from ._loader import LOADERS, is_loader, loaded, shebang
 from ._seccomp import load_library
-from ._sockets import SocketPlaces, answer_connect
+from ._sockets import Connects, SocketPlaces, answer_connect
 
 MAX_PATH = 4096
 MAX_ARGS = 256  # argv words read; the rest is marked as cut (rules match leading words)
@@ -102,11 +102,14 @@ class Supervisor:
         self._server = LazyServer(self, _Server)
 
     def session(self, decide: Decide | None = None, sockets: Sequence[str] | None = None,
-                note: Callable[[str], None] = lambda _: None) -> SupervisedCommand:
+                note: Callable[[str], None] = lambda _: None, *, tcp_fenced: bool = False,
+                scoped: bool = False) -> SupervisedCommand:
         """A session stopping execs (``decide``) and UNIX connects outside ``sockets``
-        (absolute places; ``note`` gets each refusal)."""
+        (absolute places; ``note`` gets each refusal). ``tcp_fenced``, ``scoped``: the
+        command's Landlock refuses TCP (ABI 4+) and scopes abstract names (ABI 6+)."""
         server = self._server.get()
-        places = SocketPlaces(sockets, note) if sockets is not None else None
+        places = (SocketPlaces(sockets, note, tcp_fenced=tcp_fenced, scoped=scoped)
+                  if sockets is not None else None)
         return server.open(SupervisedCommand(server, decide, places))
 
     def close(self) -> None:
@@ -143,14 +146,15 @@ class _Server:
 
     def _join(self, conn: socket.socket) -> None:
         """A launcher's token and listener: acknowledged, then served to the end."""
-        listener, session = -1, None
+        fds: list[int] = []
+        session = None
         try:
             conn.settimeout(_HANDOVER_TIMEOUT)
-            token, fds, _, _ = socket.recv_fds(conn, 64, 1)
-            listener = fds[0] if fds else -1
+            token, fds, _, _ = socket.recv_fds(conn, 64, 2)
             with self.lock:  # one launcher per token: a job's is not kept after it joined
                 session = self.sessions.pop(token, None)
-            if listener < 0 or session is None:
+            if not fds or session is None or len(fds) != 1 + (session.sockets is not None):
+                session = None
                 return  # no ack: the launcher refuses to run the command
             _usernotif.acknowledge(conn)
         except OSError:
@@ -158,12 +162,16 @@ class _Server:
             return
         finally:
             conn.close()
-            if listener >= 0 and session is None:
-                os.close(listener)
+            if session is None:
+                for fd in fds:
+                    os.close(fd)
+        connects = Connects(socket.socket(fileno=fds[1])) if len(fds) > 1 else None
         try:
-            _serve(listener, session, self.numbers)
+            _serve(fds[0], session, self.numbers, connects)
         finally:
-            os.close(listener)
+            os.close(fds[0])
+            for owed in connects.close() if connects is not None else ():
+                _usernotif.reply(fds[0], owed, error=errno.EPERM)
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
@@ -172,23 +180,42 @@ class _Server:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _serve(listener: int, session: SupervisedCommand, numbers: dict[int, str]) -> None:
+def _serve(listener: int, session: SupervisedCommand, numbers: dict[int, str],
+           connects: Connects | None) -> None:
     poller = select.poll()
     poller.register(listener, select.POLLIN)
+    if connects is not None:
+        poller.register(connects.channel, select.POLLIN)
     while True:
-        events = poller.poll()
-        if not any(ev & select.POLLIN for _, ev in events):
+        events = dict(poller.poll())
+        if connects is not None and connects.channel.fileno() in events:
+            _answer_connects(listener, connects, events[connects.channel.fileno()], poller)
+        if listener not in events:
+            continue
+        if not events[listener] & select.POLLIN:
             return  # POLLHUP: no process is left under the filter
         try:
             notif = _usernotif.receive(listener)
         except OSError:
             return
         if notif is not None:
-            _answer(listener, notif, session, numbers)
+            _answer(listener, notif, session, numbers, connects)
+
+
+def _answer_connects(listener: int, connects: Connects, event: int,
+                     poller: select.poll) -> None:
+    """Pass the connector's answers on; when it is gone, the connects it owes fail."""
+    for notif_id, error in connects.answers():
+        _usernotif.reply(listener, notif_id, error=error, done=not error)
+    if event & (select.POLLHUP | select.POLLERR) and not event & select.POLLIN:
+        poller.unregister(connects.channel)
+        for owed in sorted(connects.pending):
+            _usernotif.reply(listener, owed, error=errno.EPERM)
+        connects.pending.clear()
 
 
 def _answer(listener: int, notif: _usernotif.Notification, session: SupervisedCommand,
-            numbers: dict[int, str]) -> None:
+            numbers: dict[int, str], connects: Connects | None) -> None:
     error, done = errno.EPERM, False
     call = numbers.get(notif.nr)
     try:
@@ -198,8 +225,12 @@ def _answer(listener: int, notif: _usernotif.Notification, session: SupervisedCo
                 error = found
             elif _usernotif.still_waiting(listener, notif.id):  # what we read was its own
                 error = next((e for e in map(session.decide, found) if e), 0)
-        elif call == "connect" and session.sockets is not None:
-            error, done = answer_connect(listener, notif, session.sockets, walk)
+        elif call == "connect" and session.sockets is not None and connects is not None:
+            got = answer_connect(listener, notif, session.sockets, walk, connects)
+            if got is None:
+                return  # the connector makes it and answers (_answer_connects)
+            error, done = got
+            error = error if error or done else errno.EPERM  # never CONTINUE a connect
     except Exception:  # unreadable, or a bug here: fail the call, never let it through
         error, done = errno.EPERM, False
     _usernotif.reply(listener, notif.id, error=error, done=done)

@@ -33,7 +33,8 @@ _RESP = struct.Struct("=QqiI")  # id, val, error, flags
 _IOCTL_RECV = 0xC0502100  # _IOWR('!', 0, struct seccomp_notif)
 _IOCTL_SEND = 0xC0182101  # _IOWR('!', 1, struct seccomp_notif_resp)
 _IOCTL_ID_VALID = 0x40082102  # _IOW('!', 2, __u64)
-FLAG_CONTINUE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE: let the call run as asked
+FLAG_CONTINUE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE: let the call run as asked (it reads
+# its arguments again: only for a call whose answer depends on nothing the process can change)
 _ACK = b"k"
 
 
@@ -47,11 +48,13 @@ def _syscall_numbers(lib: ctypes.CDLL, names: tuple[str, ...]) -> list[int]:
     return found
 
 
-def hand_over(control: object, token: bytes, syscalls: tuple[str, ...], lib: ctypes.CDLL) -> None:
+def hand_over(control: object, token: bytes, syscalls: tuple[str, ...], lib: ctypes.CDLL,
+              connector: object = None) -> None:
     """Load a filter that stops ``syscalls`` for the supervisor, send it the listener
-    over ``control`` (a connected UNIX socket) and wait for its acknowledgement.
-    ``lib`` is libseccomp (``_seccomp.load_library``). Raises OSError: the command must
-    not run unsupervised."""
+    over ``control`` (a connected UNIX socket), with ``connector``'s channel when given
+    (``_connector``: it makes the connects the supervisor answers), and wait for its
+    acknowledgement. ``lib`` is libseccomp (``_seccomp.load_library``). Raises OSError:
+    the command must not run unsupervised."""
     lib.seccomp_notify_fd.argtypes = (ctypes.c_void_p,)
     ctx = lib.seccomp_init(_ALLOW)
     if not ctx:
@@ -71,7 +74,8 @@ def hand_over(control: object, token: bytes, syscalls: tuple[str, ...], lib: cty
     import _socket
 
     try:
-        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("i", listener))]
+        fds = [listener, *([connector.fileno()] if connector is not None else [])]  # type: ignore[attr-defined]
+        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))]
         control.sendmsg([token], rights)  # type: ignore[attr-defined]
         if control.recv(1) != _ACK:  # type: ignore[attr-defined]
             raise OSError(errno.EPERM, "the toolbox's supervisor did not take the command")

@@ -56,10 +56,11 @@ class Supervision:
     def checks_execs(self) -> bool:
         return bool(self.rules) and self.available()
 
-    def session(self, argv: Sequence[str], note: Note,
-                sockets: list[str] | None) -> SupervisedCommand | None:
+    def session(self, argv: Sequence[str], note: Note, sockets: list[str] | None, *,
+                tcp_fenced: bool = False, scoped: bool = False) -> SupervisedCommand | None:
         """A command started as ``argv``: its execs judged when rules are set, its UNIX
-        connects outside ``sockets`` refused (None: not checked); None when neither."""
+        connects outside ``sockets`` refused (None: not checked); None when neither.
+        ``tcp_fenced``, ``scoped``: what its Landlock domain decides about connects."""
         execs = self.checks_execs()
         if not execs and sockets is None:
             return None
@@ -67,7 +68,8 @@ class Supervision:
             self._supervisor = Supervisor()
         confirmed, self.confirmed = self.confirmed, set()
         decide = self.guard.decider(argv, confirmed, note) if execs else None
-        return self._supervisor.session(decide, sockets, note)
+        return self._supervisor.session(decide, sockets, note, tcp_fenced=tcp_fenced,
+                                        scoped=scoped)
 
     def close(self) -> None:
         if self._supervisor is not None:

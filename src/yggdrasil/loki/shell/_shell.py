@@ -291,7 +291,10 @@ class Shell:
         """The supervision of a command started as ``argv``: its execs when rules are
         set, its UNIX connects when fenced (None: neither, or no user notification here)."""
         sockets = self.socket_places(scratch, fence) if self.sockets_guarded(fence) else None
-        return self.supervision.session(argv, note, sockets)
+        proxied = self.proxy is not None and fence.namespaces  # the launcher then allows TCP
+        return self.supervision.session(
+            argv, note, sockets, scoped=fence.abi >= 6,
+            tcp_fenced=fence.abi >= 4 and not (self.network or proxied))
 
     def sockets_guarded(self, fence: Fence) -> bool:
         """UNIX sockets outside the command's places are out of its reach."""
@@ -378,7 +381,16 @@ class Shell:
         extra = f", {', '.join(map(str, self.unix_sockets))}" if self.unix_sockets else ""
         return ("they connect only to UNIX sockets in the root, their TMPDIR, writable "
                 f"folders{extra} (checked at each connect: a tmux server, ssh-agent or "
-                "docker socket elsewhere is out of reach)")
+                f"docker socket elsewhere is out of reach){self._abstract_status(fence)}")
+
+    def _abstract_status(self, fence: Fence) -> str:
+        """Abstract names (no file) are the command's own only with Landlock's scope (ABI 6)
+        or a network namespace of its own (checked at run time: the ABI in force)."""
+        if fence.abi >= 6 or (fence.namespaces and not self.network):
+            return ""
+        have = f"this kernel has ABI {fence.abi}" if fence.abi else "Landlock is absent"
+        return ("; abstract UNIX sockets (no file: an X server, a D-Bus bus) made outside ARE "
+                f"reachable (Landlock scopes them from ABI 6; {have})")
 
     def _protect_status(self, fence: Fence) -> str:
         if not self.root.protect:
