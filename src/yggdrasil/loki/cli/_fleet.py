@@ -148,7 +148,7 @@ class Counted:
 
 def tally(out: str) -> dict[str, Counted]:
     """Each task recorded in ``out`` (the last line of an id wins), as counts."""
-    from ..fleet._store import iter_results
+    from ..fleet import iter_results
 
     found = {}
     for r in iter_results(out):
