@@ -84,7 +84,7 @@ EXPORTS = {  # each public module's __all__, exactly: a new public name is a dec
                               "choose_engine", "create_engine", "decisions_from",
                               "parse_decision", "register_engine"],
     "yggdrasil.loki.fleet": ["BACKENDS", "Fleet", "FleetStatus", "RunReport", "Task",
-                             "TaskResult", "read_run", "write_report"],
+                             "TaskResult", "iter_results", "read_run", "write_report"],
     "yggdrasil.loki.mcp": ["MAX_MESSAGE_BYTES", "HttpApp", "Sdk", "allowed_hosts",
                            "allowed_origins", "build_server", "call_result", "http_app",
                            "load_sdk", "mcp_tool", "new_token", "run_call", "serve",

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, CliError, wrap
@@ -122,15 +123,42 @@ def run_fleet(args: argparse.Namespace) -> int:
             for result in fleet.run(tasks):
                 display.finished(result)
     except KeyboardInterrupt:
-        print(summary(fleet, args, fleet.results()), file=sys.stderr)
+        print(summary(fleet, args, tally(args.out)), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (RuntimeError, ImportError) as exc:
         raise CliError(str(exc), EXIT_TOOL_ERROR) from exc
-    results = fleet.results()
-    print(summary(fleet, args, results))
+    counted = tally(args.out)
+    print(summary(fleet, args, counted))
     ids = {t.id for t in tasks}
-    failed = [r for r in results if r.status != "done" and r.id in ids]
+    failed = [i for i, c in counted.items() if c.status != "done" and i in ids]
     return EXIT_TOOL_ERROR if failed else EXIT_OK
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """What the summary counts of one recorded result (not the result: a run of 10,000
+    tasks is summed without holding their patches and answers)."""
+
+    status: str
+    verified: bool | None
+    tokens_in: int  # spent (0 when replayed)
+    tokens_out: int
+    replayed: int  # tokens replayed from a recording
+
+
+def tally(out: str) -> dict[str, Counted]:
+    """Each task recorded in ``out`` (the last line of an id wins), as counts."""
+    from ..fleet import iter_results
+
+    found = {}
+    for r in iter_results(out):
+        if r.tokens_replayed:
+            replayed = sum(int(v) for k, v in r.usage.items() if k.endswith("_tokens"))
+            found[r.id] = Counted(r.status, r.verified, 0, 0, replayed)
+        else:
+            found[r.id] = Counted(r.status, r.verified, int(r.usage.get("input_tokens", 0)),
+                                  int(r.usage.get("output_tokens", 0)), 0)
+    return found
 
 
 class Display:
@@ -212,18 +240,17 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
 
 
-def summary(fleet: Any, args: argparse.Namespace, results: list[Any]) -> str:
-    """The end of a run: counts, verified rate, tokens and cost over ``results``,
-    everything recorded in --out."""
+def summary(fleet: Any, args: argparse.Namespace, counted: dict[str, Counted]) -> str:
+    """The end of a run: counts, verified rate, tokens and cost over ``counted``,
+    everything recorded in --out (``tally``)."""
     s = fleet.status
+    results = list(counted.values())
     done = [r for r in results if r.status == "done"]
     graded = [r for r in results if r.verified is not None]
     verified = sum(1 for r in graded if r.verified)
-    spent = [r for r in results if not r.tokens_replayed]
-    tokens_in = sum(int(r.usage.get("input_tokens", 0)) for r in spent)
-    tokens_out = sum(int(r.usage.get("output_tokens", 0)) for r in spent)
-    replayed = sum(int(v) for r in results if r.tokens_replayed for k, v in r.usage.items()
-                   if k.endswith("_tokens"))
+    tokens_in = sum(r.tokens_in for r in results)
+    tokens_out = sum(r.tokens_out for r in results)
+    replayed = sum(r.replayed for r in results)
     lines = [f"fleet: {len(results)} tasks recorded in {args.out} ({s.total - s.skipped} run "
              f"now, {s.skipped} skipped: already there), {_clock(time.monotonic() - s.started)}",
              f"  done {len(done)}, failed {len(results) - len(done)}, retried {s.retries}"]

@@ -15,7 +15,8 @@ from __future__ import annotations
 from ._fleet import BACKENDS, Fleet, FleetStatus
 from ._report import write_report
 from ._report_data import RunReport, read_run
+from ._store import iter_results
 from ._task import Task, TaskResult
 
-__all__ = ["BACKENDS", "Fleet", "FleetStatus", "RunReport", "Task", "TaskResult", "read_run",
-           "write_report"]
+__all__ = ["BACKENDS", "Fleet", "FleetStatus", "RunReport", "Task", "TaskResult", "iter_results",
+           "read_run", "write_report"]

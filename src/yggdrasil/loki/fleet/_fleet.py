@@ -25,7 +25,7 @@ from ..settings import with_keywords
 from ._attempt import AttemptSettings
 from ._copies import REFRESH
 from ._report import write_report
-from ._store import ResultStore, read_results
+from ._store import ResultStore, read_results, recorded
 from ._task import Task, TaskResult, check_unique, one_line
 from ._urls import shown_repo
 
@@ -196,13 +196,16 @@ class Fleet:
 
         Results are recorded (``out/results.jsonl``, transcripts) before they are yielded,
         and ``out/preds.json`` (and ``out/report.html``) rewritten when the run ends,
-        however it ends.
+        however it ends. The fleet keeps no result once yielded (``status`` counts them;
+        the folder holds them all): its memory does not grow with the number of tasks.
         """
         todo = list(tasks)
         check_unique(todo)
         store = ResultStore(self.out)
         try:
-            fresh = [t for t in todo if self._wanted(store.results.get(t.id))]
+            known = recorded(self.out)  # earlier runs' statuses: read, used, dropped
+            fresh = [t for t in todo if self._wanted(known.get(t.id))]
+            del known
             self.settings.run = secrets.token_hex(8)
             self.status = FleetStatus(total=len(todo), skipped=len(todo) - len(fresh))
             if fresh:
@@ -217,10 +220,10 @@ class Fleet:
             if self.report:  # read from the files: after the store is closed
                 _write_report(self.out)
 
-    def _wanted(self, recorded: TaskResult | None) -> bool:
-        """Whether a task runs now, given its recorded result (``redo`` decides)."""
-        return (recorded is None or self.redo == "all"
-                or (self.redo == "failed" and recorded.status != "done"))
+    def _wanted(self, status: str | None) -> bool:
+        """Whether a task runs now, given its recorded status (``redo`` decides)."""
+        return (status is None or self.redo == "all"
+                or (self.redo == "failed" and status != "done"))
 
     def _backend(self) -> _Backend:
         if self.backend == "ray":

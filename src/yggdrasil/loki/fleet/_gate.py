@@ -47,6 +47,7 @@ from ..errors import EngineError, EngineRateLimited, EngineUnavailable
 __all__ = ["Gate", "GateClient", "GateCore", "GatedEngine"]
 
 _KEEP_STARTED = 100_000  # check-ins kept for the driver before the oldest are dropped
+_KEEP_FORGOTTEN = 10_000  # ended attempts whose late requests are refused (the latest ones)
 # Answers (at least) behind a cut of the window: a random 30% of 429s makes most of 20 in
 # one sample of 60, 70% (an endpoint at capacity) in 19 of 20.
 _SAMPLE = 20
@@ -63,7 +64,7 @@ class GateCore:
         self.clock = clock
         self.window = float(limit)
         self._held: dict[str, int] = {}
-        self._forgotten: set[str] = set()
+        self._forgotten: dict[str, None] = {}  # in order: the oldest dropped first
         self._retrying: set[str] = set()  # holders whose last answer was a 429
         self._cohort: dict[str, int] = {}  # holder -> the window cuts when it was admitted
         # (holder, the waiter's token): retries first, then first come, first served
@@ -115,7 +116,9 @@ class GateCore:
     def forget(self, holder: str) -> list[tuple[Any, bool]]:
         """The attempt ``holder`` is over: free its slots, refuse its requests (waiting
         ones too); the waiters to wake."""
-        self._forgotten.add(holder)
+        if len(self._forgotten) >= _KEEP_FORGOTTEN:
+            self._forgotten.pop(next(iter(self._forgotten)))
+        self._forgotten[holder] = None
         self._started.pop(holder, None)
         self._retrying.discard(holder)
         self._cohort.pop(holder, None)
