@@ -94,6 +94,8 @@ from ._render import (
     tool_result,
 )
 from ._search import FoundFiles, GrepMatches, Match, SearchSkips, match_line, skip_note
+from ._tables import QueryRows, TableRead
+from ._web import WebLink, WebPage, WebTable, cut_page_text
 
 __all__ = [
     "DIFF_LINE_CHARS",
@@ -139,6 +141,7 @@ __all__ = [
     "Part",
     "PatchApplied",
     "PatchedFile",
+    "QueryRows",
     "Refusal",
     "RemoteResult",
     "Restored",
@@ -146,15 +149,20 @@ __all__ = [
     "RewindResult",
     "SearchSkips",
     "StreamOutput",
+    "TableRead",
     "TextPart",
     "ToolResult",
     "Undone",
     "UnifiedDiff",
+    "WebLink",
+    "WebPage",
+    "WebTable",
     "changed_section",
     "clip_line",
     "clip_list",
     "clip_text",
     "cut_note",
+    "cut_page_text",
     "diagnosis_lines",
     "diagnostic_line",
     "did_you_mean",
