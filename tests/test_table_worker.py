@@ -271,7 +271,8 @@ def test_a_query_past_the_time_limit_is_an_error_naming_the_files(tables: Path) 
                                               "'n.csv' c CROSS JOIN 'ok.csv' d"})
         assert out == ("ERROR: the query over 'n.csv', 'ok.csv' stopped: it took more than 1 s "
                        "(the table worker's time limit)"), out
-        assert reader.read_table("ok.csv").startswith("ok.csv  shape=(2, 2)")
+        read = reader.read_table("ok.csv")  # the next call starts a fresh worker
+        assert (read.path, read.row_count, read.columns) == ("ok.csv", 2, ["city", "qty"])
     finally:
         reader.close()
 
@@ -326,5 +327,5 @@ def test_downloaded_bytes_reach_the_worker_with_or_without_memfd(
         out = reader.preview_bytes(b"city,n\nOslo,7\nLima,9\n", "page.csv", ".csv", "", 5)
     finally:
         reader.close()
-    assert "Oslo" in out and "Lima" in out
+    assert (out.path, out.format, out.rows) == ("page.csv", "csv", [["Oslo", 7], ["Lima", 9]])
     assert not [n for n in os.listdir(tempfile.gettempdir()) if n.startswith("loki-download-")]

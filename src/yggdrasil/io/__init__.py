@@ -8,12 +8,23 @@ Importing this package does no work; polars (and fastexcel) are imported on firs
 from __future__ import annotations
 
 from ._detect import FORMATS
+from ._render import Cell
 from ._units import human_size
-from .query import QueryResult, TableRef, find_table_refs, query_tables
-from .tables import TableError, TablePreview, preview_table, scan_table
+from .query import QueryData, QueryResult, TableRef, find_table_refs, query_tables, query_text
+from .tables import (
+    PreviewData,
+    TableError,
+    TablePreview,
+    preview_table,
+    preview_text,
+    scan_table,
+)
 
 __all__ = [
     "FORMATS",
+    "Cell",
+    "PreviewData",
+    "QueryData",
     "QueryResult",
     "TableError",
     "TablePreview",
@@ -21,6 +32,8 @@ __all__ = [
     "find_table_refs",
     "human_size",
     "preview_table",
+    "preview_text",
     "query_tables",
+    "query_text",
     "scan_table",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import _render
 from ._errors import TableError, first_line, is_library_failure, known_problem
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     import polars as pl
 
 __all__ = ["MAX_DEPTH", "MAX_FILES", "MAX_NODES", "MAX_RESULT_ROWS", "MAX_SQL_CHARS",
-           "QueryResult", "TableRef", "find_table_refs", "query_tables"]
+           "QueryData", "QueryResult", "TableRef", "find_table_refs", "query_tables",
+           "query_text"]
 
 MAX_RESULT_ROWS = 1000
 MAX_FILES = 16  # distinct files one query may name
@@ -37,6 +38,23 @@ def find_table_refs(sql: str) -> list[TableRef]:
     return check_query(sql).refs
 
 
+class QueryData(TypedDict):
+    """A query's result as JSON-ready data (``QueryResult.summary``); ``query_text`` shows
+    it. ``row_count``: the rows kept (at most ``limit``); ``cut``: the result had more;
+    ``columns``/``dtypes`` as in ``PreviewData``; the rest is the ``Grid`` shown."""
+
+    columns: list[str]
+    column_count: int
+    dtypes: list[str]
+    row_count: int
+    cut: bool
+    limit: int
+    rows: list[list[_render.Cell]]
+    widths: list[int]
+    more_columns: int
+    more_rows: int
+
+
 @dataclass
 class QueryResult:
     """The rows of a query, cut at ``limit``; ``render()`` is the text ``query_table`` shows."""
@@ -47,17 +65,34 @@ class QueryResult:
 
     def render(self) -> str:
         """``result  shape=(rows, cols)  columns=[...]``, the types, the rows as a table."""
+        return query_text(self.summary())
+
+    def summary(self) -> QueryData:
+        """What the result shows, as JSON-ready data (bounded like its text)."""
         df = self.frame
         names, dtypes = list(df.columns), [str(t) for t in df.dtypes]
-        shape = f"({df.height}{'+' if self.cut else ''}, {df.width})"
-        lines = [f"result  shape={shape}  columns={_render.name_list(names)}",
-                 f"types: {_render.type_list(names, dtypes)}"]
-        lines += _render.table_lines(names, dtypes, df.rows()) if df.height else ["(no rows)"]
-        if self.cut:
-            lines.append(f"[showing the first {self.limit} rows; the result has more; narrow it "
-                         f"with WHERE / GROUP BY / LIMIT, or ask for more rows (up to "
-                         f"{MAX_RESULT_ROWS})]")
-        return "\n".join(lines)
+        return QueryData(columns=_render.names_kept(names), column_count=len(names),
+                         dtypes=_render.names_kept(dtypes), row_count=df.height, cut=self.cut,
+                         limit=self.limit, **_render.grid(names, dtypes, df.rows()))
+
+
+def query_text(data: QueryData) -> str:
+    """A query result's text from its data: shape, columns, types, the rows as a table."""
+    names, dtypes, total = data["columns"], data["dtypes"], data["column_count"]
+    shape = f"({data['row_count']}{'+' if data['cut'] else ''}, {total})"
+    lines = [f"result  shape={shape}  columns={_render.name_list(names, total=total)}",
+             f"types: {_render.type_list(names, dtypes, total=total)}"]
+    if data["row_count"]:
+        lines += _render.grid_lines(names, dtypes, _render.Grid(
+            rows=data["rows"], widths=data["widths"], more_columns=data["more_columns"],
+            more_rows=data["more_rows"]))
+    else:
+        lines.append("(no rows)")
+    if data["cut"]:
+        lines.append(f"[showing the first {data['limit']} rows; the result has more; narrow it "
+                     f"with WHERE / GROUP BY / LIMIT, or ask for more rows (up to "
+                     f"{MAX_RESULT_ROWS})]")
+    return "\n".join(lines)
 
 
 Sources = Mapping[str, tuple[str | Path, str]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import _render
 from ._detect import EXTENSIONS, FORMAT_NAMES, Detected, Sample, detect_format
@@ -22,6 +22,32 @@ if TYPE_CHECKING:
     import polars as pl
 
 MAX_PREVIEW_ROWS = 1000
+
+
+class PreviewData(TypedDict):
+    """A preview as JSON-ready data (``TablePreview.summary``); ``preview_text`` shows it.
+
+    ``columns``/``dtypes``: the first MAX_NAMES names and types, each cut at MAX_NAME
+    characters (``column_count`` says how many there are); ``row_count``: the table's rows
+    (None when not counted, ``rows_note`` says why or how they were counted); ``rows_read``:
+    the rows the preview read; the rest is the ``Grid`` of what is shown.
+    """
+
+    path: str
+    format: str
+    detail: str
+    note: str
+    size: int
+    row_count: int | None
+    rows_note: str
+    columns: list[str]
+    column_count: int
+    dtypes: list[str]
+    rows_read: int
+    rows: list[list[_render.Cell]]
+    widths: list[int]
+    more_columns: int
+    more_rows: int
 
 
 @dataclass
@@ -41,21 +67,40 @@ class TablePreview:
 
     def render(self) -> str:
         """The preview as ``read_table`` shows it: shape, format, row count, types, rows."""
-        rows = "?" if self.rows is None else str(self.rows)
-        fmt = ", ".join(p for p in (FORMAT_NAMES.get(self.fmt, self.fmt), self.detail) if p)
-        lines = [f"{self.path}  shape=({rows}, {len(self.columns)})  "
-                 f"columns={_render.name_list(self.columns)}",
-                 f"format: {fmt}, {human_size(self.size)}" + (f"; {self.note}" if self.note else ""),
-                 f"rows: {self.rows_note}" if self.rows is None
-                 else f"rows: {self.rows:,} ({self.rows_note})",
-                 f"types: {_render.type_list(self.columns, self.dtypes)}"]
-        shown = self.head.height
-        if shown == 0:
-            return "\n".join([*lines, "(no rows to show)"])
-        noun = "row" if shown == 1 else "rows"
-        lines.append(f"all {shown} {noun}:" if shown == self.rows else f"first {shown} {noun}:")
-        lines += _render.table_lines(self.columns, self.dtypes, self.head.rows())
-        return "\n".join(lines)
+        return preview_text(self.summary())
+
+    def summary(self) -> PreviewData:
+        """What the preview shows, as JSON-ready data (bounded like its text)."""
+        shown = _render.grid(self.columns, self.dtypes, self.head.rows())
+        return PreviewData(
+            path=self.path, format=self.fmt, detail=self.detail, note=self.note, size=self.size,
+            row_count=self.rows, rows_note=self.rows_note,
+            columns=_render.names_kept(self.columns), column_count=len(self.columns),
+            dtypes=_render.names_kept(self.dtypes), rows_read=self.head.height, **shown)
+
+
+def preview_text(data: PreviewData) -> str:
+    """A preview's text from its data: shape, format, row count, types, rows."""
+    count, columns, total = data["row_count"], data["columns"], data["column_count"]
+    rows = "?" if count is None else str(count)
+    fmt = ", ".join(p for p in (FORMAT_NAMES.get(data["format"], data["format"]),
+                                data["detail"]) if p)
+    lines = [f"{data['path']}  shape=({rows}, {total})  "
+             f"columns={_render.name_list(columns, total=total)}",
+             f"format: {fmt}, {human_size(data['size'])}"
+             + (f"; {data['note']}" if data["note"] else ""),
+             f"rows: {data['rows_note']}" if count is None
+             else f"rows: {count:,} ({data['rows_note']})",
+             f"types: {_render.type_list(columns, data['dtypes'], total=total)}"]
+    shown = data["rows_read"]
+    if shown == 0:
+        return "\n".join([*lines, "(no rows to show)"])
+    noun = "row" if shown == 1 else "rows"
+    lines.append(f"all {shown} {noun}:" if shown == count else f"first {shown} {noun}:")
+    lines += _render.grid_lines(columns, data["dtypes"], _render.Grid(
+        rows=data["rows"], widths=data["widths"], more_columns=data["more_columns"],
+        more_rows=data["more_rows"]))
+    return "\n".join(lines)
 
 
 def preview_table(path: str | Path, rows: int = 10, *, label: str | None = None,

@@ -120,6 +120,8 @@ from ._render import (
     tool_result,
 )
 from ._search import FoundFiles, GrepMatches, Match, SearchSkips, match_line, skip_note
+from ._tables import QueryRows, TableRead
+from ._web import WebLink, WebPage, WebTable, cut_page_text
 
 __all__ = [
     "DIFF_LINE_CHARS",
@@ -179,6 +181,7 @@ __all__ = [
     "PatchedFile",
     "PdfPage",
     "PdfRead",
+    "QueryRows",
     "Refusal",
     "RemoteResult",
     "RepoMap",
@@ -188,16 +191,21 @@ __all__ = [
     "SearchSkips",
     "StreamOutput",
     "SymbolsFound",
+    "TableRead",
     "TextPart",
     "ToolResult",
     "Undone",
     "UnifiedDiff",
     "WebImage",
+    "WebLink",
+    "WebPage",
+    "WebTable",
     "changed_section",
     "clip_line",
     "clip_list",
     "clip_text",
     "cut_note",
+    "cut_page_text",
     "definition_line",
     "diagnosis_lines",
     "diagnostic_line",

@@ -14,15 +14,18 @@ import os
 import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from annotated_types import Interval
+from pydantic import ValidationError
 
 from ..errors import ToolError
 from ..files import Root
+from ..results import QueryRows, Result, TableRead
 from ..sandbox import FencedWorker, WorkerFailed, WorkerLimits
 
 OPS = "yggdrasil.loki.tables._worker_ops"
+R = TypeVar("R", bound=Result)
 
 
 def _anonymous_file() -> int:
@@ -58,13 +61,14 @@ class TableReader:
         return stack.enter_context(self.root.open_file(real)), self.root.rel(real)
 
     def read_table(self, path: str, rows: Annotated[int, Interval(ge=0, le=1000)] = 10,
-                   sheet: str = "") -> str:
+                   sheet: str = "") -> TableRead:
         with ExitStack() as stack:
             fd, rel = self._open(path, stack)
-            return self._run("preview", {"label": rel, "rows": rows, "sheet": sheet}, [fd],
-                             f"reading {rel}")
+            return self._run(TableRead, "preview", {"label": rel, "rows": rows, "sheet": sheet},
+                             [fd], f"reading {rel}")
 
-    def query_table(self, sql: str, rows: Annotated[int, Interval(ge=1, le=1000)] = 50) -> str:
+    def query_table(self, sql: str, rows: Annotated[int, Interval(ge=1, le=1000)] = 50
+                    ) -> QueryRows:
         from yggdrasil.io import TableError, find_table_refs
         from yggdrasil.io.query import MAX_FILES
 
@@ -78,32 +82,36 @@ class TableReader:
             opened = [self._open(path, stack) for path in paths]
             labels = [[path, rel] for path, (_, rel) in zip(paths, opened, strict=True)]
             what = "the query over " + ", ".join(repr(rel) for _, rel in opened)
-            return self._run("query", {"sql": sql, "labels": labels, "rows": rows},
+            return self._run(QueryRows, "query", {"sql": sql, "labels": labels, "rows": rows},
                              [fd for fd, _ in opened], what)
 
-    def preview_bytes(self, data: bytes, label: str, suffix: str, fmt: str, rows: int) -> str:
+    def preview_bytes(self, data: bytes, label: str, suffix: str, fmt: str, rows: int
+                      ) -> TableRead:
         """The read_table preview of downloaded bytes (web_table), parsed in the worker."""
         fd = _anonymous_file()
         try:
             with os.fdopen(os.dup(fd), "wb") as fh:
                 fh.write(data)
             os.lseek(fd, 0, os.SEEK_SET)  # /dev/fd/N (not Linux) shares this offset
-            return self._run("preview", {"label": label, "rows": rows, "fmt": fmt,
-                                         "suffix": suffix}, [fd], f"reading {label}")
+            return self._run(TableRead, "preview", {"label": label, "rows": rows, "fmt": fmt,
+                                                    "suffix": suffix}, [fd], f"reading {label}")
         finally:
             os.close(fd)
 
-    def _run(self, op: str, args: dict[str, Any], fds: list[int], what: str) -> str:
+    def _run(self, kind: type[R], op: str, args: dict[str, Any], fds: list[int], what: str
+             ) -> R:
+        """The worker's answer to ``op`` as a result of ``kind``; its data is checked like
+        any input from outside (the worker parses the files a model names)."""
         try:
             reply = self.worker.call(op, args, fds)
         except WorkerFailed as exc:
             raise ToolError(f"{what} stopped: {exc}") from None
         if "error" in reply:
             raise ToolError(str(reply["error"]))
-        result = reply.get("ok")
-        if not isinstance(result, str):
-            raise ToolError(f"{what} stopped: the table worker sent a malformed reply")
-        return result
+        try:
+            return kind.model_validate(reply.get("ok"))
+        except ValidationError:
+            raise ToolError(f"{what} stopped: the table worker sent a malformed reply") from None
 
     def close(self) -> None:
         self.worker.close()

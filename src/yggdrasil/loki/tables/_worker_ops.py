@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from yggdrasil.io import TableError, preview_table, query_tables
+from yggdrasil.io import PreviewData, QueryData, TableError, preview_table, query_tables
 
 EXPECTED_ERRORS = (TableError,)
 
@@ -29,13 +29,15 @@ def fd_path(fd: int) -> str:
 
 
 def preview(fds: list[int], label: str, rows: int, sheet: str = "", fmt: str = "",
-            suffix: str = "") -> str:
+            suffix: str = "") -> PreviewData:
+    """The preview as data (JSON: the reply crosses a socket); the agent makes it a
+    ``TableRead``."""
     (fd,) = fds
     return preview_table(fd_path(fd), rows, label=label, sheet=sheet or None, fmt=fmt or None,
-                         suffix=suffix or None).render()
+                         suffix=suffix or None).summary()
 
 
-def query(fds: list[int], sql: str, labels: list[list[str]], rows: int) -> str:
+def query(fds: list[int], sql: str, labels: list[list[str]], rows: int) -> QueryData:
     """``labels`` holds [path as written, label] for each descriptor, in order."""
     sources = {path: (fd_path(fd), label) for fd, (path, label) in zip(fds, labels, strict=True)}
-    return query_tables(sql, sources, rows).render()
+    return query_tables(sql, sources, rows).summary()

@@ -47,6 +47,7 @@ class Download:
     size: int  # bytes in the response (len(body) unless the body was skipped)
     size_exact: bool = True  # False: the skipped body was larger than the cap
     redirects: list[str] = field(default_factory=list)  # the hops before final_url
+    status: int = 200  # the final response's HTTP status (a 2xx: any other is an error)
 
 
 class WebRefused(ToolError):
@@ -258,7 +259,8 @@ def _receive(url: str, response: httpx.Response, hops: list[str], max_bytes: int
         raise ToolError(f"{final} answered HTTP {response.status_code} "
                         f"{response.reason_phrase}; check the URL")
     media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-    got = Download(url, final, media_type, response.charset_encoding, b"", 0, redirects=hops)
+    got = Download(url, final, media_type, response.charset_encoding, b"", 0, redirects=hops,
+                   status=response.status_code)
     declared = _declared_size(response)
     coding = content_coding(response.headers, final)
     if not keep_body(media_type):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urldefrag, urljoin
 
 MAX_LINKS = 100
@@ -26,10 +26,10 @@ _UNKNOWN_TYPES = ("", "application/octet-stream", "binary/octet-stream")
 
 @dataclass
 class Page:
-    kind: str  # 'html', 'json' or 'text'
+    kind: Literal["html", "json", "text"]
     text: str
     title: str = ""
-    links: list[str] = field(default_factory=list)  # '[text](absolute url)' lines
+    links: list[tuple[str, str]] = field(default_factory=list)  # (text, absolute url)
 
 
 def is_texty(media_type: str) -> bool:
@@ -107,17 +107,17 @@ def _title(doc: Any) -> str:
     return " ".join((doc.findtext(".//title") or "").split())[:300]
 
 
-def _links(doc: Any, url: str) -> list[str]:
+def _links(doc: Any, url: str) -> list[tuple[str, str]]:
     """Every http(s) link once, absolute (against <base href> when the page sets one)."""
     base = next(iter(doc.xpath("//base/@href")), None)
     base_url = urljoin(url, str(base)) if base else url
     here = urldefrag(url)[0]
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, str]] = {}
     for anchor in doc.iter("a"):
         href = (anchor.get("href") or "").strip()
         target = urldefrag(urljoin(base_url, href))[0] if href else ""
         if not target.startswith(("http://", "https://")) or target in seen or target == here:
             continue
         label = " ".join(anchor.text_content().split())[:MAX_LINK_TEXT]
-        seen[target] = f"[{label}]({target})"
+        seen[target] = (label, target)
     return list(seen.values())

@@ -15,12 +15,22 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import PathError, ToolError
 from ..files import Files, Root
-from ..results import MAX_READ_CHARS, ImagePart, WebImage, clip_list, human_size, render_text
+from ..results import (
+    ImagePart,
+    TableRead,
+    WebImage,
+    WebLink,
+    WebPage,
+    WebTable,
+    cut_page_text,
+    human_size,
+    render_text,
+)
 from ._page import MAX_LINKS, looks_like_text, maybe_text, read_page
 from ._policy import AddressPolicy, Limits, Resolver, resolve_host
 
@@ -62,30 +72,25 @@ class Web:
     resolve: Resolver = resolve_host
     # (bytes, label, suffix, fmt, rows) -> the preview: the toolbox passes its fenced table
     # worker (``TableReader.preview_bytes``); None parses in this process (library use).
-    preview_table: Callable[[bytes, str, str, str, int], str] | None = None
+    preview_table: Callable[[bytes, str, str, str, int], TableRead] | None = None
     # (bytes, label) -> the picture fitted to the pixel budget: the toolbox passes its fenced
     # media worker (``MediaReader.picture``); None: web_image shows only the facts
     show_image: Callable[[bytes, str], ImagePart] | None = None
 
     # -- tools ----------------------------------------------------------------------------
 
-    def web_fetch(self, url: str) -> str:
+    def web_fetch(self, url: str) -> WebPage:
         got = self._get(url, ACCEPT_PAGE, self.limits.max_page_bytes, keep_body=maybe_text)
         if not maybe_text(got.content_type) or not looks_like_text(got.body):
-            return f"{_header(got)}\n" + (
-                "binary content, not shown; web_image reads images, web_table reads data "
-                "tables (CSV, Parquet, JSON, XLSX)")
+            return WebPage(**_fetched(got), content="binary")
         page = read_page(got.body, got.content_type, got.charset, got.final_url)
-        lines = [_header(got)]
-        if page.title:
-            lines.append(f"title: {page.title}")
-        lines += ["", _clip_page(page.text) or "(no readable text)"]
-        if page.links:
-            lines += ["", f"links ({len(page.links)}):"]
-            lines += clip_list(page.links, MAX_LINKS, "links", "fetch a more specific page")
-        return "\n".join(lines)
+        text, chars = cut_page_text(page.text)
+        links = [WebLink(text=label, url=target) for label, target in page.links[:MAX_LINKS]]
+        return WebPage(**_fetched(got), content=page.kind, title=page.title, text=text,
+                       text_chars=chars, links=links,
+                       more_links=max(0, len(page.links) - MAX_LINKS))
 
-    def web_table(self, url: str, fmt: str = "", save: str = "") -> str:
+    def web_table(self, url: str, fmt: str = "", save: str = "") -> WebTable:
         from yggdrasil.io import TableError
 
         target = self._save_target(save)
@@ -99,12 +104,8 @@ class Web:
             preview = self._preview(got.body, suffix, url, fmt.lower().lstrip("."))
         except (TableError, ToolError) as exc:
             raise ToolError(f"{exc} (nothing was saved)" if target else str(exc)) from exc
-        lines = [preview]
-        if got.redirects:
-            lines.append(f"(fetched from {got.final_url})")
-        if target is not None:
-            lines.append(self._save(target, got.body))
-        return "\n".join(lines)
+        saved = self.files.write_bytes(target, got.body) if target is not None else None
+        return WebTable(**_fetched(got), table=preview, saved=saved)
 
     def web_image(self, url: str, save: str = "") -> WebImage:
         target = self._save_target(save)
@@ -123,7 +124,7 @@ class Web:
 
     # -- parts ------------------------------------------------------------------------------
 
-    def _preview(self, body: bytes, suffix: str, label: str, fmt: str) -> str:
+    def _preview(self, body: bytes, suffix: str, label: str, fmt: str) -> TableRead:
         if self.preview_table is not None:
             return self.preview_table(body, label, suffix, fmt, PREVIEW_ROWS)
         return _preview(body, suffix, label, fmt)
@@ -161,12 +162,11 @@ def _header(got: Download) -> str:
     return f"{line}\n(redirected from {got.url})" if got.redirects else line
 
 
-def _clip_page(text: str) -> str:
-    text = text.strip()
-    if len(text) <= MAX_READ_CHARS:
-        return text
-    return (f"{text[:MAX_READ_CHARS]}\n[... text cut at {MAX_READ_CHARS} of {len(text)} "
-            "characters; fetch a more specific page (a section, a raw file) for the rest]")
+def _fetched(got: Download) -> dict[str, Any]:
+    """The fields of a result that say where it came from."""
+    return {"url": got.url, "final_url": got.final_url, "redirects": list(got.redirects),
+            "status": got.status, "content_type": got.content_type, "size": got.size,
+            "size_exact": got.size_exact}
 
 
 def _fmt_suffix(fmt: str) -> str:
@@ -193,14 +193,15 @@ def _url_suffix(address: str) -> str:
     return suffixes[-1] + tail if suffixes and suffixes[-1] in _TABLE_SUFFIXES else ""
 
 
-def _preview(body: bytes, suffix: str, label: str, fmt: str) -> str:
+def _preview(body: bytes, suffix: str, label: str, fmt: str) -> TableRead:
     """Preview the bytes through yggdrasil.io from a private temp file named *<suffix>."""
     from yggdrasil.io import preview_table
 
     with tempfile.TemporaryDirectory(prefix="loki-web-") as folder:
         path = Path(folder) / f"download{suffix}"
         path.write_bytes(body)
-        return preview_table(path, PREVIEW_ROWS, label=label, fmt=fmt or None).render()
+        return TableRead.model_validate(
+            preview_table(path, PREVIEW_ROWS, label=label, fmt=fmt or None).summary())
 
 
 def _image_facts(got: Download) -> str:
