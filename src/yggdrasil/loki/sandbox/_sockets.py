@@ -49,11 +49,18 @@ _MAX_DEPTH = 256  # folders walked up from a socket to the filesystem's root
 _libc: Any = None
 
 
+class _IoVec(ctypes.Structure):
+    _fields_ = (("base", ctypes.c_void_p), ("len", ctypes.c_size_t))
+
+
 def _c() -> Any:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
         _libc.syscall.restype = ctypes.c_long
+        _libc.process_vm_readv.restype = ctypes.c_ssize_t
+        _libc.process_vm_readv.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong,
+                                           ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong)
     return _libc
 
 
@@ -301,11 +308,8 @@ def _address(notif: _usernotif.Notification) -> bytes | int:
         return errno.EINVAL
     if length == 0:
         return b""
-    memory = _usernotif.Memory(notif.pid)
-    try:
-        data = memory.read(notif.args[1], length)
-    except OSError:
-        return errno.EFAULT
-    finally:
-        memory.close()
-    return data if len(data) == length else errno.EFAULT
+    data = ctypes.create_string_buffer(length)
+    local = _IoVec(ctypes.addressof(data), length)
+    remote = _IoVec(notif.args[1], length)
+    got = _c().process_vm_readv(notif.pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    return data.raw if got == length else errno.EFAULT  # one call: /proc/<pid>/mem takes 3
