@@ -8,8 +8,9 @@ load from other work hits both. Target: at most 1.5x.
 
 The socket check stops every ``connect`` of a fenced command, rules or not: a Python
 command making N connections to a UNIX socket in its TMPDIR, and N to a TCP listener on
-127.0.0.1 (let through untouched after a look at the socket's family), with the check on
-and off (off: the toolbox before it, by patching ``Shell.sockets_guarded``).
+127.0.0.1 (both taken, read and made by the supervisor: never let the kernel read them
+again), with the check on and off (off: the toolbox before it, by patching
+``Shell.sockets_guarded``).
 
 Usage: PYTHONPATH=src python bench/bench_rules.py [--execs 500] [--connects 500] [--rounds 5]
 """

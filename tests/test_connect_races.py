@@ -272,3 +272,30 @@ def test_a_blocking_connect_that_waits_holds_up_no_other(root: Path) -> None:
         for sock in fill:
             sock.close()
         far.close()
+
+
+OTHER_NAMES = r"""
+import os, socket
+def attempt(how, target):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(target)
+        print(how, "REACHED")
+    except OSError as e:
+        print(how, "refused", e.errno)
+try:
+    os.link("OUTSIDE", "hard.sock")  # Landlock refuses a link out of a read-only folder
+    attempt("hard link", "hard.sock")
+except OSError as e:
+    print("hard link refused", e.errno)
+attempt("fd link", "/proc/self/fd/%d" % os.open("OUTSIDE", os.O_PATH))
+attempt("fd link of a thread", "/proc/thread-self/fd/%d" % os.open("OUTSIDE", os.O_PATH))
+"""
+
+
+def test_other_names_of_a_socket_outside_reach_nothing(box: Toolbox, outside: Outside) -> None:
+    before = outside.hits
+    out = box.call("run_python", {"code": OTHER_NAMES.replace("OUTSIDE", str(outside.path))})
+    assert out.startswith("exit=0") and "REACHED" not in out, out
+    assert out.count("refused") == 3, out
+    assert outside.hits == before

@@ -91,8 +91,9 @@ EXPORTS = {  # each public module's __all__, exactly: a new public name is a dec
                            "serve_http"],
     "yggdrasil.loki.adapters": ["ToolFailedError", "google_adk", "langchain", "openai_agents",
                                 "pydantic_ai", "smolagents"],
-    "yggdrasil.io": ["FORMATS", "QueryResult", "TableError", "TablePreview", "TableRef",
-                     "find_table_refs", "human_size", "preview_table", "query_tables",
+    "yggdrasil.io": ["FORMATS", "Cell", "PreviewData", "QueryData", "QueryResult", "TableError",
+                     "TablePreview", "TableRef", "find_table_refs", "human_size",
+                     "preview_table", "preview_text", "query_tables", "query_text",
                      "scan_table"],
     "yggdrasil.loki.errors": ['ContextLengthError', 'EngineAuthError', 'EngineConfigError', 'EngineError', 'EngineRateLimited', 'EngineRequestError', 'EngineTimeout', 'EngineUnavailable', 'LokiError', 'PathError', 'Refused', 'ToolDefinitionError', 'ToolError', 'ToolsUnsupportedError'],
 }

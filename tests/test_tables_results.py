@@ -136,3 +136,25 @@ def test_mcp_answers_query_table_with_its_rows_as_structured_content(
     table = field(read, "structured_content")
     assert (table["kind"], table["path"], table["row_count"], table["rows"]) == (
         "table", "sales.csv", 3, [["Oslo", 1.5]])
+
+
+def test_a_worker_answer_of_the_wrong_shape_is_an_error(root: Path) -> None:
+    """The worker parses what a model names: its answer is checked like any input, and one
+    of the wrong shape is an error observation, not a traceback or a half-read table."""
+    from yggdrasil.loki.files import Root
+    from yggdrasil.loki.sandbox import FencedWorker
+    from yggdrasil.loki.tables import TableReader
+    from yggdrasil.loki.tools import Tool
+
+    (root / "t.csv").write_text("a\n1\n")
+    reader = TableReader(Root.at(root))
+    reader.worker.close()
+    reader.worker = FencedWorker("worker_probe", [str(root)], name="table worker")
+    box = Toolbox()
+    box.add(Tool("read_table", "r", {"path": "path"}, reader.read_table))
+    try:
+        got = box.invoke("read_table", {"path": "t.csv"})
+    finally:
+        reader.close()
+    assert got.is_error and not isinstance(got.data, TableRead)
+    assert got.text == "ERROR: reading t.csv stopped: the table worker sent a malformed reply"

@@ -80,3 +80,11 @@ def polars_parquet(fds: list[int]) -> str:
     import polars as pl
 
     return str(pl.read_parquet(f"/proc/self/fd/{fds[0]}").shape)
+
+
+def preview(fds: list[int], **args: object) -> dict[str, object]:
+    """A table preview as a worker that lies would answer it: the right name, the wrong
+    shape (a row count that is text, a row that is not a list)."""
+    return {"path": "t.csv", "format": "csv", "size": 1, "row_count": "many", "rows_read": 1,
+            "columns": ["a"], "column_count": 1, "dtypes": ["String"], "rows": ["not a row"],
+            "widths": [1]}

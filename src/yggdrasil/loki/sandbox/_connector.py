@@ -37,22 +37,41 @@ REQUEST = struct.Struct("=Q")  # the notification's id; the address follows; the
 ANSWER = struct.Struct("=Qi")  # in SCM_RIGHTS   ->   id, errno (0: connected)
 MAX_REQUEST = REQUEST.size + 128  # sizeof(struct sockaddr_storage)
 _PR_SET_DUMPABLE = 4
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine, -1)
+_CLONE_PARENT, _SIGCHLD = 0x8000, 17
 
 
 def start() -> Any:
-    """Fork the connector; our end of its channel (a SEQPACKET socket, close-on-exec)."""
+    """Fork the connector as our sibling; our end of its channel (a SEQPACKET socket,
+    close-on-exec)."""
     ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-    first = os.fork()
-    if first == 0:
+    if _fork_sibling() == 0:
         try:
-            if os.fork() == 0:
-                ours.close()
-                _serve(theirs)
+            ours.close()
+            _serve(theirs)
         finally:
             os._exit(0)
-    os.waitpid(first, 0)
     theirs.close()
     return ours
+
+
+def _fork_sibling() -> int:
+    """fork(), but the child's parent is ours (the reaper, or the namespace's PID 1), so
+    it is never a child the command would wait for: ``clone(CLONE_PARENT)``, one fork
+    where a double fork costs two on the command's way to start. 0 in the child."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    pid = int(libc.syscall(_SYS_CLONE, ctypes.c_ulong(_CLONE_PARENT | _SIGCHLD),
+                           ctypes.c_ulong(0), None, None, ctypes.c_ulong(0)))
+    if pid >= 0:
+        return pid
+    first = os.fork()  # no clone here (another architecture's order): fork twice
+    if first == 0:
+        if os.fork() != 0:
+            os._exit(0)
+        return 0
+    os.waitpid(first, 0)
+    return first
 
 
 class _Workers:

@@ -308,7 +308,8 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
                   namespaces: bool = False, mounts: Sequence[tuple[str, str]] = (),
                   no_setid: bool = False, proxy: str | None = None,
                   proxy_notes: str | None = None,
-                  guard: tuple[str, str, str] | None = None) -> list[str]:
+                  guard: tuple[str, str, str] | None = None,
+                  connector: bool = False) -> list[str]:
     """The argv that runs ``argv`` under the fence (see the module docstring).
 
     ``namespaces``: run it in namespaces of its own (``_namespace``), applying ``mounts``
@@ -318,7 +319,8 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
     ``proxy_notes``: a file the proxy's refusals are appended to, one line each (else
     they go to the command's stderr, where they may split a line the command writes);
     ``guard``: (socket path, token, comma-separated syscalls) of the toolbox's supervisor,
-    which then decides those calls of the command (``_supervisor``: exec, connect).
+    which then decides those calls of the command (``_supervisor``: exec, connect);
+    ``connector``: start the command's connector for it (``_connector``).
     """
     rules = ["--abi", str(abi), *([] if network else ["--no-network"])]
     if proxy:
@@ -326,6 +328,7 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
         rules += ["--proxy-notes", proxy_notes] if proxy_notes else []
     if guard:
         rules += ["--guard", guard[0], "--guard-token", guard[1], "--guard-calls", guard[2]]
+        rules += ["--connector"] if connector else []
     rules += [*(["--ns"] if namespaces else []), *(["--no-setid"] if no_setid else [])]
     for flag, paths in (("--write", writable), ("--hide", hidden)):
         for path in paths:
@@ -337,10 +340,10 @@ def launcher_argv(python: str, writable: list[str], *, network: bool, abi: int,
 
 _USAGE = ("usage: _landlock.py --abi N [--no-network] [--ns] [--no-setid] [--write PATH]... "
           "[--hide PATH]... [--mount KIND:PATH]... [--proxy SOCKET [--proxy-notes FILE]] "
-          "[--guard SOCKET --guard-token T --guard-calls execve,execveat,connect] "
+          "[--guard SOCKET --guard-token T --guard-calls execve,execveat,connect [--connector]] "
           "-- argv...  |  --status  "
           "|  --probe  |  --warm")
-_SWITCHES = ("--no-network", "--ns", "--no-setid")
+_SWITCHES = ("--no-network", "--ns", "--no-setid", "--connector")
 _GUARDED = ("execve", "execveat", "connect")
 
 
@@ -424,7 +427,8 @@ def _launch(args: list[str], stopper: int = 0) -> int:
                 drop_capabilities()
             if control is not None:  # last: every exec from here on is the supervisor's
                 calls = tuple(values["--guard-calls"][-1].split(","))
-                connector = _sibling("_connector").start() if "connect" in calls else None
+                connector = (_sibling("_connector").start() if "--connector" in switches
+                             else None)
                 _sibling("_usernotif").hand_over(
                     control, values["--guard-token"][-1].encode(), calls,
                     _sibling("_seccomp").load_library(), connector)

@@ -49,26 +49,35 @@ _MAX_DEPTH = 256  # folders walked up from a socket to the filesystem's root
 _libc: Any = None
 
 
+class _IoVec(ctypes.Structure):
+    _fields_ = (("base", ctypes.c_void_p), ("len", ctypes.c_size_t))
+
+
 def _c() -> Any:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
         _libc.syscall.restype = ctypes.c_long
+        _libc.process_vm_readv.restype = ctypes.c_ssize_t
+        _libc.process_vm_readv.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong,
+                                           ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong)
     return _libc
 
 
 class SocketPlaces:
     """Where a command's UNIX sockets may be: ``places`` (absolute paths, resolved in
     the command's own view on its first connect); ``note`` gets each refusal. What the
-    command's Landlock domain decides, which only its connector's connects carry:
-    ``tcp_fenced`` (TCP connect refused: ABI 4+, no network), ``scoped`` (abstract
-    names: the domain's own only, ABI 6+)."""
+    command's Landlock domain decides: ``tcp_fenced`` (TCP connect refused: ABI 4+, no
+    network), ``scoped`` (abstract names: the domain's own only, ABI 6+); and whether it
+    shares our network namespace (else its abstract names and hosts are its own)."""
 
     def __init__(self, places: Sequence[str], note: Callable[[str], None], *,
-                 tcp_fenced: bool = False, scoped: bool = False) -> None:
+                 tcp_fenced: bool = False, scoped: bool = False,
+                 shared_network: bool = True) -> None:
         self.places = list(places)
         self.note = note
         self.tcp_fenced, self.scoped = tcp_fenced, scoped
+        self.shared_network = shared_network
         self._ids: set[tuple[int, int]] | None = None
 
     def ids(self, pid: int, walk: Callable[[int, str, str], Any]) -> set[tuple[int, int]]:
@@ -133,7 +142,7 @@ Answer = tuple[int, bool] | None  # (errno, connected) now; None: the connector 
 
 
 def answer_connect(listener: int, notif: _usernotif.Notification, places: SocketPlaces,
-                   walk: Callable[[int, str, str], Any], connects: Connects) -> Answer:
+                   walk: Callable[[int, str, str], Any], connects: Connects | None) -> Answer:
     """Decide a stopped connect and make it on the socket taken here, with the address
     read here. Never lets the kernel carry on: it would read the descriptor and the
     address again, which another thread may have changed meanwhile."""
@@ -152,23 +161,31 @@ def answer_connect(listener: int, notif: _usernotif.Notification, places: Socket
         if domain == _AF_UNIX and _is_path(raw):
             path = os.fsdecode(raw[2:].split(b"\0", 1)[0])
             return _connect_checked(sock, notif.pid, path, places, walk)
-        if _by_connector(sock, domain, raw, places):
+        if places.tcp_fenced and _is_tcp(sock, domain, raw):
+            return errno.EACCES, False  # Landlock's answer to the command's own connect
+        if connects is not None and _by_connector(sock, domain, raw, places):
             return connects.ask(notif.id, sock, raw)
         return _connect(sock, raw)
     finally:
         os.close(sock)
 
 
+def _is_tcp(sock: int, domain: int, raw: bytes) -> bool:
+    """A connect Landlock refuses under TCP rules with no port allowed: a stream socket of
+    the Internet families (TCP; MPTCP and SCTP's stream sockets too: stricter), to an
+    address (an AF_UNSPEC disconnect is allowed)."""
+    return (domain in (socket.AF_INET, socket.AF_INET6) and _type(sock) == socket.SOCK_STREAM
+            and _family(raw) != socket.AF_UNSPEC)
+
+
 def _by_connector(sock: int, domain: int, raw: bytes, places: SocketPlaces) -> bool:
     """Only the connector gets the kernel's answer: one that depends on the command's
-    Landlock domain (an abstract name under its scope, TCP under its rules), or one
-    that may wait long (a blocking socket to another host), which here would hold up
-    the command's other stopped calls. The rest is the same whoever connects (the
-    socket keeps its network namespace): made here, one round trip less."""
+    Landlock domain (an abstract name under its scope), or one that may wait long (a
+    blocking socket to another host), which here would hold up the command's other
+    stopped calls. The rest is the same whoever connects (the socket keeps its network
+    namespace): made here, one round trip less."""
     if domain == _AF_UNIX:
         return places.scoped and len(raw) > 2 and raw[2] == 0 and _family(raw) == _AF_UNIX
-    if places.tcp_fenced:
-        return True
     return os.get_blocking(sock) and not _loopback(domain, raw)
 
 
@@ -266,11 +283,19 @@ def _process_of(tid: int) -> int:
 
 
 def _domain(fd: int) -> int:
+    return _option(fd, socket.SO_DOMAIN)  # -1: not a socket (the kernel answers ENOTSOCK)
+
+
+def _type(fd: int) -> int:
+    return _option(fd, socket.SO_TYPE)
+
+
+def _option(fd: int, name: int) -> int:
     value = ctypes.c_int(0)
     size = ctypes.c_uint32(ctypes.sizeof(value))
-    if _c().getsockopt(fd, socket.SOL_SOCKET, socket.SO_DOMAIN, ctypes.byref(value),
+    if _c().getsockopt(fd, socket.SOL_SOCKET, name, ctypes.byref(value),
                        ctypes.byref(size)) != 0:
-        return -1  # not a socket: the kernel answers ENOTSOCK
+        return -1
     return value.value
 
 
@@ -283,11 +308,8 @@ def _address(notif: _usernotif.Notification) -> bytes | int:
         return errno.EINVAL
     if length == 0:
         return b""
-    memory = _usernotif.Memory(notif.pid)
-    try:
-        data = memory.read(notif.args[1], length)
-    except OSError:
-        return errno.EFAULT
-    finally:
-        memory.close()
-    return data if len(data) == length else errno.EFAULT
+    data = ctypes.create_string_buffer(length)
+    local = _IoVec(ctypes.addressof(data), length)
+    remote = _IoVec(notif.args[1], length)
+    got = _c().process_vm_readv(notif.pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    return data.raw if got == length else errno.EFAULT  # one call: /proc/<pid>/mem takes 3

@@ -85,6 +85,13 @@ class SupervisedCommand:
         self.path = owner.path
 
     @property
+    def connector(self) -> bool:
+        """Its launcher starts the command's connector (``_connector``): it shares our
+        network namespace, where some connects are only Landlock's to answer (abstract
+        names under its scope) or may wait long (a blocking one to another host)."""
+        return self.sockets is not None and self.sockets.shared_network
+
+    @property
     def calls(self) -> str:
         """The system calls the launcher's filter stops, for ``--guard-calls``."""
         return ",".join([*(EXEC_SYSCALLS if self.decide else ()),
@@ -103,12 +110,14 @@ class Supervisor:
 
     def session(self, decide: Decide | None = None, sockets: Sequence[str] | None = None,
                 note: Callable[[str], None] = lambda _: None, *, tcp_fenced: bool = False,
-                scoped: bool = False) -> SupervisedCommand:
+                scoped: bool = False, shared_network: bool = True) -> SupervisedCommand:
         """A session stopping execs (``decide``) and UNIX connects outside ``sockets``
         (absolute places; ``note`` gets each refusal). ``tcp_fenced``, ``scoped``: the
-        command's Landlock refuses TCP (ABI 4+) and scopes abstract names (ABI 6+)."""
+        command's Landlock refuses TCP (ABI 4+) and scopes abstract names (ABI 6+);
+        ``shared_network``: it is in our network namespace (not one of its own)."""
         server = self._server.get()
-        places = (SocketPlaces(sockets, note, tcp_fenced=tcp_fenced, scoped=scoped)
+        places = (SocketPlaces(sockets, note, tcp_fenced=tcp_fenced, scoped=scoped,
+                               shared_network=shared_network)
                   if sockets is not None else None)
         return server.open(SupervisedCommand(server, decide, places))
 
@@ -153,7 +162,7 @@ class _Server:
             token, fds, _, _ = socket.recv_fds(conn, 64, 2)
             with self.lock:  # one launcher per token: a job's is not kept after it joined
                 session = self.sessions.pop(token, None)
-            if not fds or session is None or len(fds) != 1 + (session.sockets is not None):
+            if not fds or session is None or len(fds) != 1 + session.connector:
                 session = None
                 return  # no ack: the launcher refuses to run the command
             _usernotif.acknowledge(conn)
@@ -169,9 +178,9 @@ class _Server:
         try:
             _serve(fds[0], session, self.numbers, connects)
         finally:
-            os.close(fds[0])
             for owed in connects.close() if connects is not None else ():
                 _usernotif.reply(fds[0], owed, error=errno.EPERM)
+            os.close(fds[0])
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
@@ -225,7 +234,7 @@ def _answer(listener: int, notif: _usernotif.Notification, session: SupervisedCo
                 error = found
             elif _usernotif.still_waiting(listener, notif.id):  # what we read was its own
                 error = next((e for e in map(session.decide, found) if e), 0)
-        elif call == "connect" and session.sockets is not None and connects is not None:
+        elif call == "connect" and session.sockets is not None:
             got = answer_connect(listener, notif, session.sockets, walk, connects)
             if got is None:
                 return  # the connector makes it and answers (_answer_connects)

@@ -57,10 +57,12 @@ class Supervision:
         return bool(self.rules) and self.available()
 
     def session(self, argv: Sequence[str], note: Note, sockets: list[str] | None, *,
-                tcp_fenced: bool = False, scoped: bool = False) -> SupervisedCommand | None:
+                tcp_fenced: bool = False, scoped: bool = False,
+                shared_network: bool = True) -> SupervisedCommand | None:
         """A command started as ``argv``: its execs judged when rules are set, its UNIX
         connects outside ``sockets`` refused (None: not checked); None when neither.
-        ``tcp_fenced``, ``scoped``: what its Landlock domain decides about connects."""
+        ``tcp_fenced``, ``scoped``: what its Landlock domain decides about connects;
+        ``shared_network``: it is in the toolbox's network namespace."""
         execs = self.checks_execs()
         if not execs and sockets is None:
             return None
@@ -69,7 +71,7 @@ class Supervision:
         confirmed, self.confirmed = self.confirmed, set()
         decide = self.guard.decider(argv, confirmed, note) if execs else None
         return self._supervisor.session(decide, sockets, note, tcp_fenced=tcp_fenced,
-                                        scoped=scoped)
+                                        scoped=scoped, shared_network=shared_network)
 
     def close(self) -> None:
         if self._supervisor is not None:

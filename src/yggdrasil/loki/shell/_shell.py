@@ -291,10 +291,15 @@ class Shell:
         """The supervision of a command started as ``argv``: its execs when rules are
         set, its UNIX connects when fenced (None: neither, or no user notification here)."""
         sockets = self.socket_places(scratch, fence) if self.sockets_guarded(fence) else None
-        proxied = self.proxy is not None and fence.namespaces  # the launcher then allows TCP
         return self.supervision.session(
             argv, note, sockets, scoped=fence.abi >= 6,
-            tcp_fenced=fence.abi >= 4 and not (self.network or proxied))
+            tcp_fenced=fence.abi >= 4 and not self.tcp_allowed(fence),
+            shared_network=not fence.namespaces or self.network)
+
+    def tcp_allowed(self, fence: Fence) -> bool:
+        """Landlock lets the command's TCP through: the network is on, or the proxy in its
+        own network namespace is its only way out."""
+        return self.network or (self.proxy is not None and fence.namespaces)
 
     def sockets_guarded(self, fence: Fence) -> bool:
         """UNIX sockets outside the command's places are out of its reach."""
@@ -524,12 +529,13 @@ class Shell:
         proxy = self.proxy.control_path if self.proxy is not None and fence.namespaces else None
         notes = ProxyNotes(scratch).create() if proxy else None
         return launcher_argv(_python(), writable if fence.abi else [],
-                             network=self.network or proxy is not None, abi=fence.abi, argv=argv,
+                             network=self.tcp_allowed(fence), abi=fence.abi, argv=argv,
                              hidden=self.hidden_paths() if fence.abi else [],
                              namespaces=fence.namespaces, mounts=mounts,
                              no_setid=fence.no_setid, proxy=proxy, proxy_notes=notes,
                              guard=(session.path, session.token, session.calls)
-                             if session else None)
+                             if session else None,
+                             connector=session is not None and session.connector)
 
     def reader_argv(self, argv: list[str], scratch: Path, reads: Sequence[str] = (),
                     ) -> tuple[list[str], dict[str, str], bool]:
