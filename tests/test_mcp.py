@@ -220,7 +220,11 @@ def test_file_tools_answer_structured_content_their_output_schema_validates(
     read, edit, listing, written, patch, undone = (
         field(r, "structured_content") for r in results)
     assert not any(field(r, "is_error") for r in results)
-    assert schemas["read_file"]["properties"]["kind"]["const"] == "read"
+    # read_file answers a text window, or (media) a picture, PDF pages, notebook or document
+    assert sorted(kind["properties"]["kind"]["const"]
+                  for kind in schemas["read_file"]["$defs"].values()
+                  if "kind" in kind.get("properties", {})) == [
+        "document", "image", "notebook", "pdf", "read"]
     assert (read["kind"], read["path"], read["content"], read["encoding"]) == (
         "read", "app.py", "text", "utf-8")
     assert (read["first"], read["last"], read["total"], read["lines"]) == (
