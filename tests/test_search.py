@@ -396,3 +396,13 @@ def test_a_listing_drops_exactly_the_protected_paths(tmp_path: Path) -> None:
         root = Root.at(tmp_path, protect=protection(globs))
         shown = _Visible(root)(list(rels), "\0" + "\0".join(rels) + "\0")
         assert shown == [r for r in rels if root.covered(r) is None], globs
+
+
+def test_find_reads_only_the_paths_holding_a_rare_literal() -> None:
+    from yggdrasil.loki.search._rg import _holding
+
+    paths = [f"pkg{i}/file_{i}.py" for i in range(100)] + ["x/file_42", "file_42/y"]
+    text = "\0" + "\0".join(paths) + "\0"
+    assert _holding(text, "file_42") == ["pkg42/file_42.py", "x/file_42", "file_42/y"]
+    assert _holding(text, ".py") == paths  # common: the block is split whole
+    assert _holding(text, "zzz") == []
