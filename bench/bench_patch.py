@@ -1,14 +1,23 @@
 """apply_patch of a 50-file patch vs ``git apply`` of the same patch, side by side.
 
-    PYTHONPATH=src python bench/bench_patch.py [--reps 9] [--files 50]
+    PYTHONPATH=src python bench/bench_patch.py [--reps 9] [--files 50] [--variants core,ruff,default]
 
 Corpus: a git repository of the 50 largest-but-reasonable (20-200 KB) .py files of the
 standard library, copied; each gets 3 seeded changes (a line changed, one added, one
 removed) and ``git diff`` writes the patch. Each round puts the 50 files back, then times
-one of: ``filesystem_toolbox(root).call("apply_patch", ...)`` (a fresh toolbox: it keeps
-the originals for undo, stages all 50 files and renames them, and answers with the
-summary and diff), or ``git apply`` run as a process (start-up included: that is what an
-agent pays when it shells out). Both write the same bytes, checked every round.
+one of: ``filesystem_toolbox(root, settings=...).call("apply_patch", ...)`` (a fresh
+toolbox: it keeps the originals for undo, stages all 50 files and renames them, and
+answers with the summary and diff), or ``git apply`` run as a process (start-up
+included: that is what an agent pays when it shells out). Both write the same bytes,
+checked every round. Three toolboxes are timed, each beside a ``git apply``:
+
+- ``core``: diagnostics off (``DiagnosticsSettings(enabled=False)``): the patch itself,
+  atomic, with the syntax gate and the stale-view guard. The goal (<= 3x) is this one's.
+- ``ruff``: diagnostics on, no language server: ruff checks the 50 files before and after.
+- ``default``: the default settings: ruff, plus the language servers found on PATH
+  (basedpyright here), started by the first edit of a fresh toolbox; an edit waits for
+  them ``diagnostics.wait`` seconds (1.5) at most, and a cold server never answers a
+  50-file check sooner, so this one pays the whole wait (its findings come later).
 
 The rounds are interleaved (ours, git's, ours, ...) and each figure is the median. The
 breakdown times the phases of apply_patch inside the same calls (wrapped methods): parse
@@ -16,9 +25,10 @@ the patch; plan it (read the files, find every hunk); the syntax gate (each chan
 definition compiled alone; the whole file only when that fails); stage (each new text
 written to a temp file beside its target); wait for the flush (one syncfs, started in a
 thread when the staging is done, runs while the gate does); keep the originals for undo
-(a copy each); rename every file over its target and fsync the folders; and the rest:
-the stale-view and writability checks (a stat each), the summary and diffs of the
-answer, the toolbox's bookkeeping (journal, views).
+(a copy each); rename every file over its target and fsync the folders; the diagnostics
+(the texts kept before, then the report: the texts read after, ruff, the changed lines,
+the wait for the servers); and the rest: the stale-view and writability checks (a stat
+each), the summary and diffs of the answer, the toolbox's bookkeeping (journal, views).
 
 Where the remaining time goes (bench/README.md has the figures): the syntax gate is the
 largest phase and is now mostly ``compile()`` itself, of the changed definitions

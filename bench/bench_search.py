@@ -11,6 +11,7 @@ the ratio (target: grep <= 1.5x). ``--python`` adds the pure-Python engine, once
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -61,6 +62,20 @@ def paired(ours: Callable[[], Any], base: Callable[[], Any], reps: int) -> tuple
     return statistics.median(ours_times), out, statistics.median(base_times), base_out
 
 
+def cpu_paired(ours: Callable[[], Any], base: Callable[[], Any], reps: int) -> tuple[float, float]:
+    """Median CPU seconds (user + system, this process and its children: rg and the fence's
+    launcher) of ``ours`` and ``base`` run in turn: what the work costs, whatever the load
+    (wall time on a shared machine is mostly waiting for a core). 10 ms ticks."""
+    ours_cpu, base_cpu = [], []
+    for _ in range(reps):
+        for fn, into in ((ours, ours_cpu), (base, base_cpu)):
+            t0 = os.times()
+            fn()
+            t1 = os.times()
+            into.append(sum(t1[:4]) - sum(t0[:4]))
+    return statistics.median(ours_cpu), statistics.median(base_cpu)
+
+
 def run_rg(args: list[str], cwd: Path) -> int:
     """Run rg, read and drop its output (as a consumer would); the bytes it printed."""
     proc = subprocess.Popen([*RG, *args], cwd=cwd, stdin=subprocess.DEVNULL,
@@ -104,7 +119,10 @@ def main() -> None:
         ours, out, base, printed = paired(lambda g=glob: box.call("find", {"pattern": g}),
                                           lambda g=glob: run_rg(["--files", "-g", g], root),
                                           opts.reps)
-        row(f"find {label}", ours, base, f"{out.count(chr(10)) + 1} rows; {printed:,} bytes")
+        mine, theirs = cpu_paired(lambda g=glob: box.call("find", {"pattern": g}),
+                                  lambda g=glob: run_rg(["--files", "-g", g], root), opts.reps)
+        row(f"find {label}", ours, base, f"{out.count(chr(10)) + 1} rows; {printed:,} bytes; "
+            f"CPU {mine * 1000:.0f} vs {theirs * 1000:.0f} ms ({mine / max(theirs, 0.01):.2f}x)")
     if opts.python:
         python_engine(root)
 

@@ -83,6 +83,24 @@ def test_a_finding_that_moved_is_not_new(root: Path) -> None:
     assert done.data.diagnosis.preexisting == 1
 
 
+def test_a_patch_of_many_files_is_checked_by_one_ruff_over_copies(root: Path) -> None:
+    # 5 files: 10 texts (before and after), past the 4 that go to ruff on stdin; the
+    # copies keep each file's name (__init__.py), each finding goes back to its file
+    names = ["pkg/__init__.py", *(f"pkg/m{i}.py" for i in range(4))]
+    (root / "pkg").mkdir()
+    for name in names:
+        (root / name).write_text("import os\n\nprint(old)\nx = 1\n")
+    patch = "".join(f"--- a/{name}\n+++ b/{name}\n@@ -4 +4 @@\n-x = 1\n+x = new_{i}\n"
+                    for i, name in enumerate(names))
+    with toolbox(root) as box:
+        box.diagnostician.ruff._seen.clear()  # nothing answered from memory
+        done = box.invoke("apply_patch", {"patch": patch})
+    assert done.ok, done.text
+    assert sorted((d.path, d.line, d.code, d.symbol) for d in found(done)) == sorted(
+        (name, 4, "F821", f"new_{i}") for i, name in enumerate(names))
+    assert done.data.diagnosis.preexisting == 10  # old and os, in each of the 5
+
+
 def test_a_second_alike_finding_is_new_and_the_one_in_the_changed_lines(root: Path) -> None:
     (root / "a.py").write_text("print(x)\n\n\n\nprint(1)\n")
     with toolbox(root) as box:

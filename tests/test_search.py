@@ -364,3 +364,45 @@ def test_ignore_file_last_match_wins_and_folders_only() -> None:
     assert rules.match("a", True) is False
     assert rules.match("x/build", True) is True
     assert rules.match("build", False) is True  # '*' still matches a file named build
+
+
+def test_find_globs_matched_without_re2_answer_as_re2_does() -> None:
+    # find's quick matchers (str.endswith, Python's re, string search) vs the RE2 regex
+    from itertools import product
+
+    from yggdrasil.loki.search._globs import glob_matcher, glob_test
+
+    globs = ["*.py", "*", "a*", "*a*b", "a*b*a", "*.*", "a/*", "*/b*", "a*/*b/*", "a\\*b",
+             "*a*a*a*b", "a?b", "a/**/b", "**/a*", "[ab]*", "{a,b}*"]
+    names = ["".join(p) for n in range(1, 4) for p in product("ab.*", repeat=n)]
+    paths = names + [f"{x}/{y}" for x in names[:20] for y in names[:20]] + ["a/b/c.py"]
+    for glob in globs:
+        for any_folder in ([True, False] if "/" not in glob else [False]):
+            rx = glob_matcher(glob, literal_separator=True, any_folder=any_folder)
+            test = glob_test(glob, any_folder=any_folder)
+            wrong = [p for p in paths if bool(test(p)) != bool(rx.fullmatch(p))]
+            assert wrong == [], (glob, any_folder, wrong[:5])
+
+
+def test_a_listing_drops_exactly_the_protected_paths(tmp_path: Path) -> None:
+    from yggdrasil.loki.files import DEFAULT_PROTECTED
+    from yggdrasil.loki.search._protected import protection
+    from yggdrasil.loki.search._rg import _Visible
+
+    rels = ["a.py", "x/y.pem", ".env", "d/.env.local", ".env.example", "k/id_rsa.pub",
+            "q/xid_rsa", "service-account-1.json", "a/secrets.yml", "credentials.json",
+            "foo.json", ".aws/x", "a/.ssh/k", "a.pem/b", "b/a.pem.txt", "z/.aws"]
+    for globs in (DEFAULT_PROTECTED, ("*.pem", "!x/y.pem"), ("sub/*.py",), ("*",)):
+        root = Root.at(tmp_path, protect=protection(globs))
+        shown = _Visible(root)(list(rels), "\0" + "\0".join(rels) + "\0")
+        assert shown == [r for r in rels if root.covered(r) is None], globs
+
+
+def test_find_reads_only_the_paths_holding_a_rare_literal() -> None:
+    from yggdrasil.loki.search._rg import _holding
+
+    paths = [f"pkg{i}/file_{i}.py" for i in range(100)] + ["x/file_42", "file_42/y"]
+    text = "\0" + "\0".join(paths) + "\0"
+    assert _holding(text, "file_42") == ["pkg42/file_42.py", "x/file_42", "file_42/y"]
+    assert _holding(text, ".py") == paths  # common: the block is split whole
+    assert _holding(text, "zzz") == []

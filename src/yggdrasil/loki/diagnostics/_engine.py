@@ -2,8 +2,9 @@
 
 During an edit tool's call (:meth:`Diagnostician.watch`), the file layer tells it which
 files are about to change (it keeps their text) and which changed; after the call,
-:meth:`Diagnostician.report` checks them: ruff for Python at once, the language server of
-each file's language in its slot, waiting for the servers at most ``wait`` seconds.
+:meth:`Diagnostician.report` checks them: the language server of each file's language in
+its slot and, meanwhile, ruff for Python; the servers are waited for at most ``wait``
+seconds from when they were asked (ruff's time counts).
 A check still running then is "pending"; its findings are kept for the next observation
 (:meth:`late`), unless the file changed again meanwhile (the newer check covers it).
 Nothing here raises for what a checker did: a failure is a sentence in the diagnosis.
@@ -157,9 +158,9 @@ class Diagnostician:
             self._generation[rel] = self._generation.get(rel, 0) + 1
         new: list[Diagnostic] = []
         diagnosis = _Diagnosis()
-        ruffed = self._ruff(texts, new, diagnosis)
-        futures = self._submit(texts)
+        futures = self._submit(texts)  # the servers work while ruff does
         deadline = time.monotonic() + self.limits.wait
+        ruffed = self._ruff(texts, new, diagnosis)
         for rel, server, future in futures:
             if not _wait(future, deadline - time.monotonic()):
                 diagnosis.pending.append(f"{server}: {rel}")
@@ -270,10 +271,11 @@ class Diagnostician:
             rel: (None, self._current(rel)) for rel in files}
         found: list[Diagnostic] = []
         diagnosis = _Diagnosis()
+        futures = self._submit(texts)  # the servers work while ruff does
+        deadline = time.monotonic() + wait
         ruffed = self._ruff(texts, found, diagnosis)
         diagnosis.preexisting = 0
-        deadline = time.monotonic() + wait
-        for rel, server, future in self._submit(texts):
+        for rel, server, future in futures:
             if not _wait(future, deadline - time.monotonic()):
                 diagnosis.pending.append(f"{server}: {rel}")
                 continue

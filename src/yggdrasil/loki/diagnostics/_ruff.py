@@ -124,23 +124,20 @@ class Ruff:
         in a folder of its own (``<n>/<name>``: a before and an after share a name) of a
         private temporary folder, one ruff reads them all; the folder is gone after."""
         keys = list(texts)
-        try:
-            with tempfile.TemporaryDirectory(prefix="loki-ruff-") as top:
-                paths = []
-                for n, key in enumerate(keys):
-                    os.mkdir(os.path.join(top, str(n)), 0o700)
-                    path = os.path.join(top, str(n), _file_name(key))
-                    with open(path, "xb") as file:
-                        file.write(texts[key].encode("utf-8", "surrogatepass"))
-                    paths.append(path)
-                process = self._start([*self._argv(), "--", *paths], top)
-                try:
-                    items = self._answer(process, b"")
-                finally:
-                    _stop(process)
-        except OSError as exc:
-            raise RuffFailed(f"ruff's copies could not be written: {exc.strerror or exc}",
-                             ) from None
+        for place in (*_scratch(), None):
+            try:
+                with tempfile.TemporaryDirectory(prefix="loki-ruff-", dir=place) as top:
+                    paths = [_copy(top, n, key, texts[key]) for n, key in enumerate(keys)]
+                    process = self._start([*self._argv(), "--", *paths], top)
+                    try:
+                        items = self._answer(process, b"")
+                    finally:
+                        _stop(process)
+                break
+            except OSError as exc:  # /dev/shm full: the temp dir then
+                if place is None:
+                    raise RuffFailed("ruff's copies could not be written: "
+                                     f"{exc.strerror or exc}") from None
         found: dict[str, list[dict[str, Any]]] = {key: [] for key in keys}
         for item in items:
             folder = os.path.basename(os.path.dirname(str(item.get("filename") or "")))
@@ -173,6 +170,23 @@ class Ruff:
         self._seen[seen] = found
         while len(self._seen) > _SEEN:
             del self._seen[next(iter(self._seen))]
+
+
+def _scratch() -> tuple[str, ...]:
+    """Where the copies go first: memory (/dev/shm) when it is there and writable (on
+    ext4 under load, making and removing 100 files cost ~0.25 s, in memory ~0.04 s);
+    the temp dir after."""
+    shm = "/dev/shm"
+    return (shm,) if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else ()
+
+
+def _copy(top: str, n: int, key: str, text: str) -> str:
+    """``text`` written as ``top/<n>/<its file name>``; that path."""
+    os.mkdir(os.path.join(top, str(n)), 0o700)
+    path = os.path.join(top, str(n), _file_name(key))
+    with open(path, "xb") as file:
+        file.write(text.encode("utf-8", "surrogatepass"))
+    return path
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

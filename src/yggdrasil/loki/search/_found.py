@@ -34,6 +34,7 @@ class Query:
     include_ignored: bool = False
     parent_rules: tuple[str, ...] = ()  # ignore lines from folders above start, rebased to root
     name_glob: str = ""  # grep: only files whose name matches
+    literal: str = ""  # find: a text every path its pattern matches holds (a pre-filter)
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,10 @@ class PathCollector:
             self._trim()
 
     def _trim(self) -> None:
-        self.paths = sorted(self.paths, key=_PATH_KEY)[: self.keep]
+        # sorted by path_key: the keys themselves sorted (no key function; a path holds
+        # no NUL, so a key turns back into its path)
+        first = sorted(map(_PATH_KEY, self.paths))[: self.keep]
+        self.paths = [key.replace("\0", "/") for key in first]
 
     def found(self, skips: Skips) -> Found:
         self._trim()

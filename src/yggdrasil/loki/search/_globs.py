@@ -320,6 +320,19 @@ def glob_test(glob: str, *, any_folder: bool = False) -> Callable[[str], object]
     return test
 
 
+def glob_literal(glob: str) -> str:
+    """The longest run of plain text in ``glob`` outside any ``{...}`` group: every path
+    the glob matches holds it ("" when there is none)."""
+    runs, run = [], ""
+    for tok in _GlobParser(glob).parse():
+        if tok.kind == "lit":
+            run += tok.text
+        else:
+            runs.append(run)
+            run = ""
+    return max([*runs, run], key=len)
+
+
 def star_parts(glob: str) -> list[list[str]] | None:
     """For a glob of literal characters and single-folder ``*`` only: per folder, the
     texts between its stars; None for any other glob."""

@@ -102,7 +102,7 @@ class RgEngine:
                 tail = block[cut + 1 :]
                 if cut >= 0:  # every path starts with "./" (_target)
                     text = ("\0" + block[:cut + 1].decode(_FS, _FS_ERRORS)).replace("\0./", "\0")
-                    rels = text[1:-1].split("\0")
+                    rels = _holding(text, query.literal)
                     paths.extend(visible([r for r in rels if accept(r)], text))
             proc.wait()
             return paths.found(_skips(err, _everything))
@@ -157,23 +157,39 @@ class RgEngine:
                 proc.wait()
 
 
+def _holding(text: str, literal: str) -> list[str]:
+    """The paths of ``text`` (each between NULs) that may match: all of them, or when the
+    pattern's ``literal`` is rare in the block (a name such as ``file_42*``), only those
+    holding it, found by ``str.find`` without splitting the block."""
+    if len(literal) < 3 or "\ufffd" in literal or text.count(literal) * 8 > text.count("\0"):
+        return text[1:-1].split("\0")
+    found: list[str] = []
+    at = text.find(literal)
+    while at >= 0:
+        first = text.rfind("\0", 0, at) + 1
+        last = text.find("\0", at)
+        found.append(text[first:last])
+        at = text.find(literal, last)
+    return found
+
+
 class _Visible:
     """:meth:`RgEngine._shown` for the paths of a listing, a block at a time.
 
     When the protected lines are names of plain text and ``*`` (the defaults), a path can
-    be protected only if one of its parts ends or starts as one of them does: the block's
-    text (paths between NULs) is searched for those texts (``str.find``, a fast scan) and
-    only the paths holding one are checked. Otherwise each folder is checked once and
+    be protected only if one of its parts ends or starts as one of them does, so holds
+    that text: the block's text (paths between NULs) is searched for those texts
+    (``str.find``, a fast scan) and only the paths holding one are checked. Otherwise each folder is checked once and
     each file on its own."""
 
     def __init__(self, root: Root) -> None:
         self.root = root
         self.protect = root.protect
         rules = self.protect.rules if self.protect is not None else None
-        self.needles: list[tuple[str, bool]] | None = None  # (text, ends a part)
+        self.needles: list[str] | None = None  # a protected path holds one of them
         if isinstance(rules, Rules) and rules.by_name and rules.ends is not None:
-            self.needles = [(f"{end}{sep}", True) for end in rules.ends for sep in "\0/"]
-            self.needles += [(f"{sep}{start}", False) for start in rules.starts for sep in "\0/"]
+            texts = sorted({*rules.ends, *rules.starts})  # ".env" finds ".env.local" too
+            self.needles = [t for t in texts if not any(o in t for o in texts if o != t)]
         self.folders: dict[str, bool] = {}  # folder -> protected (it or one above it)
         self.hidden_folders = False
 
@@ -194,14 +210,15 @@ class _Visible:
         return [r for r in rels if self.protect.entry(r, False) is None]
 
     def _suspects(self, text: str) -> set[str]:
-        """The paths of ``text`` holding a part that ends or starts as a protected name."""
+        """The paths of ``text`` holding a text a protected name ends or starts with
+        (each needle ends with a character rarer than a separator: ``str.find`` skips
+        ahead fast; a needle ending with NUL or '/' made it ~10x slower)."""
         found: set[str] = set()
-        for needle, ends in self.needles or ():
+        for needle in self.needles or ():
             at = text.find(needle)
             while at >= 0:
-                inside = at + len(needle) - 1 if ends else at + 1  # a character of the path
-                first = text.rfind("\0", 0, inside) + 1
-                last = text.find("\0", inside)
+                first = text.rfind("\0", 0, at) + 1
+                last = text.find("\0", at)
                 found.add(text[first:last])
                 at = text.find(needle, last)
         return found

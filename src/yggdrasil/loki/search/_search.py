@@ -15,7 +15,7 @@ an engine and answers with the typed result (``FoundFiles``, ``GrepMatches``), w
 from __future__ import annotations
 
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
@@ -24,7 +24,7 @@ from ..files import Root
 from ..outputs import Spill, SpillError
 from ..results import FoundFiles, GrepMatches, Match, SearchSkips
 from ._found import Accept, Found, Hit, Pattern, Query
-from ._globs import GlobError, glob_matcher, glob_test, rebase_ignore_text
+from ._globs import GlobError, glob_literal, glob_matcher, glob_test, rebase_ignore_text
 from ._protected import rg_overrides
 from ._pysearch import COUNT_LIMIT, PythonEngine, grep_output
 from ._rg import RgEngine, find_rg
@@ -71,7 +71,8 @@ class Search:
         accept = path_matcher(pattern)
         # A name glob also goes in the query: the Python walk then skips other names early.
         name_glob = "" if "/" in pattern.strip() else pattern.strip()
-        query = self._query(path, include_ignored, name_glob)
+        query = replace(self._query(path, include_ignored, name_glob),
+                        literal=glob_literal(pattern.strip().removeprefix("/")))
         found = self.engine().find(query, accept)
         return FoundFiles(paths=[str(r) for r in found.rows], **_facts(pattern, query, found))
 
