@@ -206,7 +206,10 @@ def test_file_tools_answer_structured_content_their_output_schema_validates(
     read, edit, listing, written, patch, undone = (
         field(r, "structured_content") for r in results)
     assert not any(field(r, "is_error") for r in results)
-    assert schemas["read_file"]["properties"]["kind"]["const"] == "read"
+    kinds = [schemas["read_file"]["$defs"][ref["$ref"].rsplit("/", 1)[1]]
+             for ref in schemas["read_file"]["anyOf"]]  # a text window, or a media file's
+    assert [k["properties"]["kind"]["const"] for k in kinds] == [
+        "read", "image", "pdf", "notebook", "document"]
     assert (read["kind"], read["path"], read["content"], read["encoding"]) == (
         "read", "app.py", "text", "utf-8")
     assert (read["first"], read["last"], read["total"], read["lines"]) == (

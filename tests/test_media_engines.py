@@ -112,3 +112,25 @@ def _kb(path: Path) -> str:
     from yggdrasil.loki.results import human_size
 
     return human_size(path.stat().st_size)
+
+
+def test_mcp_answers_a_picture_as_image_content(root: Path) -> None:
+    """`loki mcp` through the SDK's own client: the image part is an ImageContent, the
+    typed data (no bytes) the structuredContent its output schema declares."""
+    import sys
+
+    from test_mcp import field, serve_and
+
+    _shot(root)
+
+    async def scenario(client: object) -> object:
+        return await client.call_tool("read_file", {"path": "shot.png"})  # type: ignore[attr-defined]
+
+    result, _ = serve_and(sys.executable, root, scenario)
+    text, image = result.content
+    assert text.type == "text" and text.text.startswith("shot.png: PNG image, 3000x1000 px")
+    assert (image.type, field(image, "mime_type")) == ("image", "image/png")
+    assert _decoded(image.data).size == (2048, 683)
+    data = field(result, "structured_content")
+    assert (data["kind"], data["width"], data["height"]) == ("image", 3000, 1000)
+    assert "images" not in data

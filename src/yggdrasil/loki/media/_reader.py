@@ -29,7 +29,6 @@ from ..results import (
     NotebookRead,
     PdfPage,
     PdfRead,
-    Result,
 )
 from ..sandbox import FencedWorker, WorkerFailed, WorkerLimits
 
@@ -127,7 +126,7 @@ class MediaReader:
     # -- reading ----------------------------------------------------------------------------
 
     def read(self, files: Files, path: str, pages: str = "", as_images: bool = False,
-             ) -> Result | None:
+             ) -> ImageRead | PdfRead | NotebookRead | DocumentRead | None:
         """What read_file shows of ``path`` when it is not text; None: read it as text."""
         real = self.root.resolve(path)
         rel = self.root.rel(real)

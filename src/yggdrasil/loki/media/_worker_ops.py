@@ -35,8 +35,8 @@ def warm() -> None:
 
     mimetypes.knownfiles = []
     mimetypes.init()
-    for name in ("PIL.Image", "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "pypdfium2",
-                 "nbformat"):
+    for name in ("PIL.Image", "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "pypdfium2"):
+        # nbformat (~0.3 s) and the office readers load on their first file
         with contextlib.suppress(ImportError):
             __import__(name)
 

@@ -16,7 +16,7 @@ from annotated_types import Ge, MaxLen
 from ..code import MAX_NAME
 from ..files import Files
 from ..media import MediaReader
-from ..results import NotebookEdited, Result
+from ..results import DocumentRead, FileRead, ImageRead, NotebookEdited, NotebookRead, PdfRead
 from ._tool import Tool
 
 __all__ = ["edit_notebook_tool", "with_media"]
@@ -33,7 +33,8 @@ def with_media(read_file: Tool, files: Files, media: MediaReader | None) -> Tool
 
     def read(path: str, start: Annotated[int, Ge(1)] = 1, end: Annotated[int, Ge(0)] = 0,
              symbol: Annotated[str, MaxLen(MAX_NAME)] = "", pages: Annotated[str, MaxLen(40)] = "",
-             as_images: bool = False) -> Result:
+             as_images: bool = False,
+             ) -> FileRead | ImageRead | PdfRead | NotebookRead | DocumentRead:
         if not symbol.strip() and not path.strip().startswith("output://"):
             shown = media.read(files, path, pages, as_images)
             if shown is not None:
