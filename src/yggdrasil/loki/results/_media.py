@@ -210,7 +210,7 @@ def _edited_text(r: NotebookEdited) -> str:
     verb = {"replace": "replaced", "insert": "inserted", "delete": "deleted"}[r.mode]
     cleared = "; its outputs and execution count cleared" if r.cleared else ""
     return (f"edited {r.path}: {verb} {r.cell_type} cell {r.index} id={r.cell_id}{cleared} "
-            f"({r.cells} cells now)")
+            f"({r.cells} cell{'s' * (r.cells != 1)} now)")
 
 
 def _with_images(text: str, images: tuple[ImagePart, ...]) -> list[TextPart | ImagePart]:
