@@ -35,6 +35,9 @@ def warm() -> None:
 
     mimetypes.knownfiles = []
     mimetypes.init()
+    # a library's warnings go to the worker's stderr, a file capped at 1 MB (nbformat warns
+    # once per cell); what matters is said in the answer
+    warnings.simplefilter("ignore")
     for name in ("PIL.Image", "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "pypdfium2"):
         # nbformat (~0.3 s) and the office readers load on their first file
         with contextlib.suppress(ImportError):
@@ -204,21 +207,34 @@ def _text_of(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value or "")
 
 
-def _load_notebook(fd: int, label: str, max_bytes: int) -> Any:
+def _load_notebook(fd: int, label: str, max_bytes: int, *, node: bool = False) -> Any:
+    """The notebook as nbformat's dict (v4; an older one converted), read as plain JSON:
+    nbformat.reads would validate it (slow on a big notebook) and quietly give new ids to
+    cells whose ids repeat, where the file's own ids must stay as they are."""
     import json
 
     import nbformat
 
     data = _read_all(fd, max_bytes, label)
     try:
-        return nbformat.reads(data.decode("utf-8"), as_version=4)
+        raw = json.loads(data)
     except UnicodeDecodeError:
         raise MediaError(f"{label} is not a notebook: it is not UTF-8 text") from None
-    except (json.JSONDecodeError, nbformat.reader.NotJSONError) as exc:
+    except ValueError as exc:
         raise MediaError(f"{label} is not a notebook: it is not JSON ({exc})"[:400]) from None
-    except (nbformat.ValidationError, ValueError, KeyError, TypeError,
-            AttributeError) as exc:
-        raise MediaError(f"{label} is not a valid notebook: {exc}"[:400]) from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells", raw.get("worksheets")),
+                                                    list):
+        raise MediaError(f"{label} is not a notebook: its JSON has no list of cells")
+    major = raw.get("nbformat")
+    if major != 4:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return nbformat.reads(data.decode("utf-8"), as_version=4)  # v3 and older
+        except Exception as exc:
+            raise MediaError(f"{label} is a notebook of nbformat {major!r}, which cannot be "
+                             f"read ({type(exc).__name__}: {exc})"[:400]) from None
+    return nbformat.from_dict(raw) if node else raw  # NotebookNodes copy every dict
 
 
 def _outputs(cell: Any, output_chars: int, as_images: bool, budget: list[int],
@@ -227,6 +243,7 @@ def _outputs(cell: Any, output_chars: int, as_images: bool, budget: list[int],
     images: list[dict[str, Any]] = []
     pictures = 0
     for out in cell.get("outputs", []) or []:
+        out = _dict(out)
         kind = out.get("output_type", "")
         if kind == "stream":
             texts.append(_text_of(out.get("text")))
@@ -234,15 +251,18 @@ def _outputs(cell: Any, output_chars: int, as_images: bool, budget: list[int],
             trace = "\n".join(_text_of(t) for t in out.get("traceback", []) or [])
             texts.append(_ANSI.sub("", trace) or f"{out.get('ename')}: {out.get('evalue')}")
         elif kind in ("execute_result", "display_data"):
-            data = out.get("data", {}) or {}
+            data = _dict(out.get("data"))
             picture = next((m for m in ("image/png", "image/jpeg", "image/gif")
                             if m in data), None)
             if picture:
                 pictures += 1
                 if as_images and budget[0] > 0:
                     budget[0] -= 1
-                    images.append(_output_image(data[picture], max_width, max_height,
-                                                max_pixels))
+                    try:
+                        images.append(_output_image(data[picture], max_width, max_height,
+                                                    max_pixels))
+                    except MediaError as exc:
+                        texts.append(f"[{picture} output not shown: {exc}]")
             if "text/plain" in data and not picture:
                 texts.append(_text_of(data["text/plain"]))
             elif "text/markdown" in data:
@@ -269,6 +289,10 @@ def _output_image(data: Any, max_width: int, max_height: int, max_pixels: int) -
     return _picture(img, max_width, max_height)
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def notebook(fds: list[int], label: str, max_bytes: int, max_cells: int, cell_chars: int,
              output_chars: int, as_images: bool, max_images: int, max_width: int,
              max_height: int, max_pixels: int) -> dict[str, Any]:
@@ -276,12 +300,14 @@ def notebook(fds: list[int], label: str, max_bytes: int, max_cells: int, cell_ch
     picture outputs counted, or shown when ``as_images``)."""
     (fd,) = fds
     nb = _load_notebook(fd, label, max_bytes)
-    kernel = nb.get("metadata", {}).get("kernelspec", {}) or {}
+    meta = _dict(nb.get("metadata"))
+    kernel = _dict(meta.get("kernelspec"))
     language = str(kernel.get("language") or kernel.get("name") or
-                   (nb.get("metadata", {}).get("language_info", {}) or {}).get("name") or "")
+                   _dict(meta.get("language_info")).get("name") or "")
     budget = [max_images]
     cells, images = [], []
-    for index, cell in enumerate(nb.cells[:max_cells]):
+    for index, cell in enumerate(nb["cells"][:max_cells]):
+        cell = _dict(cell)
         source, _ = _cut(_text_of(cell.get("source")), cell_chars)
         shown: dict[str, Any] = {"index": index, "id": str(cell.get("id") or f"#{index}"),
                                  "type": str(cell.get("cell_type", "?")), "source": source}
@@ -292,8 +318,9 @@ def notebook(fds: list[int], label: str, max_bytes: int, max_cells: int, cell_ch
             count = cell.get("execution_count")
             shown.update(got, execution_count=count if isinstance(count, int) else None)
         cells.append(shown)
-    return {"language": language, "nbformat": f"{nb.nbformat}.{nb.nbformat_minor}",
-            "cells": cells, "more": max(0, len(nb.cells) - max_cells), "images": images}
+    return {"language": language,
+            "nbformat": f"{nb.get('nbformat')}.{nb.get('nbformat_minor', 0)}",
+            "cells": cells, "more": max(0, len(nb["cells"]) - max_cells), "images": images}
 
 
 def edit_notebook(fds: list[int], label: str, max_bytes: int, cell_id: str, new_source: str,
@@ -303,7 +330,14 @@ def edit_notebook(fds: list[int], label: str, max_bytes: int, cell_id: str, new_
     import nbformat
 
     (fd,) = fds
-    nb = _load_notebook(fd, label, max_bytes)
+    nb = _load_notebook(fd, label, max_bytes, node=True)
+    _unique_ids(nb, label)  # nbformat.validate would quietly rename a repeated id
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError as exc:
+        raise MediaError(f"{label} is not a valid notebook ({str(exc).splitlines()[0][:300]}): "
+                         "edit_notebook changes valid notebooks; write_file can rewrite it"
+                         ) from None
     original = nbformat.writes(nb)
     index = _cell_index(nb, cell_id, label, allow_start=mode == "insert")
     cleared = False
@@ -318,6 +352,7 @@ def edit_notebook(fds: list[int], label: str, max_bytes: int, cell_id: str, new_
         cell = nb.cells[index]
         cleared = _replace(cell, new_source, cell_type or cell.cell_type)
     try:
+        _unique_ids(nb, label)
         nbformat.validate(nb)
     except nbformat.ValidationError as exc:
         raise MediaError(f"the edit would leave {label} an invalid notebook: "
@@ -326,6 +361,17 @@ def edit_notebook(fds: list[int], label: str, max_bytes: int, cell_id: str, new_
     return {"text": text, "index": index, "cell_id": str(cell.get("id") or f"#{index}"),
             "cell_type": str(cell.get("cell_type")), "cells": len(nb.cells),
             "cleared": cleared, "same": text.rstrip("\n") == original.rstrip("\n")}
+
+
+def _unique_ids(nb: Any, label: str) -> None:
+    seen: set[str] = set()
+    for cell in nb.cells:
+        found = cell.get("id") if isinstance(cell, dict) else None
+        if isinstance(found, str) and found in seen:
+            raise MediaError(f"{label} is not a valid notebook (two cells have the id "
+                             f"{found!r}): edit_notebook changes valid notebooks; write_file "
+                             "can rewrite it")
+        seen.add(str(found))
 
 
 def _cell_index(nb: Any, cell_id: str, label: str, *, allow_start: bool) -> int:
