@@ -172,7 +172,7 @@ def test_a_picture_output_that_is_a_bomb_is_named_not_fatal(root: Path, box: Too
     result = box.invoke("read_file", {"path": "nb.ipynb", "as_images": True})
     assert result.ok and not result.images
     assert ("[image/png output not shown: an image output has 2,500,000,000 pixels; images "
-            "up to 64,000,000 pixels are read") in result.text
+            "up to 40,000,000 pixels are read") in result.text
 
 
 def test_ids_stay_as_the_file_has_them_and_an_invalid_notebook_is_not_edited(

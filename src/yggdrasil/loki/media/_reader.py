@@ -51,7 +51,7 @@ class MediaLimits:
 
     max_width: int = 2048
     max_height: int = 768
-    max_pixels: int = 64_000_000
+    max_pixels: int = 40_000_000
     pdf_pages: int = 20
     page_chars: int = 20_000
     notebook_bytes: int = 64 << 20
