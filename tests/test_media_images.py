@@ -122,3 +122,18 @@ def test_the_largest_image_allowed_stays_under_500_mb(root: Path, box: Toolbox) 
     status = Path(f"/proc/{media.worker.pid()}/status").read_text()
     peak_kb = int(next(x for x in status.splitlines() if x.startswith("VmHWM:")).split()[1])
     assert peak_kb < 500 * 1024, f"the media worker peaked at {peak_kb // 1024} MB"
+
+
+def test_loki_call_says_what_it_got_and_prints_no_bytes(root: Path) -> None:
+    from cli_run import loki
+
+    Image.new("RGB", (3000, 1500), "navy").save(root / "x.png")
+    done = loki(root.parent, "call", "read_file", "path=x.png", "--root", str(root))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"x.png: PNG image, 3000x1500 px, {_size(root / 'x.png')}; shown downscaled to "
+        "1536x768 px",
+        done.stdout.splitlines()[1]]
+    assert done.stdout.splitlines()[1].startswith("[image part: image/png, 1536x768 px, ")
+    assert done.stdout.splitlines()[1].endswith("; not printed]")
+    assert all(ch == "\n" or 32 <= ord(ch) < 127 for ch in done.stdout)  # no bytes
