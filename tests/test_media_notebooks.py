@@ -193,3 +193,22 @@ def test_ids_stay_as_the_file_has_them_and_an_invalid_notebook_is_not_edited(
     out = box.call("read_file", {"path": "odd.ipynb"})  # hostile shapes: read, not crashed
     assert out.startswith("odd.ipynb: Jupyter notebook (nbformat 4.5, no kernel), 2 cells")
     assert (root / "twins.ipynb").read_bytes() == before
+
+
+def test_pages_pick_a_notebooks_cells_by_index(root: Path, box: Toolbox) -> None:
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook(cells=[new_code_cell(f"x = {i}") for i in range(600)])
+    (root / "many.ipynb").write_text(nbformat.writes(nb))
+    out = box.call("read_file", {"path": "many.ipynb"})
+    assert out.splitlines()[0] == ("many.ipynb: Jupyter notebook (nbformat 4.5, no kernel), "
+                                   "600 cells; cells 0-499")
+    assert out.endswith("[100 more cells: read_file(path='many.ipynb', pages='500-599'); at "
+                        "most 500 cells a call]")
+    out = box.call("read_file", {"path": "many.ipynb", "pages": "598-"})
+    assert out.splitlines()[1:] == [f"--- cell 598 id={nb.cells[598].id} code ---", "x = 598",
+                                    f"--- cell 599 id={nb.cells[599].id} code ---", "x = 599"]
+    assert "none in the range asked (its cells are numbered 0-599)" in box.call(
+        "read_file", {"path": "many.ipynb", "pages": "700"})
+    result = box.invoke("read_file", {"path": "many.ipynb", "pages": "5-2"})
+    assert result.is_error and "for a notebook, the cells by index" in result.text

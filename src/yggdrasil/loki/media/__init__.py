@@ -17,9 +17,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._reader import MediaLimits, MediaReader, kind_of, page_span
+    from ._reader import MediaLimits, MediaReader, cell_span, kind_of, page_span
 
-__all__ = ["MediaLimits", "MediaReader", "kind_of", "page_span"]
+__all__ = ["MediaLimits", "MediaReader", "cell_span", "kind_of", "page_span"]
 
 
 def __getattr__(name: str) -> Any:

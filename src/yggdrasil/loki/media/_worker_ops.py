@@ -293,11 +293,13 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def notebook(fds: list[int], label: str, max_bytes: int, max_cells: int, cell_chars: int,
-             output_chars: int, as_images: bool, max_images: int, max_width: int,
-             max_height: int, max_pixels: int) -> dict[str, Any]:
-    """The notebook's cells with ids, types, sources and outputs (text cut per cell;
-    picture outputs counted, or shown when ``as_images``)."""
+def notebook(fds: list[int], label: str, first: int, last: int, max_bytes: int,
+             max_cells: int, cell_chars: int, output_chars: int, as_images: bool,
+             max_images: int, max_width: int, max_height: int, max_pixels: int,
+             ) -> dict[str, Any]:
+    """Cells ``first``-``last`` (0-based; ``last`` -1: up to ``max_cells``) with ids, types,
+    sources and outputs (text cut per cell; picture outputs counted, or shown when
+    ``as_images``)."""
     (fd,) = fds
     nb = _load_notebook(fd, label, max_bytes)
     meta = _dict(nb.get("metadata"))
@@ -306,8 +308,9 @@ def notebook(fds: list[int], label: str, max_bytes: int, max_cells: int, cell_ch
                    _dict(meta.get("language_info")).get("name") or "")
     budget = [max_images]
     cells, images = [], []
-    for index, cell in enumerate(nb["cells"][:max_cells]):
-        cell = _dict(cell)
+    end = min(len(nb["cells"]), first + max_cells, last + 1 if last >= 0 else len(nb["cells"]))
+    for index in range(first, end):
+        cell = _dict(nb["cells"][index])
         source, _ = _cut(_text_of(cell.get("source")), cell_chars)
         shown: dict[str, Any] = {"index": index, "id": str(cell.get("id") or f"#{index}"),
                                  "type": str(cell.get("cell_type", "?")), "source": source}
@@ -320,7 +323,7 @@ def notebook(fds: list[int], label: str, max_bytes: int, max_cells: int, cell_ch
         cells.append(shown)
     return {"language": language,
             "nbformat": f"{nb.get('nbformat')}.{nb.get('nbformat_minor', 0)}",
-            "cells": cells, "more": max(0, len(nb["cells"]) - max_cells), "images": images}
+            "cells": cells, "total": len(nb["cells"]), "images": images}
 
 
 def edit_notebook(fds: list[int], label: str, max_bytes: int, cell_id: str, new_source: str,
