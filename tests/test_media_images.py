@@ -137,3 +137,20 @@ def test_loki_call_says_what_it_got_and_prints_no_bytes(root: Path) -> None:
     assert done.stdout.splitlines()[1].startswith("[image part: image/png, 1536x768 px, ")
     assert done.stdout.splitlines()[1].endswith("; not printed]")
     assert all(ch == "\n" or 32 <= ord(ch) < 127 for ch in done.stdout)  # no bytes
+
+
+def test_a_text_chunk_that_inflates_to_200_mb_is_refused(root: Path, box: Toolbox) -> None:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    header = struct.pack(">IIBBBBB", 10, 10, 8, 2, 0, 0, 0)
+    text = b"Comment\0\0" + zlib.compress(b"A" * (200 << 20), 9)
+    pixels = zlib.compress(b"\0" * 31 * 10)
+    (root / "text.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+                                    + chunk(b"zTXt", text) + chunk(b"IDAT", pixels)
+                                    + chunk(b"IEND", b""))
+    result = box.invoke("read_file", {"path": "text.png"})
+    assert result.is_error
+    assert "text.png is a damaged image, or one that cannot be read safely: Decompressed " \
+           "data too large" in result.text

@@ -79,3 +79,6 @@ def open_image(source: Any, max_pixels: int, what: str) -> Any:
     except UnidentifiedImageError:
         raise MediaError(f"{what} is not an image Pillow can read (damaged, or another "
                          "format under an image's name)") from None
+    except (ValueError, OSError, SyntaxError) as exc:  # e.g. a text chunk that inflates to GBs
+        raise MediaError(f"{what} is a damaged image, or one that cannot be read safely: "
+                         f"{exc}"[:400]) from None
