@@ -20,6 +20,7 @@ from ._notebooks import edit_notebook, notebook
 from ._office import docx_markdown, pptx_markdown, xlsx_markdown
 
 EXPECTED_ERRORS = (MediaError,)
+_MAX_XML = 32 << 20  # bytes of one XML part of an office document
 __all__ = ["EXPECTED_ERRORS", "document", "edit_notebook", "image", "notebook", "pdf", "warm"]
 
 
@@ -147,8 +148,14 @@ def _check_zip(fd: int, label: str, kind: str, max_unzipped: int) -> None:
                              "encrypted, or another format under its name)") from None
     total = sum(m.file_size for m in members)
     if len(members) > 10_000 or total > max_unzipped:
-        raise MediaError(f"{label} unpacks to {size_text(total)} in {len(members)} parts; at most "
-                         f"{size_text(max_unzipped)} are read (a zip bomb, or a document too large)")
+        raise MediaError(f"{label} unpacks to {size_text(total)} in {len(members)} parts; at "
+                         f"most {size_text(max_unzipped)} are read (a zip bomb, or a document "
+                         "too large)")
+    xml = max((m for m in members if m.filename.endswith((".xml", ".rels"))),
+              key=lambda m: m.file_size, default=None)
+    if xml is not None and xml.file_size > _MAX_XML:  # parsed into a tree ~10x its size
+        raise MediaError(f"{label}: its part {xml.filename} is {size_text(xml.file_size)} of "
+                         f"XML; parts up to {size_text(_MAX_XML)} are read")
 
 
 def document(fds: list[int], label: str, kind: str, max_chars: int, max_unzipped: int,
