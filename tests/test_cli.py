@@ -24,7 +24,7 @@ def test_tools_json_is_the_toolbox_catalog(root: Path) -> None:
     assert catalog["tools"] == filesystem_toolbox(root).to_dict()["tools"]
     mutating = {t["name"] for t in catalog["tools"] if t["mutates"]}
     assert mutating == {"write_file", "edit_file", "apply_patch", "undo_edit", "run_python", "run",
-                        "job_input", "job_stop"}  # job_output and jobs are read tools
+                        "job_input", "job_stop", "edit_notebook"}  # job_output, jobs: read tools
 
 
 def test_tools_text_marks_mutating_tools_and_read_only_drops_them(root: Path) -> None:
@@ -32,7 +32,7 @@ def test_tools_text_marks_mutating_tools_and_read_only_drops_them(root: Path) ->
     assert full.returncode == 0
     assert ('edit_file(path, old="", new="", replace_all=false, edits=null)  [changes files]'
             in full.stdout)
-    assert "read_file(path, start=1, end=0, symbol=\"\")\n" in full.stdout
+    assert "read_file(path, start=1, end=0, symbol=\"\", pages=\"\", as_images=false)\n" in full.stdout
     read_only = loki(root.parent, "tools", "--root", str(root), "--read-only")
     assert "read_file(" in read_only.stdout
     assert "[changes files]" not in read_only.stdout.split("\n", 1)[1]

@@ -112,3 +112,41 @@ def _kb(path: Path) -> str:
     from yggdrasil.loki.results import human_size
 
     return human_size(path.stat().st_size)
+
+
+def test_mcp_answers_a_picture_as_image_content(root: Path) -> None:
+    """`loki mcp` through the SDK's own client: the image part is an ImageContent, the
+    typed data (no bytes) the structuredContent its output schema declares."""
+    import sys
+
+    from test_mcp import field, serve_and
+
+    _shot(root)
+
+    async def scenario(client: object) -> object:
+        return await client.call_tool("read_file", {"path": "shot.png"})  # type: ignore[attr-defined]
+
+    result, _ = serve_and(sys.executable, root, scenario)
+    text, image = result.content
+    assert text.type == "text" and text.text.startswith("shot.png: PNG image, 3000x1000 px")
+    assert (image.type, field(image, "mime_type")) == ("image", "image/png")
+    assert _decoded(image.data).size == (2048, 683)
+    data = field(result, "structured_content")
+    assert (data["kind"], data["width"], data["height"]) == ("image", 3000, 1000)
+    assert "images" not in data
+
+
+def test_a_picture_counts_against_the_budget_and_goes_when_its_step_is_elided() -> None:
+    from yggdrasil.loki.loop._conversation import Conversation
+
+    conv = Conversation("system", budget=8_000, keep_recent=1)
+    picture = {"mime": "image/png", "data": "AAAA", "width": 1500, "height": 1000}
+    conv.add({"role": "user", "content": "task"})
+    for n in (1, 2):  # a short text each, and a picture of 2,000 tokens (8,000 characters)
+        conv.add_observation({"role": "tool", "tool_call_id": f"c{n}", "content": "shot",
+                              "images": [picture]}, step=n, tool="read_file")
+    assert conv.size() > 16_000
+    assert conv.fit() == 1  # the older one goes, its picture with it
+    first, second = conv.messages[1], conv.messages[2]
+    assert "images" not in first and first["content"].startswith("[elided")
+    assert second["images"] == [picture]

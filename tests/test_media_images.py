@@ -74,7 +74,7 @@ def test_a_decompression_bomb_is_refused_unread(root: Path, box: Toolbox) -> Non
     bomb_png(root / "bomb.png")
     result = box.invoke("read_file", {"path": "bomb.png"})
     assert result.is_error and not result.images
-    assert "bomb.png has 2,500,000,000 pixels; images up to 64,000,000 pixels" in result.text
+    assert "bomb.png has 2,500,000,000 pixels; images up to 40,000,000 pixels" in result.text
     Image.new("RGB", (10, 10)).save(root / "ok.png")
     assert box.invoke("read_file", {"path": "ok.png"}).ok  # the worker still serves
 
@@ -107,3 +107,50 @@ def _size(path: Path) -> str:
     from yggdrasil.loki.results import human_size
 
     return human_size(path.stat().st_size)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_the_largest_image_allowed_stays_under_500_mb(root: Path, box: Toolbox) -> None:
+    """40 M pixels of RGBA (160 MB decoded), the most read_file decodes: the worker's peak
+    resident memory (VmHWM) stays under 500 MB."""
+    from yggdrasil.loki.media import MediaReader
+
+    Image.new("RGBA", (8000, 5000), (10, 20, 30, 255)).save(root / "big.png", compress_level=1)
+    result = box.invoke("read_file", {"path": "big.png"})
+    assert result.text.endswith("shown downscaled to 1229x768 px"), result.text
+    media = next(r for r in box._resources if isinstance(r, MediaReader))
+    status = Path(f"/proc/{media.worker.pid()}/status").read_text()
+    peak_kb = int(next(x for x in status.splitlines() if x.startswith("VmHWM:")).split()[1])
+    assert peak_kb < 500 * 1024, f"the media worker peaked at {peak_kb // 1024} MB"
+
+
+def test_loki_call_says_what_it_got_and_prints_no_bytes(root: Path) -> None:
+    from cli_run import loki
+
+    Image.new("RGB", (3000, 1500), "navy").save(root / "x.png")
+    done = loki(root.parent, "call", "read_file", "path=x.png", "--root", str(root))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"x.png: PNG image, 3000x1500 px, {_size(root / 'x.png')}; shown downscaled to "
+        "1536x768 px",
+        done.stdout.splitlines()[1]]
+    assert done.stdout.splitlines()[1].startswith("[image part: image/png, 1536x768 px, ")
+    assert done.stdout.splitlines()[1].endswith("; not printed]")
+    assert all(ch == "\n" or 32 <= ord(ch) < 127 for ch in done.stdout)  # no bytes
+
+
+def test_a_text_chunk_that_inflates_to_200_mb_is_refused(root: Path, box: Toolbox) -> None:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    header = struct.pack(">IIBBBBB", 10, 10, 8, 2, 0, 0, 0)
+    text = b"Comment\0\0" + zlib.compress(b"A" * (200 << 20), 9)
+    pixels = zlib.compress(b"\0" * 31 * 10)
+    (root / "text.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+                                    + chunk(b"zTXt", text) + chunk(b"IDAT", pixels)
+                                    + chunk(b"IEND", b""))
+    result = box.invoke("read_file", {"path": "text.png"})
+    assert result.is_error
+    assert "text.png is a damaged image, or one that cannot be read safely: Decompressed " \
+           "data too large" in result.text

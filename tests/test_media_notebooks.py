@@ -162,3 +162,53 @@ def test_a_notebook_of_a_gigabyte_is_refused_unread(root: Path, box: Toolbox, na
         result = box.invoke(tool, {"path": name, **args})
         assert result.is_error and "huge.ipynb is 1.0 GB; at most 64.0 MB are read" in result.text
     assert os.path.getsize(path) > 1 << 30
+
+
+def test_a_picture_output_that_is_a_bomb_is_named_not_fatal(root: Path, box: Toolbox) -> None:
+    from test_media_images import bomb_png
+
+    bomb_png(root / "bomb.png")
+    write_notebook(root / "nb.ipynb", png=(root / "bomb.png").read_bytes())
+    result = box.invoke("read_file", {"path": "nb.ipynb", "as_images": True})
+    assert result.ok and not result.images
+    assert ("[image/png output not shown: an image output has 2,500,000,000 pixels; images "
+            "up to 40,000,000 pixels are read") in result.text
+
+
+def test_ids_stay_as_the_file_has_them_and_an_invalid_notebook_is_not_edited(
+        root: Path, box: Toolbox) -> None:
+    write_notebook(root / "twins.ipynb")
+    nb = json.loads((root / "twins.ipynb").read_text())
+    nb["cells"][1]["id"] = nb["cells"][0]["id"]  # two cells with one id: not valid nbformat
+    (root / "twins.ipynb").write_text(json.dumps(nb))
+    before = (root / "twins.ipynb").read_bytes()
+    out = box.call("read_file", {"path": "twins.ipynb"})
+    assert out.count(f"id={nb['cells'][0]['id']} ") == 2  # shown as they are, not renamed
+    result = box.invoke("edit_notebook", {"path": "twins.ipynb", "cell_id": "#2",
+                                          "new_source": "x"})
+    assert result.is_error and "twins.ipynb is not a valid notebook" in result.text
+    assert "write_file can rewrite it" in result.text
+    (root / "odd.ipynb").write_text('{"nbformat": 4, "nbformat_minor": 5, "metadata": [], '
+                                    '"cells": [1, {"cell_type": "code", "outputs": [7]}]}')
+    out = box.call("read_file", {"path": "odd.ipynb"})  # hostile shapes: read, not crashed
+    assert out.startswith("odd.ipynb: Jupyter notebook (nbformat 4.5, no kernel), 2 cells")
+    assert (root / "twins.ipynb").read_bytes() == before
+
+
+def test_pages_pick_a_notebooks_cells_by_index(root: Path, box: Toolbox) -> None:
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook(cells=[new_code_cell(f"x = {i}") for i in range(600)])
+    (root / "many.ipynb").write_text(nbformat.writes(nb))
+    out = box.call("read_file", {"path": "many.ipynb"})
+    assert out.splitlines()[0] == ("many.ipynb: Jupyter notebook (nbformat 4.5, no kernel), "
+                                   "600 cells; cells 0-499")
+    assert out.endswith("[100 more cells: read_file(path='many.ipynb', pages='500-599'); at "
+                        "most 500 cells a call]")
+    out = box.call("read_file", {"path": "many.ipynb", "pages": "598-"})
+    assert out.splitlines()[1:] == [f"--- cell 598 id={nb.cells[598].id} code ---", "x = 598",
+                                    f"--- cell 599 id={nb.cells[599].id} code ---", "x = 599"]
+    assert "none in the range asked (its cells are numbered 0-599)" in box.call(
+        "read_file", {"path": "many.ipynb", "pages": "700"})
+    result = box.invoke("read_file", {"path": "many.ipynb", "pages": "5-2"})
+    assert result.is_error and "for a notebook, the cells by index" in result.text

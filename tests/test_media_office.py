@@ -57,7 +57,8 @@ def test_an_xlsx_reads_as_markdown_tables_beside_read_table(root: Path, box: Too
     out = box.call("read_file", {"path": "sales.xlsx"})
     assert out.startswith("sales.xlsx: XLSX document as Markdown\n## Sheet sales\n| city | qty |")
     assert "| c199 | 199 |" in out and "| c200 |" not in out
-    assert "[100 more rows: read_table or query_table read them all]" in out
+    assert "[the first 200 of about 300 rows shown: read_table or query_table read them all]" \
+        in out
     assert "## Sheet empty\n(empty)" in out
 
 
@@ -81,3 +82,12 @@ def test_a_document_that_is_not_one_is_a_clear_error(root: Path, box: Toolbox) -
     assert result.is_error and "fake.docx is not a .docx document that can be read" in result.text
     (root / "plain.pptx").write_text("just text\n")  # read as the text it is
     assert box.call("read_file", {"path": "plain.pptx"}) == "1\tjust text"
+
+
+def test_an_xml_part_too_large_to_parse_is_refused(root: Path, box: Toolbox) -> None:
+    with zipfile.ZipFile(root / "wide.xlsx", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("xl/worksheets/sheet1.xml", b"<sheetData>" + b" " * (40 << 20))
+    result = box.invoke("read_file", {"path": "wide.xlsx"})
+    assert result.is_error and ("wide.xlsx: its part xl/worksheets/sheet1.xml is 40.0 MB of "
+                                "XML; parts up to 32.0 MB are read") in result.text

@@ -148,6 +148,8 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
              doctor.describe(edits=not s.read_only) if doctor is not None else "", kept_note]
     if not tables.worker.abi:  # say plainly that table files are parsed without a fence
         notes.append(tables.status())
+    if not media.worker.abi:  # and images, PDFs, notebooks, documents
+        notes.append(media.status())
     box = Toolbox(
         before_call=policy.before_call, after_call=policy.after_call, root=where, settings=s,
         journal=journal, fence=shell.summary() if shell else "",

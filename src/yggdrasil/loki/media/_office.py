@@ -100,16 +100,20 @@ def xlsx_markdown(fh: IO[bytes], max_rows: int) -> str:
     try:
         for sheet in book.worksheets:
             lines.append(f"## Sheet {sheet.title}")
-            rows, more = [], 0
-            for i, row in enumerate(sheet.iter_rows(values_only=True)):
-                if i > max_rows:
-                    more += 1
-                    continue
+            rows: list[list[str]] = []
+            for row in sheet.iter_rows(values_only=True):  # stops past the cap: no full scan
                 rows.append([_cell(v) for v in row[:MAX_COLUMNS]])
+                if len(rows) > max_rows + 1:
+                    break
+            more = len(rows) > max_rows + 1
+            rows = rows[:max_rows + 1]  # the header row and max_rows rows
             width = max((len(r) for r in rows), default=0)
             lines += _table([r + [""] * (width - len(r)) for r in rows]) if width else ["(empty)"]
             if more:
-                lines.append(f"[{more} more rows: read_table or query_table read them all]")
+                said = sheet.max_row  # the sheet's own dimension, when it states one
+                total = f" of about {said - 1}" if isinstance(said, int) and said > 0 else ""
+                lines.append(f"[the first {max_rows}{total} rows shown: read_table or "
+                             "query_table read them all]")
             lines.append("")
     finally:
         book.close()

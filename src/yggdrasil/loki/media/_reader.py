@@ -51,7 +51,7 @@ class MediaLimits:
 
     max_width: int = 2048
     max_height: int = 768
-    max_pixels: int = 64_000_000
+    max_pixels: int = 40_000_000
     pdf_pages: int = 20
     page_chars: int = 20_000
     notebook_bytes: int = 64 << 20
@@ -104,6 +104,21 @@ def page_span(pages: str, max_pages: int) -> tuple[int, int]:
     return first, last
 
 
+def cell_span(pages: str, max_cells: int) -> tuple[int, int]:
+    """A notebook's cells by index as read_file shows them (0-based): ``"40-59"``,
+    ``"7"``, ``"500-"`` or ``""`` (from the first); last -1: as many as the cap allows."""
+    if not pages.strip():
+        return 0, -1
+    found = _PAGES.match(pages)
+    if not found or (found[2] and int(found[2]) < int(found[1])):
+        raise ToolError(f"pages {pages!r}: for a notebook, the cells by index as read_file "
+                        f"shows them ('7', '40-59', '500-'), at most {max_cells} a call",
+                        category="argument")
+    first = int(found[1])
+    last = int(found[2]) if found[2] else (-1 if found.group(0).strip().endswith("-") else first)
+    return first, (min(last, first + max_cells - 1) if last >= 0 else -1)
+
+
 @dataclass
 class MediaReader:
     """The media tools of one root; ``sandbox=False`` skips the worker's Landlock fence."""
@@ -148,11 +163,11 @@ class MediaReader:
                 return self._image(fd, rel, st.st_size)
             if kind == "pdf":
                 return self._pdf(fd, rel, pages, as_images)
-            if pages.strip():
-                raise ToolError(f"pages apply to PDFs; {rel} is a {kind} file",
-                                category="argument")
             if kind == "notebook":
-                return self._notebook(fd, rel, as_images)
+                return self._notebook(fd, rel, pages, as_images)
+            if pages.strip():
+                raise ToolError(f"pages apply to PDFs (and cells to notebooks); {rel} is a "
+                                f".{kind} document", category="argument")
             if as_images:
                 raise ToolError(f"as_images applies to PDFs and notebooks; {rel} is a "
                                 f".{kind} document", category="argument")
@@ -179,16 +194,18 @@ class MediaReader:
                        text=tuple(PdfPage(**p) for p in got["text"]),
                        images=tuple(_image_part(i) for i in got["images"]))
 
-    def _notebook(self, fd: int, rel: str, as_images: bool) -> NotebookRead:
+    def _notebook(self, fd: int, rel: str, pages: str, as_images: bool) -> NotebookRead:
         lim = self.limits
+        first, last = cell_span(pages, lim.notebook_cells)
         got = self._run("notebook", {
-            "label": rel, "max_bytes": lim.notebook_bytes, "max_cells": lim.notebook_cells,
+            "label": rel, "first": first, "last": last, "max_bytes": lim.notebook_bytes, "max_cells": lim.notebook_cells,
             "cell_chars": lim.cell_chars, "output_chars": lim.output_chars,
             "as_images": as_images, "max_images": lim.max_images,
             "max_pixels": lim.max_pixels, **self._budget()}, [fd], f"reading {rel}")
         return NotebookRead(path=rel, language=got["language"], nbformat=got["nbformat"],
                             cells=tuple(NotebookCell(**c) for c in got["cells"]),
-                            more=got["more"], as_images=as_images,
+                            total=got["total"], max_cells=lim.notebook_cells,
+                            as_images=as_images,
                             images=tuple(_image_part(i) for i in got["images"]))
 
     def _document(self, fd: int, rel: str, kind: str) -> DocumentRead:

@@ -138,23 +138,29 @@ class NotebookCell(_Data):
 
 
 class NotebookRead(Result):
-    """A Jupyter notebook's cells, in order (``more``: cells past the cap, not shown)."""
+    """Cells of a Jupyter notebook of ``total`` cells, in order (all of them, or the
+    ``pages`` range asked for, at most ``max_cells``)."""
 
     kind: Literal["notebook"] = "notebook"
     path: str
     language: str
     nbformat: str
+    total: int
+    max_cells: int
     cells: tuple[NotebookCell, ...] = ()
-    more: int = 0
     images: tuple[ImagePart, ...] = Field(default=(), exclude=True)
     as_images: bool = False
 
 
 @renders(NotebookRead)
 def _notebook_text(r: NotebookRead) -> str:
-    total = len(r.cells) + r.more
+    first = r.cells[0].index if r.cells else 0
+    last = r.cells[-1].index if r.cells else -1
+    span = "" if (first, last) == (0, r.total - 1) else (
+        f"; cells {_span(first, last)}" if r.cells else
+        f"; none in the range asked (its cells are numbered 0-{r.total - 1})")
     lines = [f"{r.path}: Jupyter notebook (nbformat {r.nbformat}, {r.language or 'no kernel'}),"
-             f" {total} cell{'s' * (total != 1)}"]
+             f" {r.total} cell{'s' * (r.total != 1)}{span}"]
     for cell in r.cells:
         count = f" [{cell.execution_count}]" if cell.execution_count is not None else ""
         lines.append(f"--- cell {cell.index} id={cell.id} {cell.type}{count} ---")
@@ -167,8 +173,11 @@ def _notebook_text(r: NotebookRead) -> str:
         if cell.images and not r.as_images:
             lines.append(f"[{cell.images} image output{'s' * (cell.images != 1)}: "
                          f"read_file(path={r.path!r}, as_images=true) shows {'them' if cell.images > 1 else 'it'}]")
-    if r.more:
-        lines.append(f"[{r.more} more cells not shown]")
+    if r.cells and last < r.total - 1:
+        more = r.total - 1 - last
+        lines.append(f"[{more} more cell{'s' * (more != 1)}: read_file(path={r.path!r}, "
+                     f"pages={_span(last + 1, min(r.total - 1, last + r.max_cells))!r}); at "
+                     f"most {r.max_cells} cells a call]")
     return "\n".join(lines)
 
 
@@ -210,7 +219,7 @@ def _edited_text(r: NotebookEdited) -> str:
     verb = {"replace": "replaced", "insert": "inserted", "delete": "deleted"}[r.mode]
     cleared = "; its outputs and execution count cleared" if r.cleared else ""
     return (f"edited {r.path}: {verb} {r.cell_type} cell {r.index} id={r.cell_id}{cleared} "
-            f"({r.cells} cells now)")
+            f"({r.cells} cell{'s' * (r.cells != 1)} now)")
 
 
 def _with_images(text: str, images: tuple[ImagePart, ...]) -> list[TextPart | ImagePart]:

@@ -44,7 +44,8 @@ def with_media(read_file: Tool, files: Files, media: MediaReader | None) -> Tool
     read.__name__ = "read_file"
     params = {**read_file.params,
               "pages": f"PDF pages to show, e.g. '3-7' or '4' (default the first "
-                       f"{media.limits.pdf_pages}; at most {media.limits.pdf_pages} a call)",
+                       f"{media.limits.pdf_pages}; at most {media.limits.pdf_pages} a call); "
+                       "for a notebook, cells by index ('40-59')",
               "as_images": "PDF: show the pages as images (for scans and drawings); notebook: "
                            "show image outputs as images (default false)"}
     return Tool("read_file", f"{read_file.description} {_MEDIA}", params, read,
