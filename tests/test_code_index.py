@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ import pytest
 from yggdrasil.loki.code import Code, _index
 from yggdrasil.loki.files import DEFAULT_PROTECTED, Root
 from yggdrasil.loki.search import protection
+from yggdrasil.loki.shell import feeds
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox, sandbox_status
 
 landlock = pytest.mark.skipif(not sandbox_status().available, reason="no Landlock here")
@@ -62,6 +65,40 @@ def test_edits_by_any_hand_are_seen_without_a_walk(root: Path, watched: Toolbox)
     assert index.tree is not None  # a file where the watch is deaf is statted instead
     (root / "venv" / "new.py").write_text("def fresh_env():\n    pass\n")
     assert watched.call("find_symbol", {"name": "fresh_env"}).startswith("venv/new.py:1: ")
+
+
+def _inotify_fds() -> int:
+    fds = Path("/proc/self/fd")
+    found = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            found += os.readlink(fd) == "anon_inode:inotify"
+    return found
+
+
+def test_one_watcher_per_root_serves_change_tracking_and_the_code_index(
+        root: Path, watched: Toolbox) -> None:
+    """A command's edit is seen through one watch: the command's `changed` (change
+    tracking) and find_symbol (the code index) both read the root's one feed."""
+    index = index_of(root)
+    before = _inotify_fds()
+    watched.call("run", {"command": "true"})  # the tracker joins the feed the index started
+    watching = {k: f for k, f in feeds().items() if k == str(root)}
+    assert list(watching) == [str(root)]
+    feed = watching[str(root)]
+    assert feed.builds == 1 and _inotify_fds() == before  # no second walk, no second inotify
+    assert index.watch is not None and index.watch.feed is feed
+    ran = watched.invoke("run", {"command": "printf '\\ndef by_command():\\n    pass\\n' "
+                                            ">> pkg/util.py && echo x > made.py"})
+    assert ran.changed == ("made.py", "pkg/util.py")  # change tracking, from the feed
+    assert watched.call("find_symbol", {"name": "by_command"}).startswith(
+        "pkg/util.py:8: function by_command()")  # the code index, from the same feed
+    assert index.tree is not None  # answered from events, not a walk
+    (root / "pkg" / "util.py").write_text(UTIL + "\ndef by_editor():\n    pass\n")
+    ran = watched.invoke("run", {"command": "rm made.py"})  # the editor's change is not the command's
+    assert ran.changed == ("made.py",)
+    assert watched.call("find_symbol", {"name": "by_editor"}).startswith("pkg/util.py:")
+    assert feed.builds == 1 and _inotify_fds() == before
 
 
 def test_definitions_added_deleted_and_moved_are_found_where_they_are(
