@@ -180,3 +180,26 @@ def test_the_code_cache_is_the_users_never_the_commands(root: Path, user_cache: 
             strict.call("find_symbol", {"name": "main"})
         # made under other protection: not served, rebuilt and written over
         assert '"protect":[".env"' in stored.read_text()
+
+
+def test_a_call_while_a_build_runs_answers_from_what_is_parsed_and_says_so(
+        root: Path, watched: Toolbox) -> None:
+    """While one call builds the index (its parse of every file running), another call
+    answers from the files parsed so far at once, saying so, instead of walking the tree
+    beside the build."""
+    index = index_of(root)
+    (root / "pkg" / "late.py").write_text("def helper_late():\n    pass\n")  # not parsed yet
+    index.building = [2, 5]  # what _build says while its parse runs
+    try:
+        found = watched.invoke("find_symbol", {"name": "helper"})
+        late = watched.call("find_symbol", {"name": "helper_late"})
+    finally:
+        index.building = None
+    note = ("[the code index is being built: 2 of 5 source files parsed so far; this answer "
+            "covers what is parsed, ask again when it is built]")
+    assert found.text.split("\n") == ["pkg/util.py:1: function helper(name)", note]
+    assert found.data is not None and found.data.scan.built == note  # type: ignore[attr-defined]
+    assert late.split("\n") == [  # (no grep of the whole tree beside the build)
+        "no definition named 'helper_late' in 3 source files under .", note]
+    assert watched.call("find_symbol", {"name": "helper_late"}).startswith(
+        "pkg/late.py:1: function helper_late()")  # built: the whole answer again

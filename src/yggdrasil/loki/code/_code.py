@@ -176,6 +176,8 @@ class Code:
         found = SymbolsFound(name=query.text, of_kind=of_kind, path=scan.start,
                              indexed=scan.indexed, include_ignored=include_ignored,
                              scan=code_scan(scan), skipped=_skips(scan.skipped))
+        if not hits and scan.partial:  # no grep beside a running build: it says so
+            return found
         if not hits:
             return found.model_copy(update=self._uses(query, path))
         return found.model_copy(update={
@@ -328,10 +330,14 @@ def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, S
     has the exact case, case-insensitive ones are left out."""
     hits: list[tuple[tuple[int, ...], str, Symbol]] = []
     last = None if query.is_glob else query.parts[-1].lower()  # what a name must equal
+    # a length test first, which is sound where the name asked for is ASCII (only İ's
+    # lowercase is longer than it, and it is not ASCII)
+    size = len(last) if last is not None and last.isascii() else -1
     for order, (rel, entry) in enumerate(scan.files):
         symbols = entry.outline.symbols if entry.outline is not None else ()
         for symbol in symbols:
-            if last is not None and symbol.name.lower() != last:
+            name = symbol.name
+            if last is not None and ((size >= 0 and len(name) != size) or name.lower() != last):
                 continue  # cannot match: skip match()'s splitting (thousands of __init__s)
             quality = query.match(symbol)
             if quality is not None:

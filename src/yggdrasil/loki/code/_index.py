@@ -102,6 +102,7 @@ class Scan:
     stopped: str = ""  # why the walk stopped early ('' : it did not)
     built: str = ""  # what a long first build cost, said once
     version: int | None = None  # the index's version, when answered from the kept listing
+    partial: bool = False  # answered from what a running build has parsed so far
 
 
 class Wanted(Protocol):
@@ -363,7 +364,7 @@ class Index:
                      if (e := self.entries.get(r)) is not None and e.outline is not None]
             indexed = sum(1 for r, e in self.entries.items() if e.outline is not None
                           and r.startswith(below))
-        scan = Scan(start, indexed=indexed)
+        scan = Scan(start, indexed=indexed, partial=True)
         if limit is not None and len(files) > limit:
             files, scan.more = files[:limit], len(files) - limit
         scan.files = files
