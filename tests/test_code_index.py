@@ -203,3 +203,22 @@ def test_a_call_while_a_build_runs_answers_from_what_is_parsed_and_says_so(
         "no definition named 'helper_late' in 3 source files under .", note]
     assert watched.call("find_symbol", {"name": "helper_late"}).startswith(
         "pkg/late.py:1: function helper_late()")  # built: the whole answer again
+
+
+def test_thousands_of_files_where_the_watch_is_deaf_take_turns_not_a_walk_each_call(
+        root: Path, watched: Toolbox) -> None:
+    """A virtualenv or node_modules inside the tree (folders the watch does not enter) no
+    longer sends every call back to a walk past 2,000 files: their folders are statted on
+    each call and their files by turns, 4,000 a call."""
+    index = index_of(root)
+    deaf = root / "venv" / "lib"
+    deaf.mkdir()
+    for i in range(6_000):
+        (deaf / f"data{i}.txt").write_text("x\n")
+    watched.call("repo_map", {})  # a walk (a folder appeared there), the listing kept again
+    tree = index.tree
+    assert tree is not None and len(tree.blind) > 6_000
+    (root / "venv" / "env.py").write_text("def make_deaf_env():\n    pass\n")
+    seen = [watched.call("find_symbol", {"name": "make_deaf_env"}) for _ in range(2)]
+    assert seen[-1].startswith("venv/env.py:1: function make_deaf_env()")  # within 2 calls
+    assert index.tree is tree  # no walk
