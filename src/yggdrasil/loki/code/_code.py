@@ -232,7 +232,7 @@ class Code:
             started = time.monotonic()
             ranked = held.ranker.rank(files)
             if time.monotonic() - started > 1.0:
-                give_back()  # what a large ranking freed
+                give_back(freeze=True)  # what a large ranking freed
         return empty.model_copy(update={"files": map_files(files, ranked, max(0, room))})
 
     # -- read_file(symbol=...) ----------------------------------------------------------

@@ -303,7 +303,7 @@ class Index:
             self.building = None
         took = time.monotonic() - started
         if len(todo) >= MIN_FILES:
-            give_back()
+            give_back(freeze=len(todo) >= WATCH_FROM)
         if took >= _SAY_AFTER:
             self.built = (f"[built the code index once: parsed {len(todo):,} source files in "
                           f"{took:.0f} s; later calls answer from it]")
