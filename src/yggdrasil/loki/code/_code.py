@@ -328,6 +328,19 @@ def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, S
     """Every matching definition with its sort key: exact case first, definitions before
     prototypes, code before tests, outer before nested, then walk order. When any match
     has the exact case, case-insensitive ones are left out."""
+    if not query.is_glob:  # an exact-case match needs the very name: look for it first
+        exact = [h for h in _hits(query, scan, query.parts[-1]) if h[0][0] == 0]
+        if exact:
+            return exact
+    hits = _hits(query, scan, None)
+    if hits and hits[0][0][0] == 0:
+        hits = [h for h in hits if h[0][0] == 0]
+    return hits
+
+
+def _hits(query: NameQuery, scan: Scan, name: str | None
+          ) -> list[tuple[tuple[int, ...], str, Symbol]]:
+    """The matches, sorted; only definitions named exactly ``name`` when given."""
     hits: list[tuple[tuple[int, ...], str, Symbol]] = []
     last = None if query.is_glob else query.parts[-1].lower()  # what a name must equal
     # a length test first, which is sound where the name asked for is ASCII (only İ's
@@ -335,17 +348,17 @@ def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, S
     size = len(last) if last is not None and last.isascii() else -1
     for order, (rel, entry) in enumerate(scan.files):
         symbols = entry.outline.symbols if entry.outline is not None else ()
+        if name is not None:  # (thousands of files define __init__, each a few times)
+            symbols = tuple(s for s in symbols if s.name == name)
         for symbol in symbols:
-            name = symbol.name
-            if last is not None and ((size >= 0 and len(name) != size) or name.lower() != last):
-                continue  # cannot match: skip match()'s splitting (thousands of __init__s)
+            if name is None and last is not None and (
+                    (size >= 0 and len(symbol.name) != size) or symbol.name.lower() != last):
+                continue  # cannot match: skip match()'s splitting
             quality = query.match(symbol)
             if quality is not None:
                 key = (quality, symbol.kind == "prototype", _is_test(rel), symbol.depth, order)
                 hits.append((key, rel, symbol))
     hits.sort(key=lambda h: (h[0], h[2].line))
-    if hits and hits[0][0][0] == 0:
-        hits = [h for h in hits if h[0][0] == 0]
     return hits
 
 

@@ -265,35 +265,20 @@ class Index:
         if self.watch is None and self.walked >= WATCH_FROM:
             self.watch = start_watch(str(self.root.path))
         self._catch_up()
-        listing = list_files(self.root, ".")
         todo: list[tuple[str, Language | None]] = []
-        visits = 0
-        with self.lock:
-            for visit in listing.visits:
-                visits += 1
-                if visits > MAX_VISITS:
-                    break
-                try:
-                    key = file_key(os.stat(visit.name, dir_fd=visit.dir_fd, follow_symlinks=False))
-                except OSError:
-                    continue
-                entry = self.entries.get(visit.rel)
-                if entry is not None and entry.key == key and (entry.outline or entry.note
-                                                               or not entry.language):
-                    continue
-                lang = _language_by_name(visit.rel)
-                if lang is not None or "." not in visit.name.lstrip("."):
-                    todo.append((visit.rel, lang))
-            self.walked = max(self.walked, visits)
-        if self.watch is None and len(todo) >= WATCH_FROM:
-            self.watch = start_watch(str(self.root.path))  # events from here on; the walk
-            #                                                 after the parse lists again
-        self.whole = True
-        started = time.monotonic()
-        _log.info("code index: parsing %s source files under %s", f"{len(todo):,}",
-                  self.root.path)
-        self.building = building = [0, len(todo)]
+        building = [0, 0]  # on a large tree, other calls answer from memory meanwhile
         try:
+            self._list_todo(todo, building)
+            if self.watch is None and len(todo) >= WATCH_FROM:
+                self.watch = start_watch(str(self.root.path))  # events from here on; the
+                #                                                 walk after the parse lists again
+            self.whole = True
+            started = time.monotonic()
+            _log.info("code index: parsing %s source files under %s", f"{len(todo):,}",
+                      self.root.path)
+            building[1] = len(todo)
+            if len(todo) >= WATCH_FROM:
+                self.building = building
             for rel, parsed in parse_all(self._sources(todo), len(todo),
                                          self._progress(len(todo))):
                 with self.lock:
@@ -307,6 +292,31 @@ class Index:
         if took >= _SAY_AFTER:
             self.built = (f"[built the code index once: parsed {len(todo):,} source files in "
                           f"{took:.0f} s; later calls answer from it]")
+
+    def _list_todo(self, todo: list[tuple[str, Language | None]], building: list[int]) -> None:
+        """The files a build parses (new or changed since parsed), by a stat walk that
+        holds no lock (reading entries needs none): past WATCH_FROM files, other calls
+        answer from memory meanwhile."""
+        listing = list_files(self.root, ".")
+        visits = 0
+        for visit in listing.visits:
+            visits += 1
+            if visits > MAX_VISITS:
+                break
+            if visits == WATCH_FROM:
+                self.building = building
+            try:
+                key = file_key(os.stat(visit.name, dir_fd=visit.dir_fd, follow_symlinks=False))
+            except OSError:
+                continue
+            entry = self.entries.get(visit.rel)
+            if entry is not None and entry.key == key and (entry.outline or entry.note
+                                                           or not entry.language):
+                continue
+            lang = _language_by_name(visit.rel)
+            if lang is not None or "." not in visit.name.lstrip("."):
+                todo.append((visit.rel, lang))
+        self.walked = max(self.walked, visits)
 
     def _catch_up(self) -> None:
         """Before a whole walk: what the feed heard so far is what the walk will see."""
@@ -368,9 +378,10 @@ class Index:
         if limit is not None and len(files) > limit:
             files, scan.more = files[:limit], len(files) - limit
         scan.files = files
-        scan.built = (f"[the code index is being built: {building[0]:,} of {building[1]:,} "
-                      "source files parsed so far; this answer covers what is parsed, ask "
-                      "again when it is built]")
+        done = (f"{building[0]:,} of {building[1]:,} source files parsed so far" if building[1]
+                else "listing the files to parse")
+        scan.built = (f"[the code index is being built: {done}; this answer covers what is "
+                      "parsed, ask again when it is built]")
         return scan
 
     # -- answers from the kept listing -------------------------------------------------------
