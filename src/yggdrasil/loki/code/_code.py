@@ -346,17 +346,26 @@ def _hits(query: NameQuery, scan: Scan, name: str | None
     # a length test first, which is sound where the name asked for is ASCII (only İ's
     # lowercase is longer than it, and it is not ASCII)
     size = len(last) if last is not None and last.isascii() else -1
+    # a plain name found by that very name matches exactly, with no owner to check
+    plain = name is not None and len(query.parts) == 1
+    kinds = query.kinds
     for order, (rel, entry) in enumerate(scan.files):
         symbols = entry.outline.symbols if entry.outline is not None else ()
         if name is not None:  # (thousands of files define __init__, each a few times)
             symbols = tuple(s for s in symbols if s.name == name)
+            if not symbols:
+                continue
+        test = _is_test(rel)
         for symbol in symbols:
             if name is None and last is not None and (
                     (size >= 0 and len(symbol.name) != size) or symbol.name.lower() != last):
                 continue  # cannot match: skip match()'s splitting
-            quality = query.match(symbol)
+            if plain:
+                quality: int | None = 0 if kinds is None or symbol.kind in kinds else None
+            else:
+                quality = query.match(symbol)
             if quality is not None:
-                key = (quality, symbol.kind == "prototype", _is_test(rel), symbol.depth, order)
+                key = (quality, symbol.kind == "prototype", test, symbol.depth, order)
                 hits.append((key, rel, symbol))
     hits.sort(key=lambda h: (h[0], h[2].line))
     return hits

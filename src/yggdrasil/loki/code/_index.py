@@ -180,8 +180,13 @@ class Index:
                 return found
         whole = listing.start == "." and not include_ignored and limit is None
         if whole and wanted is None:
-            self._build()  # then the walk below finds every file parsed
-        scan = self._walk(listing, wanted, limit, whole)
+            try:  # a large build's note stays while the walk after it lists the tree
+                self._build()  # then the walk below finds every file parsed
+                scan = self._walk(listing, wanted, limit, whole)
+            finally:
+                self.building = None
+        else:
+            scan = self._walk(listing, wanted, limit, whole)
         scan.built, self.built = self.built, ""
         return scan
 
@@ -284,8 +289,9 @@ class Index:
                 with self.lock:
                     self._parsed(rel, parsed)
                 building[0] += 1
-        finally:
+        except BaseException:
             self.building = None
+            raise
         took = time.monotonic() - started
         if len(todo) >= MIN_FILES:
             give_back(freeze=len(todo) >= WATCH_FROM)
