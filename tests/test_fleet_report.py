@@ -219,12 +219,16 @@ def test_everything_from_the_run_is_escaped(tmp_path: Path) -> None:
                 if name.startswith("on")]
     assert handlers == []
     scripts = [attrs for tag, attrs in found.elements if tag == "script"]
-    assert len(scripts) == 3  # plotly, the figures, the page's own: no other
+    assert len(scripts) == 4  # plotly, the figures, the table's rows, the page's own: no other
     nonce = scripts[0]["nonce"]
     assert nonce and all(s["nonce"] == nonce for s in scripts)
     assert "&lt;/script&gt;&lt;script&gt;document.body" in page  # shown as text
     assert PWN_ID not in page and PWN_IMG not in page and PWN_SCRIPT not in page
-    assert "data-pwned" not in found.scripts[2]
+    assert "data-pwned" not in found.scripts[3]
+    rows = json.loads(found.scripts[2])  # the table's rows: data the script shows as text
+    assert "<" not in found.scripts[2] and ">" not in found.scripts[2]
+    assert any("<b>bold</b>" in i for i in rows["id"]) and any(
+        PWN_SCRIPT in t or PWN_IMG in t for t in rows["texts"]), rows
     figures = json.loads(found.scripts[1])
     labels = json.dumps(figures)  # Plotly reads <b>, <a href>... in labels: none from the run
     assert "<img" not in labels and "<b>bold" not in labels and "&lt;img src=x" in labels
