@@ -367,3 +367,35 @@ def test_a_fleet_run_without_the_report_extra_still_succeeds(tmp_path: Path) -> 
     assert ran.returncode == 0, ran.stderr
     assert (tmp_path / "out" / "preds.json").is_file()
     assert not (tmp_path / "out" / "report.html").exists() and "report.html" not in ran.stdout
+
+
+def test_past_the_bar_cap_back_to_back_attempts_of_a_lane_are_one_bar(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two lanes of 6 back-to-back attempts each, one of them retried after a failure, and
+    a late attempt after a long pause: merged per lane and outcome, the counts kept, the
+    failed attempt and the late one apart."""
+    from yggdrasil.loki.fleet import _report_charts
+
+    monkeypatch.setattr(_report_charts, "MAX_BARS", 5)
+    results = []
+    for lane in range(2):
+        for k in range(6):
+            start = 100.0 + 10 * k
+            attempts = [{"node": "n", "started_at": start, "ended_at": start + 9.9}]
+            if lane == 1 and k == 2:  # failed once, then done, both in this lane's slot
+                attempts = [{"node": "n", "started_at": start, "ended_at": start + 4,
+                             "reason": "worker died"},
+                            {"node": "n", "started_at": start + 4.05, "ended_at": start + 9.9}]
+            results.append(result(f"l{lane}-{k}", attempts=attempts))
+    results.append(result("late", attempts=[{"node": "n", "started_at": 5000.0,
+                                             "ended_at": 5010.0}]))
+    figure = charts(read_run(write_out(tmp_path / "out", results)))["timeline"]
+    bars = {trace["name"]: list(zip(trace["y"], trace["base"], trace["x"], trace["hovertext"],
+                                    strict=True)) for trace in figure["data"]}
+    assert "14 attempts as 4 bars" in figure["layout"]["title"]["text"]
+    verified = sorted(bars["verified"], key=lambda b: (b[0], b[1]))
+    counts = [int(re.search(r"<b>(\d+) attempt", b[3]).group(1)) for b in verified]
+    assert sorted(counts) == [1, 6, 6]  # every done attempt: a bar per lane, the late one
+    assert any(b[1] > 4000 for b in verified)  # the late one: not joined across the pause
+    assert [int(re.search(r"<b>(\d+) attempt", b[3]).group(1))
+            for b in bars["failed attempt"]] == [1]
