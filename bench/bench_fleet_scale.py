@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -128,26 +129,36 @@ def rss_line(samples: list[tuple[float, int, float]], total: int) -> str:
     return f"{at(0.1)} / {at(0.5)} / {at(0.9)} | {peak:.0f}"
 
 
+def children_cpu() -> float:
+    """CPU seconds of the child processes waited for so far (and of theirs)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def time_report(out: Path) -> dict[str, Any]:
-    started = time.perf_counter()
+    """``loki report OUT``: its wall and CPU time (CPU: what a quiet machine's wall would
+    be, near enough, on a machine whose other work takes most of the cores)."""
+    started, cpu = time.perf_counter(), children_cpu()
     subprocess.run([*LOKI, "report", str(out)], check=True, stdout=subprocess.DEVNULL)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, children_cpu() - cpu
     page = out / "report.html"
-    return {"report": seconds, "mb": page.stat().st_size / 1e6, **interactive(page)}
+    return {"report": seconds, "report_cpu": cpu, "mb": page.stat().st_size / 1e6,
+            **interactive(page)}
 
 
 def interactive(page: Path) -> dict[str, Any]:
     """The page in headless Chromium: its ready mark, the browser's wall, a blank page's."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
-        return {"ready_ms": None, "browser": None, "blank": None}
+        return {"ready_ms": None, "browser": None, "blank": None, "browser_cpu": None,
+                "blank_cpu": None}
     blank = page.with_name("blank.html")
     blank.write_text("<!doctype html><html><body></body></html>")
-    walls = {}
+    walls, cpus = {}, {}
     dom = ""
     for name, target in (("blank", blank), ("page", page)):
         with tempfile.TemporaryDirectory() as profile:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), children_cpu()
             done = subprocess.run(
                 [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
@@ -156,12 +167,13 @@ def interactive(page: Path) -> dict[str, Any]:
                 capture_output=True, text=True, errors="replace", timeout=300,
                 env={**os.environ, "HOME": profile})
             walls[name] = time.perf_counter() - started
+            cpus[name] = children_cpu() - cpu  # every process of the browser
             if name == "page":
                 dom = done.stdout
     blank.unlink()
     found = re.search(r'data-ready-ms="([\d.]+)"', dom)
     return {"ready_ms": float(found.group(1)) if found else None, "browser": walls["page"],
-            "blank": walls["blank"]}
+            "blank": walls["blank"], "browser_cpu": cpus["page"], "blank_cpu": cpus["blank"]}
 
 
 def replicate(source: Path, n: int, target: Path) -> Path:
@@ -188,15 +200,18 @@ def replicate(source: Path, n: int, target: Path) -> Path:
 
 
 def report_rows(outs: list[Path]) -> None:
-    print("| run | tasks | `loki report` s | page MB | interactive in Chromium ms (page's "
-          "mark) | Chromium wall s, page / blank |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| run | tasks | `loki report` s (CPU s) | page MB | interactive in Chromium ms "
+          "(the page's mark) | Chromium wall s, page / blank | Chromium CPU s, page / blank | "
+          "load |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for out in outs:
         n = (out / "results.jsonl").read_bytes().count(b"\n")
         r = time_report(out)
         ready = f"{r['ready_ms']:.0f}" if r["ready_ms"] is not None else "no mark"
         walls = f"{r['browser']:.2f} / {r['blank']:.2f}" if r["browser"] else "no chromium"
-        print(f"| {out.name} | {n:,} | {r['report']:.2f} | {r['mb']:.1f} | {ready} | {walls} |",
+        cpus = f"{r['browser_cpu']:.2f} / {r['blank_cpu']:.2f}" if r["browser"] else "-"
+        print(f"| {out.name} | {n:,} | {r['report']:.2f} ({r['report_cpu']:.2f}) | "
+              f"{r['mb']:.1f} | {ready} | {walls} | {cpus} | {os.getloadavg()[0]:.1f} |",
               flush=True)
 
 
