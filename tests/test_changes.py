@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from yggdrasil.loki.sandbox import isolation_status
-from yggdrasil.loki.shell import diff, snapshot
+from yggdrasil.loki.shell import diff, feed_for, snapshot
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
 
 
@@ -363,3 +363,38 @@ def test_an_edit_through_a_hard_link_elsewhere_is_seen(
     assert _section(out) == ["created twin", "modified lib.py"]
     out = box.call("run", {"command": "echo again >> twin"})
     assert _section(out) == ["modified lib.py", "modified twin"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="inotify")
+def test_readers_of_one_watch_each_get_what_changed_since_they_last_read(root: Path) -> None:
+    """One watch per root, several readers: a reader that read in between and one that
+    did not each get what changed since their own last read, net (a file created and
+    deleted meanwhile is no change; modified then deleted is a deletion)."""
+    (root / "old.txt").write_text("1")
+    (root / "keep.txt").write_text("1")
+    feed = feed_for(root)
+    often, seldom = feed.reader(), feed.reader()
+    assert feed_for(root) is feed and feed.builds == 1
+    (root / "tmp.txt").write_text("x")
+    (root / "old.txt").write_text("22")
+    first = feed.read(often)
+    assert first is not None and (first.diff.created, first.diff.modified) == (
+        ["tmp.txt"], ["old.txt"])
+    (root / "tmp.txt").unlink()
+    (root / "old.txt").unlink()
+    (root / "keep.txt").write_text("333")
+    (root / "sub").mkdir()
+    (root / "sub" / "new.txt").write_text("n")
+    second = feed.read(often)
+    assert second is not None and (second.diff.created, second.diff.modified,
+                                   second.diff.deleted) == (
+        ["sub/new.txt"], ["keep.txt"], ["old.txt", "tmp.txt"])
+    net = feed.read(seldom)  # both folds at once, as one
+    assert net is not None and (net.diff.created, net.diff.modified, net.diff.deleted,
+                                net.diff.created_dirs) == (
+        ["sub/new.txt"], ["keep.txt"], ["old.txt"], ["sub"])
+    again = feed.read(seldom)
+    assert again is not None and not again.diff and feed.builds == 1
+    feed.release(often)
+    feed.release(seldom)
+    assert feed.watch is None  # the last reader out closed it

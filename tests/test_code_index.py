@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ import pytest
 from yggdrasil.loki.code import Code, _index
 from yggdrasil.loki.files import DEFAULT_PROTECTED, Root
 from yggdrasil.loki.search import protection
+from yggdrasil.loki.shell import feeds
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox, sandbox_status
 
 landlock = pytest.mark.skipif(not sandbox_status().available, reason="no Landlock here")
@@ -62,6 +65,40 @@ def test_edits_by_any_hand_are_seen_without_a_walk(root: Path, watched: Toolbox)
     assert index.tree is not None  # a file where the watch is deaf is statted instead
     (root / "venv" / "new.py").write_text("def fresh_env():\n    pass\n")
     assert watched.call("find_symbol", {"name": "fresh_env"}).startswith("venv/new.py:1: ")
+
+
+def _inotify_fds() -> int:
+    fds = Path("/proc/self/fd")
+    found = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            found += os.readlink(fd) == "anon_inode:inotify"
+    return found
+
+
+def test_one_watcher_per_root_serves_change_tracking_and_the_code_index(
+        root: Path, watched: Toolbox) -> None:
+    """A command's edit is seen through one watch: the command's `changed` (change
+    tracking) and find_symbol (the code index) both read the root's one feed."""
+    index = index_of(root)
+    before = _inotify_fds()
+    watched.call("run", {"command": "true"})  # the tracker joins the feed the index started
+    watching = {k: f for k, f in feeds().items() if k == str(root)}
+    assert list(watching) == [str(root)]
+    feed = watching[str(root)]
+    assert feed.builds == 1 and _inotify_fds() == before  # no second walk, no second inotify
+    assert index.watch is not None and index.watch.feed is feed
+    ran = watched.invoke("run", {"command": "printf '\\ndef by_command():\\n    pass\\n' "
+                                            ">> pkg/util.py && echo x > made.py"})
+    assert ran.changed == ("made.py", "pkg/util.py")  # change tracking, from the feed
+    assert watched.call("find_symbol", {"name": "by_command"}).startswith(
+        "pkg/util.py:8: function by_command()")  # the code index, from the same feed
+    assert index.tree is not None  # answered from events, not a walk
+    (root / "pkg" / "util.py").write_text(UTIL + "\ndef by_editor():\n    pass\n")
+    ran = watched.invoke("run", {"command": "rm made.py"})  # the editor's change is not the command's
+    assert ran.changed == ("made.py",)
+    assert watched.call("find_symbol", {"name": "by_editor"}).startswith("pkg/util.py:")
+    assert feed.builds == 1 and _inotify_fds() == before
 
 
 def test_definitions_added_deleted_and_moved_are_found_where_they_are(
@@ -143,3 +180,45 @@ def test_the_code_cache_is_the_users_never_the_commands(root: Path, user_cache: 
             strict.call("find_symbol", {"name": "main"})
         # made under other protection: not served, rebuilt and written over
         assert '"protect":[".env"' in stored.read_text()
+
+
+def test_a_call_while_a_build_runs_answers_from_what_is_parsed_and_says_so(
+        root: Path, watched: Toolbox) -> None:
+    """While one call builds the index (its parse of every file running), another call
+    answers from the files parsed so far at once, saying so, instead of walking the tree
+    beside the build."""
+    index = index_of(root)
+    (root / "pkg" / "late.py").write_text("def helper_late():\n    pass\n")  # not parsed yet
+    index.building = [2, 5]  # what _build says while its parse runs
+    try:
+        found = watched.invoke("find_symbol", {"name": "helper"})
+        late = watched.call("find_symbol", {"name": "helper_late"})
+    finally:
+        index.building = None
+    note = ("[the code index is being built: 2 of 5 source files parsed so far; this answer "
+            "covers what is parsed, ask again when it is built]")
+    assert found.text.split("\n") == ["pkg/util.py:1: function helper(name)", note]
+    assert found.data is not None and found.data.scan.built == note  # type: ignore[attr-defined]
+    assert late.split("\n") == [  # (no grep of the whole tree beside the build)
+        "no definition named 'helper_late' in 3 source files under .", note]
+    assert watched.call("find_symbol", {"name": "helper_late"}).startswith(
+        "pkg/late.py:1: function helper_late()")  # built: the whole answer again
+
+
+def test_thousands_of_files_where_the_watch_is_deaf_take_turns_not_a_walk_each_call(
+        root: Path, watched: Toolbox) -> None:
+    """A virtualenv or node_modules inside the tree (folders the watch does not enter) no
+    longer sends every call back to a walk past 2,000 files: their folders are statted on
+    each call and their files by turns, 4,000 a call."""
+    index = index_of(root)
+    deaf = root / "venv" / "lib"
+    deaf.mkdir()
+    for i in range(6_000):
+        (deaf / f"data{i}.txt").write_text("x\n")
+    watched.call("repo_map", {})  # a walk (a folder appeared there), the listing kept again
+    tree = index.tree
+    assert tree is not None and len(tree.blind) > 6_000
+    (root / "venv" / "env.py").write_text("def make_deaf_env():\n    pass\n")
+    seen = [watched.call("find_symbol", {"name": "make_deaf_env"}) for _ in range(2)]
+    assert seen[-1].startswith("venv/env.py:1: function make_deaf_env()")  # within 2 calls
+    assert index.tree is tree  # no walk

@@ -219,12 +219,16 @@ def test_everything_from_the_run_is_escaped(tmp_path: Path) -> None:
                 if name.startswith("on")]
     assert handlers == []
     scripts = [attrs for tag, attrs in found.elements if tag == "script"]
-    assert len(scripts) == 3  # plotly, the figures, the page's own: no other
+    assert len(scripts) == 4  # plotly, the figures, the table's rows, the page's own: no other
     nonce = scripts[0]["nonce"]
     assert nonce and all(s["nonce"] == nonce for s in scripts)
     assert "&lt;/script&gt;&lt;script&gt;document.body" in page  # shown as text
     assert PWN_ID not in page and PWN_IMG not in page and PWN_SCRIPT not in page
-    assert "data-pwned" not in found.scripts[2]
+    assert "data-pwned" not in found.scripts[3]
+    rows = json.loads(found.scripts[2])  # the table's rows: data the script shows as text
+    assert "<" not in found.scripts[2] and ">" not in found.scripts[2]
+    assert any("<b>bold</b>" in i for i in rows["id"]) and any(
+        PWN_SCRIPT in t or PWN_IMG in t for t in rows["texts"]), rows
     figures = json.loads(found.scripts[1])
     labels = json.dumps(figures)  # Plotly reads <b>, <a href>... in labels: none from the run
     assert "<img" not in labels and "<b>bold" not in labels and "&lt;img src=x" in labels
@@ -363,3 +367,35 @@ def test_a_fleet_run_without_the_report_extra_still_succeeds(tmp_path: Path) -> 
     assert ran.returncode == 0, ran.stderr
     assert (tmp_path / "out" / "preds.json").is_file()
     assert not (tmp_path / "out" / "report.html").exists() and "report.html" not in ran.stdout
+
+
+def test_past_the_bar_cap_back_to_back_attempts_of_a_lane_are_one_bar(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two lanes of 6 back-to-back attempts each, one of them retried after a failure, and
+    a late attempt after a long pause: merged per lane and outcome, the counts kept, the
+    failed attempt and the late one apart."""
+    from yggdrasil.loki.fleet import _report_charts
+
+    monkeypatch.setattr(_report_charts, "MAX_BARS", 5)
+    results = []
+    for lane in range(2):
+        for k in range(6):
+            start = 100.0 + 10 * k
+            attempts = [{"node": "n", "started_at": start, "ended_at": start + 9.9}]
+            if lane == 1 and k == 2:  # failed once, then done, both in this lane's slot
+                attempts = [{"node": "n", "started_at": start, "ended_at": start + 4,
+                             "reason": "worker died"},
+                            {"node": "n", "started_at": start + 4.05, "ended_at": start + 9.9}]
+            results.append(result(f"l{lane}-{k}", attempts=attempts))
+    results.append(result("late", attempts=[{"node": "n", "started_at": 5000.0,
+                                             "ended_at": 5010.0}]))
+    figure = charts(read_run(write_out(tmp_path / "out", results)))["timeline"]
+    bars = {trace["name"]: list(zip(trace["y"], trace["base"], trace["x"], trace["hovertext"],
+                                    strict=True)) for trace in figure["data"]}
+    assert "14 attempts as 4 bars" in figure["layout"]["title"]["text"]
+    verified = sorted(bars["verified"], key=lambda b: (b[0], b[1]))
+    counts = [int(re.search(r"<b>(\d+) attempt", b[3]).group(1)) for b in verified]
+    assert sorted(counts) == [1, 6, 6]  # every done attempt: a bar per lane, the late one
+    assert any(b[1] > 4000 for b in verified)  # the late one: not joined across the pause
+    assert [int(re.search(r"<b>(\d+) attempt", b[3]).group(1))
+            for b in bars["failed attempt"]] == [1]

@@ -5,6 +5,7 @@ run's numbers; hostile text stays text. The checks are shown to fail on pages ma
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from browser import colours, load, pixels_near
-from report_kit import OUTCOMES_WANTED, hostile_out, run_twenty
+from report_kit import OUTCOMES_WANTED, hostile_out, result, run_twenty, write_out
 from yggdrasil.loki.fleet import write_report
 from yggdrasil.loki.fleet._report_charts import COLORS
 
@@ -107,3 +108,65 @@ def test_the_checks_fail_on_broken_pages(tmp_path: Path) -> None:
     undrawn = tmp_path / "undrawn.html"
     undrawn.write_text('<!doctype html><html><body><div id="chart-outcomes"></div></body></html>')
     assert not drawn(load(undrawn, tmp_path / "b3", screenshot=False).dom, "outcomes")
+
+
+# Drives the page as a user would: pages forward, filters by text and by outcome; then
+# writes what the table showed after each into the body (a script with the page's nonce,
+# after the page's own, since Chromium's --dump-dom cannot click).
+DRIVE = """<script nonce="%s">
+(function () {
+  var seen = {};
+  function look(name) {
+    var rows = document.querySelectorAll("#tasks tbody tr");
+    seen[name] = {rows: rows.length, first: rows.length ? rows[0].cells[0].textContent : "",
+                  last: rows.length ? rows[rows.length - 1].cells[0].textContent : "",
+                  ids: Array.prototype.map.call(rows, function (r) { return r.cells[0].textContent; }),
+                  info: document.getElementById("page-info").textContent,
+                  shown: document.getElementById("shown-count").textContent,
+                  next: document.getElementById("page-next").disabled};
+  }
+  var text = document.getElementById("filter-text"), outcome = document.getElementById("filter-outcome");
+  look("start");
+  document.getElementById("page-next").click();
+  document.getElementById("page-next").click();
+  look("third");
+  text.value = "TASK-24"; text.dispatchEvent(new Event("input"));
+  look("text");
+  text.value = ""; outcome.value = "failed"; outcome.dispatchEvent(new Event("change"));
+  look("failed");
+  outcome.value = ""; text.value = "boom-207"; text.dispatchEvent(new Event("input"));
+  look("reason");
+  document.body.setAttribute("data-seen", JSON.stringify(seen));
+})();
+</script></body>"""
+
+
+def test_the_paged_table_shows_and_filters_rows_past_the_first_page(tmp_path: Path) -> None:
+    results = [result(f"task-{i:03d}", repo=f"/src/r{i % 3}",
+                      **({"status": "failed", "verified": None,
+                          "reason": f"attempt 1: boom-{i}"} if i % 50 == 7 else {}))
+               for i in range(250)]
+    page = write_report(write_out(tmp_path / "out", results))
+    text = page.read_text()
+    assert text.count("<tr data-outcome=") == 100  # the first page, for a reader without scripts
+    nonce = re.search(r'<script nonce="([^"]+)"', text)
+    assert nonce
+    driven = tmp_path / "driven.html"
+    driven.write_text(text.replace("</body>", DRIVE % nonce.group(1), 1))
+    loaded = load(driven, tmp_path / "browser", screenshot=False)
+    assert loaded.console == []
+    found = re.search(r'<body[^>]*data-seen="([^"]*)"', loaded.dom)
+    assert found, loaded.dom[-3000:]
+    seen = json.loads(html.unescape(found.group(1)))
+    start = seen["start"]
+    assert (start["rows"], start["first"], start["last"]) == (100, "task-000", "task-099")
+    assert start["info"] == "rows 1\u2013100 of 250 (page 1 of 3)"
+    assert start["shown"] == "250 of 250 shown" and start["next"] is False
+    third = seen["third"]
+    assert (third["rows"], third["first"], third["last"]) == (50, "task-200", "task-249")
+    assert third["info"] == "rows 201\u2013250 of 250 (page 3 of 3)" and third["next"] is True
+    assert seen["text"]["ids"] == [f"task-24{i}" for i in range(10)]  # any case, from page 1
+    assert seen["text"]["shown"] == "10 of 250 shown" and seen["text"]["info"] == "rows 1\u201310 of 10"
+    assert seen["failed"]["ids"] == ["task-007", "task-057", "task-107", "task-157", "task-207"]
+    assert seen["reason"]["ids"] == ["task-207"]  # found by its reason, far past the first page
+    assert 'data-ready-ms="' in loaded.dom

@@ -176,6 +176,8 @@ class Code:
         found = SymbolsFound(name=query.text, of_kind=of_kind, path=scan.start,
                              indexed=scan.indexed, include_ignored=include_ignored,
                              scan=code_scan(scan), skipped=_skips(scan.skipped))
+        if not hits and scan.partial:  # no grep beside a running build: it says so
+            return found
         if not hits:
             return found.model_copy(update=self._uses(query, path))
         return found.model_copy(update={
@@ -230,7 +232,7 @@ class Code:
             started = time.monotonic()
             ranked = held.ranker.rank(files)
             if time.monotonic() - started > 1.0:
-                give_back()  # what a large ranking freed
+                give_back(freeze=True)  # what a large ranking freed
         return empty.model_copy(update={"files": map_files(files, ranked, max(0, room))})
 
     # -- read_file(symbol=...) ----------------------------------------------------------
@@ -326,20 +328,46 @@ def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, S
     """Every matching definition with its sort key: exact case first, definitions before
     prototypes, code before tests, outer before nested, then walk order. When any match
     has the exact case, case-insensitive ones are left out."""
-    hits: list[tuple[tuple[int, ...], str, Symbol]] = []
-    last = None if query.is_glob else query.parts[-1].lower()  # what a name must equal
-    for order, (rel, entry) in enumerate(scan.files):
-        symbols = entry.outline.symbols if entry.outline is not None else ()
-        for symbol in symbols:
-            if last is not None and symbol.name.lower() != last:
-                continue  # cannot match: skip match()'s splitting (thousands of __init__s)
-            quality = query.match(symbol)
-            if quality is not None:
-                key = (quality, symbol.kind == "prototype", _is_test(rel), symbol.depth, order)
-                hits.append((key, rel, symbol))
-    hits.sort(key=lambda h: (h[0], h[2].line))
+    if not query.is_glob:  # an exact-case match needs the very name: look for it first
+        exact = [h for h in _hits(query, scan, query.parts[-1]) if h[0][0] == 0]
+        if exact:
+            return exact
+    hits = _hits(query, scan, None)
     if hits and hits[0][0][0] == 0:
         hits = [h for h in hits if h[0][0] == 0]
+    return hits
+
+
+def _hits(query: NameQuery, scan: Scan, name: str | None
+          ) -> list[tuple[tuple[int, ...], str, Symbol]]:
+    """The matches, sorted; only definitions named exactly ``name`` when given."""
+    hits: list[tuple[tuple[int, ...], str, Symbol]] = []
+    last = None if query.is_glob else query.parts[-1].lower()  # what a name must equal
+    # a length test first, which is sound where the name asked for is ASCII (only İ's
+    # lowercase is longer than it, and it is not ASCII)
+    size = len(last) if last is not None and last.isascii() else -1
+    # a plain name found by that very name matches exactly, with no owner to check
+    plain = name is not None and len(query.parts) == 1
+    kinds = query.kinds
+    for order, (rel, entry) in enumerate(scan.files):
+        symbols = entry.outline.symbols if entry.outline is not None else ()
+        if name is not None:  # (thousands of files define __init__, each a few times)
+            symbols = tuple(s for s in symbols if s.name == name)
+            if not symbols:
+                continue
+        test = _is_test(rel)
+        for symbol in symbols:
+            if name is None and last is not None and (
+                    (size >= 0 and len(symbol.name) != size) or symbol.name.lower() != last):
+                continue  # cannot match: skip match()'s splitting
+            if plain:
+                quality: int | None = 0 if kinds is None or symbol.kind in kinds else None
+            else:
+                quality = query.match(symbol)
+            if quality is not None:
+                key = (quality, symbol.kind == "prototype", test, symbol.depth, order)
+                hits.append((key, rel, symbol))
+    hits.sort(key=lambda h: (h[0], h[2].line))
     return hits
 
 

@@ -36,7 +36,7 @@ from typing import Protocol
 from ..errors import PathError
 from ..files import Root
 from ..search import Listing, PathCheck, Skips, list_files
-from ..shell import TreeWatch
+from ..shell import Reader
 from ._extract import Outline
 from ._languages import Language, by_grammar, extension_of, language_for, language_of_script
 from ._match import NameQuery
@@ -102,6 +102,7 @@ class Scan:
     stopped: str = ""  # why the walk stopped early ('' : it did not)
     built: str = ""  # what a long first build cost, said once
     version: int | None = None  # the index's version, when answered from the kept listing
+    partial: bool = False  # answered from what a running build has parsed so far
 
 
 class Wanted(Protocol):
@@ -135,7 +136,8 @@ class Index:
             self.names.add(rel, entry.outline)
         self.walked = 0  # files the last walk of the whole root listed
         self.whole = False  # once a walk parsed everything: keep every file parsed
-        self.watch: TreeWatch | None = None  # started before a whole walk of a large tree
+        self.watch: Reader | None = None  # of the root's changes feed, from before a whole
+        #                                   walk of a large tree
         self.tree: Tree | None = None  # that walk's listing, while events keep it true
         self.version = 0  # counts changes to entries and to the kept listing
         self._summaries: dict[str, _Summary] = {}  # folder -> what a walk from it counts,
@@ -144,6 +146,7 @@ class Index:
         #                        (version, its parsed files and their entries in walk order)
         self.built = ""  # the note of the last long build, until a scan says it
         self._pending: dict[str, tuple[Key, bytes]] = {}  # read for the parallel parse
+        self.building: list[int] | None = None  # [parsed, to parse] while a build runs
 
     # -- one file -------------------------------------------------------------------------
 
@@ -167,14 +170,23 @@ class Index:
         """The files under ``path`` that ``wanted`` keeps (all when None), parsed; past
         ``limit`` files, the rest are only counted (``Scan.more``)."""
         listing = list_files(self.root, path, include_ignored=include_ignored)
+        if self.building is not None and not include_ignored:
+            built = self._while_building(listing.start, wanted, limit)
+            if built is not None:
+                return built
         if not include_ignored:
             found = self._from_tree(listing.start, wanted, limit)
             if found is not None:
                 return found
         whole = listing.start == "." and not include_ignored and limit is None
         if whole and wanted is None:
-            self._build()  # then the walk below finds every file parsed
-        scan = self._walk(listing, wanted, limit, whole)
+            try:  # a large build's note stays while the walk after it lists the tree
+                self._build()  # then the walk below finds every file parsed
+                scan = self._walk(listing, wanted, limit, whole)
+            finally:
+                self.building = None
+        else:
+            scan = self._walk(listing, wanted, limit, whole)
         scan.built, self.built = self.built, ""
         return scan
 
@@ -182,6 +194,8 @@ class Index:
               whole: bool) -> Scan:
         scan = Scan(listing.start)
         visited: list[str] = []
+        if whole:
+            self._catch_up()
         with self.lock:
             deadline = time.monotonic() + MAX_SECONDS
             for visits, visit in enumerate(listing.visits, 1):
@@ -255,42 +269,69 @@ class Index:
         following events first when the tree is large (see _tree)."""
         if self.watch is None and self.walked >= WATCH_FROM:
             self.watch = start_watch(str(self.root.path))
-        listing = list_files(self.root, ".")
+        self._catch_up()
         todo: list[tuple[str, Language | None]] = []
-        visits = 0
-        with self.lock:
-            for visit in listing.visits:
-                visits += 1
-                if visits > MAX_VISITS:
-                    break
-                try:
-                    key = file_key(os.stat(visit.name, dir_fd=visit.dir_fd, follow_symlinks=False))
-                except OSError:
-                    continue
-                entry = self.entries.get(visit.rel)
-                if entry is not None and entry.key == key and (entry.outline or entry.note
-                                                               or not entry.language):
-                    continue
-                lang = _language_by_name(visit.rel)
-                if lang is not None or "." not in visit.name.lstrip("."):
-                    todo.append((visit.rel, lang))
-            self.walked = max(self.walked, visits)
-        if self.watch is None and len(todo) >= WATCH_FROM:
-            self.watch = start_watch(str(self.root.path))  # events from here on; the walk
-            #                                                 after the parse lists again
-        self.whole = True
-        started = time.monotonic()
-        _log.info("code index: parsing %s source files under %s", f"{len(todo):,}",
-                  self.root.path)
-        for rel, parsed in parse_all(self._sources(todo), len(todo), self._progress(len(todo))):
-            with self.lock:
-                self._parsed(rel, parsed)
+        building = [0, 0]  # on a large tree, other calls answer from memory meanwhile
+        try:
+            self._list_todo(todo, building)
+            if self.watch is None and len(todo) >= WATCH_FROM:
+                self.watch = start_watch(str(self.root.path))  # events from here on; the
+                #                                                 walk after the parse lists again
+            self.whole = True
+            started = time.monotonic()
+            _log.info("code index: parsing %s source files under %s", f"{len(todo):,}",
+                      self.root.path)
+            building[1] = len(todo)
+            if len(todo) >= WATCH_FROM:
+                self.building = building
+            for rel, parsed in parse_all(self._sources(todo), len(todo),
+                                         self._progress(len(todo))):
+                with self.lock:
+                    self._parsed(rel, parsed)
+                building[0] += 1
+        except BaseException:
+            self.building = None
+            raise
         took = time.monotonic() - started
         if len(todo) >= MIN_FILES:
-            give_back()
+            give_back(freeze=len(todo) >= WATCH_FROM)
         if took >= _SAY_AFTER:
             self.built = (f"[built the code index once: parsed {len(todo):,} source files in "
                           f"{took:.0f} s; later calls answer from it]")
+
+    def _list_todo(self, todo: list[tuple[str, Language | None]], building: list[int]) -> None:
+        """The files a build parses (new or changed since parsed), by a stat walk that
+        holds no lock (reading entries needs none): past WATCH_FROM files, other calls
+        answer from memory meanwhile."""
+        listing = list_files(self.root, ".")
+        visits = 0
+        for visit in listing.visits:
+            visits += 1
+            if visits > MAX_VISITS:
+                break
+            if visits == WATCH_FROM:
+                self.building = building
+            try:
+                key = file_key(os.stat(visit.name, dir_fd=visit.dir_fd, follow_symlinks=False))
+            except OSError:
+                continue
+            entry = self.entries.get(visit.rel)
+            if entry is not None and entry.key == key and (entry.outline or entry.note
+                                                           or not entry.language):
+                continue
+            lang = _language_by_name(visit.rel)
+            if lang is not None or "." not in visit.name.lstrip("."):
+                todo.append((visit.rel, lang))
+        self.walked = max(self.walked, visits)
+
+    def _catch_up(self) -> None:
+        """Before a whole walk: what the feed heard so far is what the walk will see."""
+        if self.watch is not None and self.tree is None:
+            try:
+                self.watch.feed.catch_up(self.watch)
+            except OSError:
+                self.watch.feed.release(self.watch)
+                self.watch = None
 
     def _sources(self, todo: list[tuple[str, Language | None]]) -> Iterator[Job]:
         """Each file to parse, read (through Root) and checked as _load does."""
@@ -320,6 +361,34 @@ class Index:
                           f"{total:,}", now - started)
 
         return heard
+
+    def _while_building(self, start: str, wanted: Wanted | None,
+                        limit: int | None) -> Scan | None:
+        """While another call builds the index: the answer from the files parsed so far,
+        saying so (never a walk that waits for the build); None when it cannot say."""
+        building = self.building
+        if building is None or not (wanted is None or isinstance(wanted, NameQuery)):
+            return None
+        below = "" if start == "." else start + "/"
+        with self.lock:
+            if isinstance(wanted, NameQuery):
+                rels = [r for r in self.names.files_for(wanted) if r.startswith(below)]
+            else:
+                rels = [r for r, e in self.entries.items() if r.startswith(below)
+                        and e.outline is not None and e.language and not e.note]
+            files = [(r, e) for r in sorted(rels, key=_walk_key)
+                     if (e := self.entries.get(r)) is not None and e.outline is not None]
+            indexed = sum(1 for r, e in self.entries.items() if e.outline is not None
+                          and r.startswith(below))
+        scan = Scan(start, indexed=indexed, partial=True)
+        if limit is not None and len(files) > limit:
+            files, scan.more = files[:limit], len(files) - limit
+        scan.files = files
+        done = (f"{building[0]:,} of {building[1]:,} source files parsed so far" if building[1]
+                else "listing the files to parse")
+        scan.built = (f"[the code index is being built: {done}; this answer covers what is "
+                      "parsed, ask again when it is built]")
+        return scan
 
     # -- answers from the kept listing -------------------------------------------------------
 
@@ -385,6 +454,7 @@ class Index:
         changes = tree.changes()
         if changes is None:
             if tree.stale:
+                tree.close()
                 self.watch = None
             self.tree = None
             return False
@@ -393,10 +463,10 @@ class Index:
         if blind is None:
             self.tree = None
             return False
-        for rel in blind:
+        root = str(self.root.path)
+        for rel in blind:  # a plain lstat only nominates a file: _load reads it through Root
             entry = self.entries.get(rel)
-            st = self.root.stat(self.root.path / rel)
-            if entry is not None and (st is None or file_key(st) != entry.key):
+            if entry is not None and _lstat_key(os.path.join(root, rel)) != entry.key:
                 found.modified.append(rel)
         if not (found or vanished or found.created_dirs):
             return True
@@ -585,6 +655,13 @@ class _Summary:
             self.too_large += sign
         else:
             self.unreadable += sign
+
+
+def _lstat_key(path: str) -> Key | None:
+    try:
+        return file_key(os.lstat(path))
+    except OSError:
+        return None
 
 
 def _walk_key(rel: str) -> str:

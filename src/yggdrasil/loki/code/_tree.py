@@ -1,9 +1,10 @@
 """The files of a root as the last whole walk listed them, kept current by change events.
 
 After one walk of the root has parsed every source file it lists, the index keeps that
-listing (a :class:`Tree`) and a :class:`~..shell.TreeWatch` (inotify, the watcher that
-serves a command's ``changed``) started before the walk. A later question then costs no
-walk: the events queued since the last question name the files to read again (a write
+listing (a :class:`Tree`) and a reader of the root's one changes feed
+(:class:`~..shell.TreeFeed`: the inotify watch that also serves a command's ``changed``,
+shared, never a second one) taken before the walk. A later question then costs no walk:
+what the feed heard since the last question names the files to read again (a write
 tool, a command, a job, an editor: the kernel reports them all), and the listing, the
 skipped counts and the notes come from memory. A file created or deleted is put in or
 taken out of the listing as the walk would (``search.PathCheck`` reads the ignore files
@@ -25,12 +26,13 @@ from dataclasses import dataclass, field
 
 from ..files import Diff
 from ..search import Skips
-from ..shell import TreeWatch
+from ..shell import Reader, TreeWatch, feed_for
 
 __all__ = ["Tree", "start_watch"]
 
 _IGNORE_NAMES = frozenset({".rgignore", ".ignore", ".gitignore"})
-MAX_BLIND = 2_000  # listed files the watch cannot hear of, statted on each call instead
+MAX_BLIND = 250_000  # listed files the watch cannot hear of (more: walk on each call)
+BLIND_EACH = 4_000  # of those, statted on each call (more: a turn each, by rotation)
 
 
 def _mtime(path: str) -> int:
@@ -41,45 +43,49 @@ def _mtime(path: str) -> int:
     return st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else -1
 
 
-def start_watch(root: str) -> TreeWatch | None:
-    """A watch of every folder of ``root``, or None (no inotify, limits, too many files)."""
+def start_watch(root: str) -> Reader | None:
+    """A reader of the root's changes feed from now (its one watch of every folder, built
+    when no one watches the root yet), or None (no inotify, limits, too many files)."""
     try:
-        watch = TreeWatch(root)  # type: ignore[arg-type]
-        watch.rebuild(())
+        return feed_for(root).reader()
     except OSError:
         return None
-    if not watch.complete:
-        watch.notify.close()
-        return None
-    return watch
 
 
 @dataclass
 class Tree:
     keys: list[str]  # every file the walk listed, as sorted walk-order keys
     skips: dict[str, str]  # key -> kind of every entry the walk skipped
-    watch: TreeWatch
+    reader: Reader
     ignore_folders: set[str] = field(default_factory=set)  # folders holding an ignore file
     ignore_kinds: set[str] = field(default_factory=set)  # which ignore files there are
     stale: bool = False  # the watch itself can no longer be trusted
     blind: list[str] = field(default_factory=list)  # listed files the watch hears nothing of
     blind_dirs: dict[str, int] = field(default_factory=dict)  # their folders -> mtime_ns
+    blind_at: int = 0  # where the next call's share of the blind files starts
     skips_changed: int = 0  # counts changes to ``skips`` (summaries recount them)
 
     @classmethod
-    def of(cls, rels: Iterable[str], skips: Skips, watch: TreeWatch) -> Tree:
+    def of(cls, rels: Iterable[str], skips: Skips, reader: Reader) -> Tree:
         keys = sorted(rel.replace("/", "\0") for rel in rels)
         found = [key.replace("\0", "/") for kind, key in skips.seen
                  if kind == "hidden" and key.rsplit("\0", 1)[-1] in _IGNORE_NAMES]
-        return cls(keys, {key: kind for kind, key in skips.seen}, watch,
+        return cls(keys, {key: kind for kind, key in skips.seen}, reader,
                    {os.path.dirname(r) or "." for r in found},
                    {r.rsplit("/", 1)[-1] for r in found})
+
+    @property
+    def watch(self) -> TreeWatch:
+        watch = self.reader.feed.watch
+        if watch is None:
+            raise OSError("the root's watch was closed")
+        return watch
 
     def see_blind(self) -> bool:
         """Note the listed files in folders the watch does not enter (it skips .git,
         node_modules, virtualenvs and any folder *named* venv, such as the standard
-        library's package): each call stats them and their folders instead. False when
-        there are too many to stat on every call."""
+        library's package): each call stats their folders, and them (up to BLIND_EACH a
+        call; more take turns). False when there are too many to keep."""
         root = self.watch.root
         for folder in self.watch.skipped:
             key = folder.replace("/", "\0") + "\0"
@@ -98,11 +104,20 @@ class Tree:
         return True
 
     def blind_changes(self) -> list[str] | None:
-        """The blind files to stat again; None when one of their folders changed."""
+        """The blind files to stat again this call; None when one of their folders
+        changed (a file came, went or was renamed there). Up to ``BLIND_EACH`` files a
+        call: a tree with more (a virtualenv's site-packages, node_modules) stats each
+        of them every few calls instead of falling back to a walk on every call; an
+        edit inside such a folder that adds no file is then seen a few calls late."""
         root = self.watch.root
         if any(_mtime(os.path.join(root, d)) != t for d, t in self.blind_dirs.items()):
             return None
-        return self.blind
+        if len(self.blind) <= BLIND_EACH:
+            return self.blind
+        start = self.blind_at % len(self.blind)
+        self.blind_at = start + BLIND_EACH
+        share = self.blind[start:start + BLIND_EACH]
+        return share + self.blind[:BLIND_EACH - len(share)]
 
     def lists(self, rel: str) -> bool:
         key = rel.replace("/", "\0")
@@ -113,18 +128,17 @@ class Tree:
         """What changed since the last call (the watch's events folded in) and the folders
         that vanished; None when the events cannot be trusted or do not settle the
         listing (walk again)."""
-        dirs, skipped = set(self.watch.dirs), dict(self.watch.skipped)
-        try:
-            found = self.watch.update(())
-        except Exception:  # the watch's _Stale (overflow, root moved) or an OSError
+        change = self.reader.feed.read(self.reader)
+        if change is None:  # the feed cannot say (overflow, root moved, fell behind)
             self.stale = True
             return None
-        if found.lost_dirs or self.watch.skipped != skipped:
+        found = change.diff
+        if found.lost_dirs or change.skips_changed:
             return None  # a folder the watch does not enter came or went
         paths = (*found.created, *found.modified, *found.deleted)
         if any(p.rsplit("/", 1)[-1] in _IGNORE_NAMES for p in paths):
             return None
-        return found, dirs - self.watch.dirs
+        return found, set(change.gone_dirs)
 
     def add(self, rel: str) -> None:
         key = rel.replace("/", "\0")
@@ -188,4 +202,4 @@ class Tree:
         return out
 
     def close(self) -> None:
-        self.watch.notify.close()
+        self.reader.feed.release(self.reader)

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ._report_data import RunReport, TaskRow, read_run
+from ._report_data import OUTCOMES, RunReport, TaskRow, read_run
 from ._report_talk import Talk, read_talk
 from ._store import write_atomic
 
@@ -31,6 +31,7 @@ TASK_MOST = 160_000  # at most this much per task however few they are
 TASK_LEAST = 4_000  # at least this much per task however many (1,000 tasks: ~6 MB)
 NOT_SHOWN = "\u2014"  # a dash: a value the run did not record (a failed task's steps)
 MAX_EMBEDDED = 2_000  # tasks whose conversations the page holds (unsuccessful ones first)
+PAGE_ROWS = 100  # rows of the table of tasks drawn at a time (the page holds them all as data)
 MISSING = "the HTML report needs plotly and jinja2: pip install 'yggdrasil-loki[report]'"
 
 
@@ -68,8 +69,11 @@ def render_report(report: RunReport) -> str:
     figures = _safe_json(json.dumps(specs, separators=(",", ":"), allow_nan=False))
     embedded = min(len(report.tasks), MAX_EMBEDDED)
     share = max(TASK_LEAST, min(TASK_MOST, TEXT_BUDGET // max(embedded, 1)))
+    tasks = _tasks(report, share)
     return template.render(
-        report=report, figures=figures, names=list(specs), colors=COLORS, tasks=_tasks(report, share),
+        report=report, figures=figures, names=list(specs), colors=COLORS, tasks=tasks,
+        rows=_safe_json(json.dumps(_columns(tasks), separators=(",", ":"), allow_nan=False)),
+        page_rows=PAGE_ROWS,
         plotly=Markup(_safe_script(get_plotlyjs())),
         nonce=secrets.token_urlsafe(18), share=share,
         not_embedded=len(report.tasks) - embedded,
@@ -96,6 +100,30 @@ def _tasks(report: RunReport, share: int) -> list[dict[str, Any]]:
                                           for n, d in task.checkpoint_diffs.items()})
         shown.append(item)
     return shown
+
+
+def _columns(tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every row of the table of tasks as columns for the page's script, which draws a
+    page of them at a time and filters them all: each text (repositories, reasons) is
+    stored once and named by its index; ``anchor`` is the task's conversation (-1: none)."""
+    texts: dict[str, int] = {}
+    columns: dict[str, Any] = {name: [] for name in (
+        "id", "repo", "outcome", "steps", "tokens", "seconds", "attempts", "reason", "shown",
+        "anchor")}
+    outcomes = {name: n for n, name in enumerate(OUTCOMES)}
+    for item in tasks:
+        t: TaskRow = item["task"]
+        columns["id"].append(t.id)
+        columns["repo"].append(texts.setdefault(t.repo, len(texts)))
+        columns["outcome"].append(outcomes[t.outcome])
+        columns["steps"].append(t.steps)
+        columns["tokens"].append(t.tokens)
+        columns["seconds"].append(None if t.seconds is None else round(t.seconds, 3))
+        columns["attempts"].append(len(t.attempts))
+        columns["reason"].append(texts.setdefault(t.reason, len(texts)))
+        columns["shown"].append(texts.setdefault(t.kind or t.reason, len(texts)))
+        columns["anchor"].append(item["n"] if item["talk"] is not None else -1)
+    return {**columns, "texts": list(texts), "outcomes": list(OUTCOMES), "page": PAGE_ROWS}
 
 
 def _embedded(report: RunReport) -> list[TaskRow]:

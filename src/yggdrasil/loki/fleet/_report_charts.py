@@ -23,6 +23,7 @@ COLORS = {"verified": "#2f9e63", "not verified": "#e3a21a", "done": "#4c78c8",
           "failed": "#d64545", "failed attempt": "#f0a3a3"}
 MAX_REPOS = 25  # bars in the per-repository chart (the table below it lists them all)
 MAX_HEIGHT = 2400  # pixels of the timeline, however many nodes and lanes (rows get thinner)
+MAX_BARS = 2_000  # attempts drawn one bar each; past it, back-to-back ones are merged
 _FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 
 
@@ -116,16 +117,25 @@ def _histogram(tasks: list[TaskRow], title: str, value: Any, *, whole: bool) -> 
 
 def _timeline(report: RunReport) -> Figure:
     """A bar per attempt from its start to its end, on a lane of its node (attempts that
-    overlapped on one node take separate lanes), coloured by how the attempt ended."""
+    overlapped on one node take separate lanes), coloured by how the attempt ended. Past
+    ``MAX_BARS`` attempts, attempts of one lane and one colour that follow each other
+    within a 2,000th of the run's span are drawn as one bar (its hover counts them): a
+    browser draws 10,000 bars slowly, and at that scale they are a band anyway."""
     timed = [(t, a) for t in report.tasks for a in t.attempts if a.timed]
     origin = min(a.started_at for _, a in timed if a.started_at is not None)
     lanes = _lanes(timed)
     groups: dict[str, list[tuple[str, float, float, str]]] = {}
+    merge = len(timed) > MAX_BARS
+    span = max(a.ended_at or 0.0 for _, a in timed) - origin
+    runs: dict[tuple[str, str], list[Any]] = {}  # (kind, lane) -> [start, end, count]
     for (task, attempt), lane in zip(timed, lanes, strict=True):
         assert attempt.started_at is not None and attempt.ended_at is not None
         kind = task.outcome if attempt.ok or attempt is task.attempts[-1] else "failed attempt"
         start = attempt.started_at - origin
         length = max(attempt.ended_at - attempt.started_at, 0.0)
+        if merge:
+            runs.setdefault((kind, lane), []).append((start, start + length))
+            continue
         queued = "" if attempt.queued_seconds is None else \
             f"<br>queued {attempt.queued_seconds:.1f}s"
         why = f"<br>{_label(attempt.reason[:160])}" if attempt.reason else ""
@@ -133,18 +143,41 @@ def _timeline(report: RunReport) -> Figure:
                  f"{_label(attempt.node or '?')}<br>{start:.1f}s to {start + length:.1f}s"
                  f" ({length:.1f}s){queued}{why}")
         groups.setdefault(kind, []).append((lane, start, length, hover))
+    for (kind, lane), spans in runs.items():
+        for start, end, count in _merged(sorted(spans), span / MAX_BARS):
+            hover = (f"<b>{count} attempt{'s' if count > 1 else ''}</b> ({kind})<br>{lane}"
+                     f"<br>{start:.1f}s to {end:.1f}s")
+            groups.setdefault(kind, []).append((lane, start, end - start, hover))
     traces = [_bar(y=[b[0] for b in bars], base=[b[1] for b in bars], x=[b[2] for b in bars],
                    hovertext=[b[3] for b in bars], hoverinfo="text", name=kind,
                    marker={"color": COLORS[kind], "line": {"width": 0}})
               for kind in (*OUTCOMES, "failed attempt") if (bars := groups.get(kind))]
     order = sorted(set(lanes), key=lambda name: (name.rsplit(" · ", 1)[0],
                                                  int(name.rsplit(" · ", 1)[1])))
-    return _figure(traces, "attempts per node over time",
+    title = "attempts per node over time"
+    if merge:
+        drawn = sum(len(bars) for bars in groups.values())
+        title += f" ({len(timed):,} attempts as {drawn:,} bars: back-to-back ones merged)"
+    return _figure(traces, title,
                    height=min(MAX_HEIGHT, max(200, 110 + 24 * len(order))),
                    barmode="overlay", bargap=0.3,
                    xaxis={"title": {"text": "seconds since the first attempt started"}},
                    yaxis={"autorange": "reversed", "type": "category",
                           "categoryorder": "array", "categoryarray": order})
+
+
+def _merged(spans: list[tuple[float, float]],
+            gap: float) -> list[tuple[float, float, int]]:
+    """Sorted (start, end) spans joined where the next starts within ``gap`` of the end
+    so far: (start, end, how many)."""
+    joined: list[tuple[float, float, int]] = []
+    for start, end in spans:
+        if joined and start - joined[-1][1] <= gap:
+            first, last, count = joined[-1]
+            joined[-1] = (first, max(last, end), count + 1)
+        else:
+            joined.append((start, end, 1))
+    return joined
 
 
 def _lanes(timed: list[tuple[TaskRow, Any]]) -> list[str]:

@@ -15,31 +15,38 @@ Imports ``sandbox`` (processes and the fence), ``files`` (Root, the journal) and
 from __future__ import annotations
 
 from ._changes import diff, snapshot
+from ._feed import Change, Reader, TreeFeed, feed_for, feeds
 from ._job import JobLimits
 from ._jobs import Jobs
 from ._protected import ProtectedPaths, walk_protected
 from ._results import command_result, stream_of
 from ._rules import RULE_ACTIONS, CommandRules, Rule, RuleAction, Verdict, parse_rules
 from ._shell import DEFAULT_HIDDEN, SANDBOX_MODES, SandboxMode, Shell, writable_paths
-from ._watch import ChangeTracker, TreeWatch
+from ._tracker import ChangeTracker
+from ._watch import TreeWatch
 
 __all__ = [
     "DEFAULT_HIDDEN",
     "RULE_ACTIONS",
     "SANDBOX_MODES",
+    "Change",
     "ChangeTracker",
     "CommandRules",
     "JobLimits",
     "Jobs",
     "ProtectedPaths",
+    "Reader",
     "Rule",
     "RuleAction",
     "SandboxMode",
     "Shell",
+    "TreeFeed",
     "TreeWatch",
     "Verdict",
     "command_result",
     "diff",
+    "feed_for",
+    "feeds",
     "parse_rules",
     "snapshot",
     "stream_of",

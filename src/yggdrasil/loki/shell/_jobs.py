@@ -42,7 +42,7 @@ from ..results import FileChange, JobInput, JobList, JobReport, JobStarted
 from ..sandbox import Process, WarmLauncher, current_cancel
 from ._job import GRACE, Job, JobLimits, OutputBuffer, describe
 from ._notes import ProxyNotes
-from ._watch import ChangeTracker
+from ._tracker import ChangeTracker
 
 log = logging.getLogger("yggdrasil.loki.tools")
 

@@ -48,7 +48,7 @@ from ._notes import ProxyNotes
 from ._protected import MaskedPaths, ProtectedPaths, walk_protected
 from ._results import command_result, stream_of
 from ._rules import CommandRules
-from ._watch import ChangeTracker
+from ._tracker import ChangeTracker
 
 SandboxMode = Literal["auto", "require", "off"]
 SANDBOX_MODES = ("auto", "require", "off")

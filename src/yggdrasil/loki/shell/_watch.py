@@ -1,15 +1,13 @@
-"""What a command changed, at a cost that grows with the change, not with the tree.
+"""An inotify view of a root: a stat snapshot kept current at a cost that grows with the
+change, not with the tree.
 
-:class:`ChangeTracker` answers "what did this command create, modify or delete?" with
-``begin()`` before the command and ``end()`` after. Where it can, it keeps one stat
-snapshot of the root current through inotify (a watch per folder): ``begin`` folds in
-whatever changed since the last command (write/edit tools, the user's editor), ``end``
-re-stats only the paths the kernel named and rewalks only folders that appeared, moved
-or vanished. The verdict is the same as two full snapshots would give (stat signatures
-compared, never contents), because every event only nominates a path to re-stat.
-
-Without inotify (not Linux, watch or instance limits reached) and after a queue
-overflow it falls back to two full snapshots, which is always correct, just slower.
+:class:`TreeWatch` keeps one stat snapshot of the root current through inotify (a watch
+per folder): ``update`` re-stats only the paths the kernel named and rewalks only folders
+that appeared, moved or vanished. The verdict is the same as two full snapshots would
+give (stat signatures compared, never contents), because every event only nominates a
+path to re-stat. One per root, shared by its readers (``_feed``): the change tracker
+(``_tracker``) and the code index. A queue overflow or a moved root raises
+:class:`Stale`: the view is rebuilt by a walk.
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ import ctypes
 import os
 import stat
 import struct
-import sys
 import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -27,8 +24,6 @@ from ..files import Diff
 from ._changes import (
     SKIP_DIRS,
     Signature,
-    Snapshot,
-    diff,
     identity_of,
     linked_inodes,
     lost,
@@ -37,7 +32,6 @@ from ._changes import (
     signature,
     skipped_inode,
     snapshot,
-    without_cache_deletions,
 )
 
 _MODIFY, _ATTRIB, _CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -89,7 +83,7 @@ class _Inotify:
         self._closer()
 
 
-class _Stale(Exception):
+class Stale(Exception):
     """The watched view can no longer be trusted (overflow, root moved): rescan."""
 
 
@@ -124,12 +118,12 @@ class TreeWatch:
         self._unwatch_untracked()
 
     def update(self, skip: Iterable[Path]) -> Diff:
-        """Apply the queued events; return what they changed (raises _Stale when unsure)."""
+        """Apply the queued events; return what they changed (raises Stale when unsure)."""
         candidates: set[str] = set()
         dirty: set[str] = set()
         for wd, mask, name in self.notify.events():
             if mask & _OVERFLOW:
-                raise _Stale("inotify queue overflowed")
+                raise Stale("inotify queue overflowed")
             folder = self.dir_of.get(wd)
             if mask & _IGNORED:
                 self.dir_of.pop(wd, None)
@@ -137,7 +131,7 @@ class TreeWatch:
                 continue
             if mask & (_DELETE_SELF | _MOVE_SELF):
                 if folder == "":
-                    raise _Stale("the root itself was moved or deleted")
+                    raise Stale("the root itself was moved or deleted")
                 dirty.add(folder)
                 continue
             rel = f"{folder}/{name}" if folder else name
@@ -284,97 +278,3 @@ def _outermost(dirty: set[str]) -> list[str]:
         return any("/".join(parts[:n]) in dirty for n in range(1, len(parts)))
 
     return sorted(d for d in dirty if not inside_another(d))
-
-
-class ChangeTracker:
-    """``begin()`` before a command, ``end()`` after: what the command changed in the root."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.watch: TreeWatch | None = None
-        self.use_watch = sys.platform == "linux"
-        self.before: Snapshot | None = None
-
-    def begin(self, skip: Iterable[Path] = ()) -> None:
-        skip = list(skip)
-        self.before = None
-        if self.use_watch:
-            try:
-                watch = self._refresh(skip)
-                self.before = Snapshot(dict(watch.files), set(watch.dirs),  # for a fallback
-                                       dict(watch.skipped), sentinel=set(watch.sentinel))
-                return
-            except OSError:  # no inotify, a watch/instance limit, or too big: scan instead
-                self._give_up_watching()
-        self.before = snapshot(self.root, skip=skip)
-
-    def end(self, skip: Iterable[Path] = ()) -> Diff:
-        skip = list(skip)
-        before, self.before = self.before, None
-        if before is None:
-            return Diff(tracked=False)
-        if self.watch is not None:
-            try:
-                return without_cache_deletions(self.watch.update(skip))
-            except (_Stale, OSError):
-                self.watch.complete = False  # the next begin() rebuilds the view
-        return without_cache_deletions(diff(before, snapshot(self.root, skip=skip)))
-
-    def _view(self) -> tuple[dict[str, Signature], dict[str, int], set[str]]:
-        """(files, skipped folders, sentinel files) as of the last begin()."""
-        if self.watch is not None and self.watch.complete:
-            return self.watch.files, self.watch.skipped, self.watch.sentinel
-        if self.before is not None:
-            return self.before.files, self.before.skipped, self.before.sentinel
-        return {}, {}, set()
-
-    def tree(self) -> tuple[Iterable[str], Iterable[str]] | None:
-        """(files, folders) of the root as of the last begin(), root-relative; the skipped
-        folders are listed but not their contents; None when that view is not complete
-        (too many files)."""
-        if self.watch is not None and self.watch.complete:
-            return self.watch.files.keys(), [*self.watch.dirs, *self.watch.skipped]
-        if self.before is not None and self.before.complete:
-            return self.before.files.keys(), [*self.before.dirs, *self.before.skipped]
-        return None
-
-    def git_dirs(self) -> list[str]:
-        """The root's ``.git`` folders and files (any depth), as absolute paths."""
-        files, skipped, _ = self._view()
-        rels = [r for r in skipped if r.rsplit("/", 1)[-1] == ".git"]
-        rels += [r for r in files if r == ".git"]  # a worktree's `gitdir:` pointer
-        return [os.path.join(self.root, r) for r in rels]
-
-    def code_files(self) -> list[str]:
-        """Tracked files that run code later (see ``runs_code`` and ``sentinels``)."""
-        if self.watch is not None and self.watch.complete:
-            return sorted(self.watch.code)
-        files, _, sentinel = self._view()
-        return sorted(sentinel | {r for r in files if runs_code(r)})
-
-    def _refresh(self, skip: list[Path]) -> TreeWatch:
-        """The watched view, brought up to date (rebuilt when it cannot be trusted)."""
-        if self.watch is None:
-            self.watch = TreeWatch(self.root)
-        if self.watch.complete:
-            try:
-                self.watch.update(skip)  # changes made between commands are not the command's
-                return self.watch
-            except _Stale:
-                pass
-        self.watch.rebuild(skip)
-        if not self.watch.complete:
-            raise OSError("too many files to watch")
-        return self.watch
-
-    def close(self) -> None:
-        """Close the watch (its inotify descriptor); the next ``begin`` builds it again."""
-        if self.watch is not None:
-            self.watch.notify.close()
-            self.watch = None
-
-    def _give_up_watching(self) -> None:
-        if self.watch is not None:
-            self.watch.notify.close()
-        self.watch = None
-        self.use_watch = False
