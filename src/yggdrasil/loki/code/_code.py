@@ -352,7 +352,7 @@ def _hits(query: NameQuery, scan: Scan, name: str | None
     for order, (rel, entry) in enumerate(scan.files):
         symbols = entry.outline.symbols if entry.outline is not None else ()
         if name is not None:  # (thousands of files define __init__, each a few times)
-            symbols = tuple(s for s in symbols if s.name == name)
+            symbols = [s for s in symbols if s.name == name]  # type: ignore[assignment]
             if not symbols:
                 continue
         test = _is_test(rel)
