@@ -15,6 +15,7 @@ import stat
 import threading
 import time
 from collections import OrderedDict
+from operator import itemgetter
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -352,7 +353,7 @@ def _hits(query: NameQuery, scan: Scan, name: str | None
     for order, (rel, entry) in enumerate(scan.files):
         symbols = entry.outline.symbols if entry.outline is not None else ()
         if name is not None:  # (thousands of files define __init__, each a few times)
-            symbols = tuple(s for s in symbols if s.name == name)
+            symbols = [s for s in symbols if s.name == name]  # type: ignore[assignment]
             if not symbols:
                 continue
         test = _is_test(rel)
@@ -365,9 +366,10 @@ def _hits(query: NameQuery, scan: Scan, name: str | None
             else:
                 quality = query.match(symbol)
             if quality is not None:
-                key = (quality, symbol.kind == "prototype", test, symbol.depth, order)
+                key = (quality, symbol.kind == "prototype", test, symbol.depth, order,
+                       symbol.line)
                 hits.append((key, rel, symbol))
-    hits.sort(key=lambda h: (h[0], h[2].line))
+    hits.sort(key=itemgetter(0))
     return hits
 
 
@@ -375,4 +377,6 @@ _TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec|__tests__)(/|$)|(^|/)test_[^
 
 
 def _is_test(rel: str) -> bool:
+    if "test" not in rel and "spec" not in rel:  # what every form of _TEST_PATH holds
+        return False
     return _TEST_PATH.search(rel) is not None

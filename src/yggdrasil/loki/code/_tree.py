@@ -64,6 +64,10 @@ class Tree:
     blind_dirs: dict[str, int] = field(default_factory=dict)  # their folders -> mtime_ns
     blind_at: int = 0  # where the next call's share of the blind files starts
     skips_changed: int = 0  # counts changes to ``skips`` (summaries recount them)
+    listed: set[str] = field(default_factory=set)  # the keys again, for lists()
+
+    def __post_init__(self) -> None:
+        self.listed = set(self.keys)
 
     @classmethod
     def of(cls, rels: Iterable[str], skips: Skips, reader: Reader) -> Tree:
@@ -120,9 +124,7 @@ class Tree:
         return share + self.blind[:BLIND_EACH - len(share)]
 
     def lists(self, rel: str) -> bool:
-        key = rel.replace("/", "\0")
-        at = bisect.bisect_left(self.keys, key)
-        return at < len(self.keys) and self.keys[at] == key
+        return rel.replace("/", "\0") in self.listed
 
     def changes(self) -> tuple[Diff, set[str]] | None:
         """What changed since the last call (the watch's events folded in) and the folders
@@ -145,12 +147,14 @@ class Tree:
         at = bisect.bisect_left(self.keys, key)
         if at == len(self.keys) or self.keys[at] != key:
             self.keys.insert(at, key)
+            self.listed.add(key)
 
     def remove(self, rel: str) -> bool:
         key = rel.replace("/", "\0")
         at = bisect.bisect_left(self.keys, key)
         if at < len(self.keys) and self.keys[at] == key:
             del self.keys[at]
+            self.listed.discard(key)
             return True
         return False
 
