@@ -81,6 +81,24 @@ def test_edit_notebook_replaces_a_cell_and_clears_its_outputs(root: Path, box: T
     assert nb.metadata.custom == {"kept": True} and nb.cells[2].outputs  # the rest kept
 
 
+def test_edit_notebook_says_what_the_edit_introduced_like_edit_file(
+        root: Path, box: Toolbox) -> None:
+    """Diagnostics after a notebook edit (issue 35): ruff reads the notebook as one, the
+    new undefined name is reported in its cell, the cell's old code is not."""
+    ids = write_notebook(root / "nb.ipynb")
+    box.call("read_file", {"path": "nb.ipynb"})
+    result = box.invoke("edit_notebook", {"path": "nb.ipynb", "cell_id": ids[1],
+                                          "new_source": "print(not_defined_here)"})
+    assert isinstance(result.data, NotebookEdited)
+    assert [(d.code, d.source, d.severity) for d in result.data.diagnostics] == [
+        ("F821", "ruff", "error")]
+    assert "not_defined_here" in result.data.diagnostics[0].message
+    assert "diagnostics: this change introduced 1 (1 error)" in result.text
+    clean = box.invoke("edit_notebook", {"path": "nb.ipynb", "cell_id": ids[1],
+                                         "new_source": "x = 3"})
+    assert clean.data.diagnostics == [] and "introduced" not in clean.text
+
+
 def test_edit_notebook_inserts_deletes_and_changes_types(root: Path, box: Toolbox) -> None:
     ids = write_notebook(root / "nb.ipynb")
     box.call("edit_notebook", {"path": "nb.ipynb", "cell_id": "", "new_source": "first",

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from yggdrasil.io import human_size
 
 from ._base import ImagePart, Result, TextPart
+from ._diagnostics import diagnosis_lines
+from ._files import _Checked
 from ._render import renders, shows
 
 __all__ = [
@@ -200,9 +202,10 @@ def _document_text(r: DocumentRead) -> str:
     return "\n".join(lines)
 
 
-class NotebookEdited(Result):
+class NotebookEdited(_Checked):
     """What edit_notebook did: ``mode`` (replace, insert, delete) on the cell ``cell_id``
-    at ``index``; ``cleared``: a replaced code cell's outputs were cleared."""
+    at ``index``; ``cleared``: a replaced code cell's outputs were cleared; the
+    diagnostics the edit introduced, as for edit_file."""
 
     kind: Literal["notebook_edited"] = "notebook_edited"
     path: str
@@ -218,8 +221,9 @@ class NotebookEdited(Result):
 def _edited_text(r: NotebookEdited) -> str:
     verb = {"replace": "replaced", "insert": "inserted", "delete": "deleted"}[r.mode]
     cleared = "; its outputs and execution count cleared" if r.cleared else ""
-    return (f"edited {r.path}: {verb} {r.cell_type} cell {r.index} id={r.cell_id}{cleared} "
+    head = (f"edited {r.path}: {verb} {r.cell_type} cell {r.index} id={r.cell_id}{cleared} "
             f"({r.cells} cell{'s' * (r.cells != 1)} now)")
+    return "\n".join([head, *r.warnings, *diagnosis_lines(r.diagnostics, r.diagnosis)])
 
 
 def _with_images(text: str, images: tuple[ImagePart, ...]) -> list[TextPart | ImagePart]:
