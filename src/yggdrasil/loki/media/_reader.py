@@ -37,6 +37,7 @@ _SNIFF = 2048
 IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "png"), (b"\xff\xd8\xff", "jpeg"), (b"GIF87a", "gif"),
                (b"GIF89a", "gif"), (b"BM", "bmp"))
 OFFICE = ("docx", "pptx", "xlsx")
+HTML = ("html", "htm")
 _PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d*)\s*)?$")
 
 
@@ -46,7 +47,8 @@ class MediaLimits:
 
     ``max_width`` x ``max_height``: the pixel budget an image is fitted into (Codex's
     2048x768); ``max_pixels``: larger images are refused unread (decompression bombs);
-    ``pdf_pages``: pages a call; ``memory``/``wall_seconds``: the worker's limits.
+    ``pdf_pages``: pages a call; ``html_bytes``: the largest page ``rendered=True``
+    reads; ``memory``/``wall_seconds``: the worker's limits.
     """
 
     max_width: int = 2048
@@ -60,6 +62,7 @@ class MediaLimits:
     output_chars: int = 2_000
     max_images: int = 20
     document_chars: int = 200_000
+    html_bytes: int = 16 << 20
     unzipped_bytes: int = 256 << 20
     sheet_rows: int = 200
     memory: int = 480 << 20
@@ -141,15 +144,26 @@ class MediaReader:
     # -- reading ----------------------------------------------------------------------------
 
     def read(self, files: Files, path: str, pages: str = "", as_images: bool = False,
+             rendered: bool = False,
              ) -> ImageRead | PdfRead | NotebookRead | DocumentRead | None:
-        """What read_file shows of ``path`` when it is not text; None: read it as text."""
+        """What read_file shows of ``path`` when it is not text; None: read it as text.
+        ``rendered``: an HTML page as Markdown instead of its source."""
         real = self.root.resolve(path)
         rel = self.root.rel(real)
+        suffix = real.name.rsplit(".", 1)[-1].lower() if "." in real.name else ""
+        if rendered and suffix not in HTML:
+            raise ToolError(f"rendered applies to HTML pages (.html, .htm); {rel} is not one: "
+                            "leave rendered out", category="argument")
         with ExitStack() as stack:
             fd = stack.enter_context(self.root.open_file(real))
             st = os.fstat(fd)
             head = os.pread(fd, _SNIFF, 0)
             kind = kind_of(head, real.name)
+            if kind is None and rendered:  # an HTML page (by name; its bytes are not media)
+                if pages.strip() or as_images:
+                    raise ToolError(f"pages and as_images apply to PDFs and notebooks; {rel} "
+                                    "is an HTML page", category="argument")
+                return self._html(fd, rel)
             if kind is None:
                 if pages.strip() or as_images:
                     raise ToolError(f"{rel} is not a PDF, an image or a notebook: pages and "
@@ -214,6 +228,12 @@ class MediaReader:
                                      "max_unzipped": lim.unzipped_bytes,
                                      "max_rows": lim.sheet_rows}, [fd], f"reading {rel}")
         return DocumentRead(path=rel, format=kind, text=got["text"], cut=got["cut"])
+
+    def _html(self, fd: int, rel: str) -> DocumentRead:
+        got = self._run("html", {"label": rel, "max_bytes": self.limits.html_bytes,
+                                 "max_chars": self.limits.document_chars}, [fd],
+                        f"reading {rel}")
+        return DocumentRead(path=rel, format="html", text=got["text"], cut=got["cut"])
 
     def picture(self, data: bytes, label: str) -> ImagePart:
         """Downloaded image bytes (web_image) fitted to the budget, parsed in the worker."""
