@@ -127,3 +127,11 @@ def test_a_png_named_html_is_read_as_the_picture_it_is(root: Path, box: Toolbox)
         result = box.invoke("read_file", {"path": "page.html", **args})
         assert isinstance(result.data, ImageRead) and result.data.format == "PNG"
         assert result.text.startswith("page.html: PNG image, 30x20 px")
+
+
+def test_a_text_file_that_mentions_the_pdf_header_reads_as_text(root: Path, box: Toolbox) -> None:
+    (root / "sniff.py").write_text('def sniff(b):\n    return b.startswith(b"%PDF-")\n')
+    (root / "pdf.html").write_text("<p>A PDF starts with %PDF-1.7</p>\n")
+    assert box.call("read_file", {"path": "sniff.py"}).startswith("1\tdef sniff(b):")
+    assert box.call("read_file", {"path": "pdf.html", "rendered": True}).endswith(
+        "\nA PDF starts with %PDF-1.7")

@@ -76,9 +76,10 @@ def kind_of(head: bytes, name: str) -> str | None:
     if any(head.startswith(magic) for magic, _ in IMAGE_MAGIC) or (
             head[:4] == b"RIFF" and head[8:12] == b"WEBP"):
         return "image"
-    if b"%PDF-" in head[:1024]:
-        return "pdf"
     suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    at = head.find(b"%PDF-", 0, 1024)  # PDF readers allow junk before the header
+    if at == 0 or (at > 0 and (suffix == "pdf" or b"\0" in head[:at])):
+        return "pdf"  # not a text file that only mentions %PDF- (a sniffer, a page about PDF)
     if suffix == "ipynb" and head.lstrip()[:1] == b"{":
         return "notebook"
     if suffix in OFFICE and head.startswith(b"PK\x03\x04"):
