@@ -50,7 +50,8 @@ def test_openai_agents_runner_calls_loki_tools(server: FakeModelServer, root: Pa
     assert all(isinstance(t, FunctionTool) for t in tools)
     read_file = tool_named(tools, "read_file")
     assert read_file.strict_json_schema is True
-    assert read_file.params_json_schema["required"] == ["path", "start", "end", "symbol", "pages", "as_images"]
+    assert read_file.params_json_schema["required"] == ["path", "start", "end", "symbol", "pages",
+                                                        "as_images", "rendered"]
     server.queue(
         openai_reply(calls=[("write_file", {"path": "hello.txt", "content": "hi\n"})],
                      id_prefix="a"),
@@ -123,7 +124,7 @@ def test_smolagents_tools_pass_its_own_validation(root: Path) -> None:
                                          "description": "first line to show, 1-based (default 1)"}
     assert "nullable" not in read_file.inputs["path"]
     params = inspect.signature(read_file.forward).parameters
-    assert list(params) == ["path", "start", "end", "symbol", "pages", "as_images"]
+    assert list(params) == ["path", "start", "end", "symbol", "pages", "as_images", "rendered"]
     assert all(p.kind is not p.VAR_KEYWORD for p in params.values())
     assert read_file(path="a.txt", start=2) == "2\ttwo\n[lines 2-2; end of file]"
     with pytest.raises(adapters.ToolFailedError, match="escapes the agent root"):

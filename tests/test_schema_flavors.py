@@ -116,7 +116,7 @@ def test_a_strict_shaped_call_with_nulls_uses_the_defaults(root: Path) -> None:
     (root / "a.txt").write_text("one\ntwo\n")
     box = filesystem_toolbox(root)
     args = {"path": "a.txt", "start": None, "end": None, "symbol": None, "pages": None,
-            "as_images": None}
+            "as_images": None, "rendered": None}
     jsonschema.validate(args, box.schemas("openai-strict")[1]["input_schema"])
     assert box.call("read_file", args) == "1\tone\n2\ttwo"
 

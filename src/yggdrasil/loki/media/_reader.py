@@ -37,6 +37,7 @@ _SNIFF = 2048
 IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "png"), (b"\xff\xd8\xff", "jpeg"), (b"GIF87a", "gif"),
                (b"GIF89a", "gif"), (b"BM", "bmp"))
 OFFICE = ("docx", "pptx", "xlsx")
+HTML = ("html", "htm")
 _PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d*)\s*)?$")
 
 
@@ -46,7 +47,8 @@ class MediaLimits:
 
     ``max_width`` x ``max_height``: the pixel budget an image is fitted into (Codex's
     2048x768); ``max_pixels``: larger images are refused unread (decompression bombs);
-    ``pdf_pages``: pages a call; ``memory``/``wall_seconds``: the worker's limits.
+    ``pdf_pages``: pages a call; ``html_bytes``: the largest page ``rendered=True``
+    reads; ``memory``/``wall_seconds``: the worker's limits.
     """
 
     max_width: int = 2048
@@ -60,6 +62,7 @@ class MediaLimits:
     output_chars: int = 2_000
     max_images: int = 20
     document_chars: int = 200_000
+    html_bytes: int = 8 << 20  # a 16 MB page of table cells peaks at ~480 MB in lxml
     unzipped_bytes: int = 256 << 20
     sheet_rows: int = 200
     memory: int = 480 << 20
@@ -73,9 +76,10 @@ def kind_of(head: bytes, name: str) -> str | None:
     if any(head.startswith(magic) for magic, _ in IMAGE_MAGIC) or (
             head[:4] == b"RIFF" and head[8:12] == b"WEBP"):
         return "image"
-    if b"%PDF-" in head[:1024]:
-        return "pdf"
     suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    at = head.find(b"%PDF-", 0, 1024)  # PDF readers allow junk before the header
+    if at == 0 or (at > 0 and (suffix == "pdf" or b"\0" in head[:at])):
+        return "pdf"  # not a text file that only mentions %PDF- (a sniffer, a page about PDF)
     if suffix == "ipynb" and head.lstrip()[:1] == b"{":
         return "notebook"
     if suffix in OFFICE and head.startswith(b"PK\x03\x04"):
@@ -141,15 +145,26 @@ class MediaReader:
     # -- reading ----------------------------------------------------------------------------
 
     def read(self, files: Files, path: str, pages: str = "", as_images: bool = False,
+             rendered: bool = False,
              ) -> ImageRead | PdfRead | NotebookRead | DocumentRead | None:
-        """What read_file shows of ``path`` when it is not text; None: read it as text."""
+        """What read_file shows of ``path`` when it is not text; None: read it as text.
+        ``rendered``: an HTML page as Markdown instead of its source."""
         real = self.root.resolve(path)
         rel = self.root.rel(real)
+        suffix = real.name.rsplit(".", 1)[-1].lower() if "." in real.name else ""
+        if rendered and suffix not in HTML:
+            raise ToolError(f"rendered applies to HTML pages (.html, .htm); {rel} is not one: "
+                            "leave rendered out", category="argument")
         with ExitStack() as stack:
             fd = stack.enter_context(self.root.open_file(real))
             st = os.fstat(fd)
             head = os.pread(fd, _SNIFF, 0)
             kind = kind_of(head, real.name)
+            if kind is None and rendered:  # an HTML page (by name; its bytes are not media)
+                if pages.strip() or as_images:
+                    raise ToolError(f"pages and as_images apply to PDFs and notebooks; {rel} "
+                                    "is an HTML page", category="argument")
+                return self._html(fd, rel)
             if kind is None:
                 if pages.strip() or as_images:
                     raise ToolError(f"{rel} is not a PDF, an image or a notebook: pages and "
@@ -214,6 +229,12 @@ class MediaReader:
                                      "max_unzipped": lim.unzipped_bytes,
                                      "max_rows": lim.sheet_rows}, [fd], f"reading {rel}")
         return DocumentRead(path=rel, format=kind, text=got["text"], cut=got["cut"])
+
+    def _html(self, fd: int, rel: str) -> DocumentRead:
+        got = self._run("html", {"label": rel, "max_bytes": self.limits.html_bytes,
+                                 "max_chars": self.limits.document_chars}, [fd],
+                        f"reading {rel}")
+        return DocumentRead(path=rel, format="html", text=got["text"], cut=got["cut"])
 
     def picture(self, data: bytes, label: str) -> ImagePart:
         """Downloaded image bytes (web_image) fitted to the budget, parsed in the worker."""

@@ -15,13 +15,15 @@ import warnings
 import zipfile
 from typing import Any
 
-from ._decode import MediaError, cut_text, fd_path, fitted_picture, open_image, size_text
+from ._decode import MediaError, cut_text, fd_path, fitted_picture, open_image, read_all, size_text
+from ._html import html_markdown
 from ._notebooks import edit_notebook, notebook
 from ._office import docx_markdown, pptx_markdown, xlsx_markdown
 
 EXPECTED_ERRORS = (MediaError,)
 _MAX_XML = 32 << 20  # bytes of one XML part of an office document
-__all__ = ["EXPECTED_ERRORS", "document", "edit_notebook", "image", "notebook", "pdf", "warm"]
+__all__ = ["EXPECTED_ERRORS", "document", "edit_notebook", "html", "image", "notebook", "pdf",
+           "warm"]
 
 
 def warm() -> None:
@@ -173,3 +175,15 @@ def document(fds: list[int], label: str, kind: str, max_chars: int, max_unzipped
                              f"({type(exc).__name__}: {exc})"[:400]) from None
     kept, _ = cut_text(text, max_chars)
     return {"text": kept, "cut": max(0, len(text) - max_chars)}
+
+
+# -- HTML ----------------------------------------------------------------------------------
+
+
+def html(fds: list[int], label: str, max_bytes: int, max_chars: int) -> dict[str, Any]:
+    """An HTML page as Markdown (scripts and styles left out), cut at ``max_chars``."""
+    (fd,) = fds
+    data = read_all(fd, max_bytes, label)
+    text, left_out = html_markdown(data, max_chars)
+    kept, _ = cut_text(text, max_chars)
+    return {"text": kept, "cut": left_out + max(0, len(text) - max_chars)}

@@ -184,7 +184,8 @@ def _notebook_text(r: NotebookRead) -> str:
 
 
 class DocumentRead(Result):
-    """An office document (``docx``, ``pptx``, ``xlsx``) as Markdown text."""
+    """An office document (``docx``, ``pptx``, ``xlsx``), or an HTML page read with
+    ``rendered=True`` (``html``), as Markdown text."""
 
     kind: Literal["document"] = "document"
     path: str

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, MaxLen
 
 from ..code import MAX_NAME
+from ..errors import ToolError
 from ..files import Files
 from ..media import MediaReader
 from ..results import DocumentRead, FileRead, ImageRead, NotebookEdited, NotebookRead, PdfRead
@@ -22,7 +23,8 @@ from ._tool import Tool
 __all__ = ["edit_notebook_tool", "with_media"]
 
 _MEDIA = ("Images (PNG, JPEG, GIF, WebP, BMP) are shown as pictures, PDFs as text per page, "
-          "notebooks (.ipynb) as cells with ids and outputs, .docx/.pptx/.xlsx as Markdown.")
+          "notebooks (.ipynb) as cells with ids and outputs, .docx/.pptx/.xlsx as Markdown; "
+          ".html/.htm as source, or as Markdown with rendered=true.")
 
 
 def with_media(read_file: Tool, files: Files, media: MediaReader | None) -> Tool:
@@ -33,10 +35,14 @@ def with_media(read_file: Tool, files: Files, media: MediaReader | None) -> Tool
 
     def read(path: str, start: Annotated[int, Ge(1)] = 1, end: Annotated[int, Ge(0)] = 0,
              symbol: Annotated[str, MaxLen(MAX_NAME)] = "", pages: Annotated[str, MaxLen(40)] = "",
-             as_images: bool = False,
+             as_images: bool = False, rendered: bool = False,
              ) -> FileRead | ImageRead | PdfRead | NotebookRead | DocumentRead:
-        if not symbol.strip() and not path.strip().startswith("output://"):
-            shown = media.read(files, path, pages, as_images)
+        if rendered and (symbol.strip() or start != 1 or end != 0):
+            raise ToolError("rendered shows the whole page as Markdown (cut at "
+                            f"{media.limits.document_chars:,} characters); start, end and "
+                            "symbol apply to the source: leave them out", category="argument")
+        if rendered or (not symbol.strip() and not path.strip().startswith("output://")):
+            shown = media.read(files, path, pages, as_images, rendered)
             if shown is not None:
                 return shown
         return text_read(path, start, end, symbol)
@@ -47,7 +53,9 @@ def with_media(read_file: Tool, files: Files, media: MediaReader | None) -> Tool
                        f"{media.limits.pdf_pages}; at most {media.limits.pdf_pages} a call); "
                        "for a notebook, cells by index ('40-59')",
               "as_images": "PDF: show the pages as images (for scans and drawings); notebook: "
-                           "show image outputs as images (default false)"}
+                           "show image outputs as images (default false)",
+              "rendered": "HTML: show the page as Markdown text (headings, links, lists, "
+                          "tables) instead of its source (default false)"}
     return Tool("read_file", f"{read_file.description} {_MEDIA}", params, read,
                 title=read_file.title)
 
