@@ -125,6 +125,7 @@ def test_find_symbol_kinds_are_an_enum_in_every_flavor(root: Path) -> None:
     """The kinds find_symbol checks are in its schema; each value shown is one it takes,
     and a model's slips (case, a plural) still bind where the schema is not enforced."""
     from yggdrasil.loki.code import KINDS
+    from yggdrasil.loki.results import SymbolsFound
 
     box = filesystem_toolbox(root)
     kind = props(box, "find_symbol")["kind"]
@@ -132,8 +133,8 @@ def test_find_symbol_kinds_are_an_enum_in_every_flavor(root: Path) -> None:
     assert kind["enum"][:len(KINDS)] == list(KINDS)  # the kinds, then synonyms (def, fn...)
     assert {"def", "fn", "const"} <= set(kind["enum"])
     for value in kind["enum"]:  # shown means taken, by the toolbox and by the tool itself
-        assert not box.call("find_symbol", {"name": "x", "kind": value}).startswith("ERROR")
-        assert not box.tools["find_symbol"].run(name="x", kind=value).startswith("ERROR")
+        assert not box.invoke("find_symbol", {"name": "x", "kind": value}).is_error
+        assert isinstance(box.tools["find_symbol"].run(name="x", kind=value), SymbolsFound)
     widget = box.call("find_symbol", {"name": "x", "kind": "widget"})
     assert widget.startswith("ERROR: argument 'kind' must be one of ['class', 'struct'")
     strict = next(e for e in box.schemas("openai-strict") if e["name"] == "find_symbol")
