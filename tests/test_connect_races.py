@@ -232,12 +232,23 @@ def _local_address() -> str | None:
 
 
 WAITING = r"""
-import os, socket, threading, time
+import os, platform, socket, threading, time
+CONNECT = {"x86_64": "42", "aarch64": "203"}[platform.machine()]  # the syscall's number
+thread = []
 def far():
+    thread.append(threading.get_native_id())
     socket.create_connection(("ADDRESS", PORT))  # its listener's queue is full: it waits
     print("far connected")
 threading.Thread(target=far, daemon=True).start()
-time.sleep(0.5)  # the far connect is stopped and being made meanwhile
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:  # until the far thread waits inside its connect
+    if thread:
+        with open(f"/proc/self/task/{thread[0]}/syscall") as state:
+            if state.read().split()[0] == CONNECT:
+                break
+    time.sleep(0.01)
+else:
+    raise SystemExit("the far connect never started")
 server = socket.socket(socket.AF_UNIX)
 server.bind("wait.sock")
 server.listen(1)

@@ -154,3 +154,13 @@ def test_a_text_chunk_that_inflates_to_200_mb_is_refused(root: Path, box: Toolbo
     assert result.is_error
     assert "text.png is a damaged image, or one that cannot be read safely: Decompressed " \
            "data too large" in result.text
+
+
+def test_the_workers_sizes_read_as_the_toolboxs() -> None:
+    """The media worker says sizes with its own copy of yggdrasil.io's human_size (no
+    import of yggdrasil.io at its start): both say the same."""
+    from yggdrasil.io import human_size
+    from yggdrasil.loki.media._decode import size_text
+
+    for n in (0, 1, 1023, 1024, 1536, 5 << 20, 64_000_000, 3 << 30):
+        assert size_text(n) == human_size(n)

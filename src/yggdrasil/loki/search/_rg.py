@@ -163,14 +163,17 @@ def _holding(text: str, literal: str) -> list[str]:
     holding it, found by ``str.find`` without splitting the block."""
     if len(literal) < 3 or "\ufffd" in literal or text.count(literal) * 8 > text.count("\0"):
         return text[1:-1].split("\0")
-    found: list[str] = []
-    at = text.find(literal)
+    return list(_paths_with(text, literal))
+
+
+def _paths_with(text: str, needle: str) -> Iterator[str]:
+    """Each path of ``text`` (NUL-separated, NUL at both ends) holding ``needle``, once."""
+    at = text.find(needle)
     while at >= 0:
         first = text.rfind("\0", 0, at) + 1
         last = text.find("\0", at)
-        found.append(text[first:last])
-        at = text.find(literal, last)
-    return found
+        yield text[first:last]
+        at = text.find(needle, last)
 
 
 class _Visible:
@@ -213,15 +216,7 @@ class _Visible:
         """The paths of ``text`` holding a text a protected name ends or starts with
         (each needle ends with a character rarer than a separator: ``str.find`` skips
         ahead fast; a needle ending with NUL or '/' made it ~10x slower)."""
-        found: set[str] = set()
-        for needle in self.needles or ():
-            at = text.find(needle)
-            while at >= 0:
-                first = text.rfind("\0", 0, at) + 1
-                last = text.find("\0", at)
-                found.add(text[first:last])
-                at = text.find(needle, last)
-        return found
+        return {path for needle in self.needles or () for path in _paths_with(text, needle)}
 
 
 def _walk_args(query: Query, ignore_file: str | None, protect: list[str]) -> list[str]:
