@@ -32,7 +32,7 @@ def test_tools_text_marks_mutating_tools_and_read_only_drops_them(root: Path) ->
     assert full.returncode == 0
     assert ('edit_file(path, old="", new="", replace_all=false, edits=null)  [changes files]'
             in full.stdout)
-    assert "read_file(path, start=1, end=0, symbol=\"\", pages=\"\", as_images=false)\n" in full.stdout
+    assert "read_file(path, start=1, end=0, symbol=\"\", pages=\"\", as_images=false, rendered=false)\n" in full.stdout
     read_only = loki(root.parent, "tools", "--root", str(root), "--read-only")
     assert "read_file(" in read_only.stdout
     assert "[changes files]" not in read_only.stdout.split("\n", 1)[1]

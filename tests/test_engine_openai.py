@@ -64,7 +64,7 @@ def test_native_tool_calls_edit_real_files(server: FakeModelServer, root: Path) 
     assert names[:2] == ["list_dir", "read_file"] and "edit_file" in names
     read_file = first["tools"][1]["function"]  # strict form: all required, optional nullable
     assert read_file["strict"] is True
-    assert read_file["parameters"]["required"] == ["path", "start", "end", "symbol", "pages", "as_images"]
+    assert read_file["parameters"]["required"] == ["path", "start", "end", "symbol", "pages", "as_images", "rendered"]
     assert read_file["parameters"]["properties"]["start"]["type"] == ["integer", "null"]
     assert read_file["parameters"]["properties"]["start"]["minimum"] == 1
     assert not any("default" in prop for tool in first["tools"]
@@ -87,7 +87,7 @@ def test_text_decisions_for_a_model_without_tools(server: FakeModelServer, root:
     first, second = server.posts()
     assert "tools" not in first
     assert '"done": true' in first["messages"][0]["content"]  # the protocol is in the prompt
-    assert 'read_file(path, start=1, end=0, symbol="", pages="", as_images=false)' in first["messages"][0]["content"]  # spec()
+    assert 'read_file(path, start=1, end=0, symbol="", pages="", as_images=false, rendered=false)' in first["messages"][0]["content"]  # spec()
     assert second["messages"][-1]["content"] == "Output of step 1 (write_file):\ncreated hello.py (9 bytes)"
 
 
