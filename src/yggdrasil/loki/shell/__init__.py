@@ -15,7 +15,7 @@ Imports ``sandbox`` (processes and the fence), ``files`` (Root, the journal) and
 from __future__ import annotations
 
 from ._changes import diff, snapshot
-from ._feed import Change, Reader, TreeFeed, feed_for, feeds
+from ._feed import Reader, TreeChange, TreeFeed, feed_for, feeds
 from ._job import JobLimits
 from ._jobs import Jobs
 from ._protected import ProtectedPaths, walk_protected
@@ -29,7 +29,6 @@ __all__ = [
     "DEFAULT_HIDDEN",
     "RULE_ACTIONS",
     "SANDBOX_MODES",
-    "Change",
     "ChangeTracker",
     "CommandRules",
     "JobLimits",
@@ -40,6 +39,7 @@ __all__ = [
     "RuleAction",
     "SandboxMode",
     "Shell",
+    "TreeChange",
     "TreeFeed",
     "TreeWatch",
     "Verdict",

@@ -25,13 +25,13 @@ from pathlib import Path
 from ..files import Diff
 from ._watch import Stale, TreeWatch
 
-__all__ = ["Change", "Reader", "TreeFeed", "feed_for", "feeds"]
+__all__ = ["Reader", "TreeChange", "TreeFeed", "feed_for", "feeds"]
 
 MAX_LOGGED = 200_000  # paths the log keeps for readers that have not read them yet
 
 
 @dataclass
-class Change:
+class TreeChange:
     """What one or more folds found: the files' diff, the folders that vanished, and
     whether the set of folders the watch does not enter (.git, venvs) changed."""
 
@@ -66,7 +66,7 @@ class TreeFeed:
         self.seq = 0  # counts folds
         self.builds = 0  # whole walks of the root (rebuilds of the watch)
         self.skip: list[Path] = []  # what the change tracker last said not to track
-        self.log: deque[tuple[int, Change]] = deque()
+        self.log: deque[tuple[int, TreeChange]] = deque()
         self._logged = 0
         self._readers: weakref.WeakSet[Reader] = weakref.WeakSet()
         self._floor = 0  # folds older than this were dropped from the log
@@ -114,7 +114,7 @@ class TreeFeed:
         if not (found or found.created_dirs or gone or moved):
             return
         self.seq += 1
-        change = Change(found, gone, moved)
+        change = TreeChange(found, gone, moved)
         self.log.append((self.seq, change))
         self._logged += change.size()
         self._trim()
@@ -149,7 +149,7 @@ class TreeFeed:
             self._readers.add(reader)
             self._trim()
 
-    def read(self, reader: Reader, skip: Iterable[Path] | None = None) -> Change | None:
+    def read(self, reader: Reader, skip: Iterable[Path] | None = None) -> TreeChange | None:
         """What changed since ``reader`` last read (its cursor moves to now); None when
         that cannot be said (a rebuild since, the log's cap, a watch gone stale)."""
         with self.lock:
@@ -185,19 +185,19 @@ class TreeFeed:
             self.closed = True
 
 
-def _merged(changes: list[Change], watch: TreeWatch | None) -> Change:
+def _merged(changes: list[TreeChange], watch: TreeWatch | None) -> TreeChange:
     """Several folds' changes as one: what a single fold over their time would say."""
     if len(changes) == 1:  # a copy: each reader may add to its own
         one = changes[0]
         d = one.diff
-        return Change(Diff(list(d.created), list(d.modified), list(d.deleted),
+        return TreeChange(Diff(list(d.created), list(d.modified), list(d.deleted),
                            list(d.created_dirs), list(d.lost_dirs), d.tracked, dict(d.seen)),
                       set(one.gone_dirs), one.skips_changed)
     if not changes:
-        return Change()
+        return TreeChange()
     first: dict[str, bool] = {}  # path -> it existed before the first change that names it
     last: dict[str, bool] = {}  # path -> it exists after the last
-    out = Change()
+    out = TreeChange()
     for change in changes:
         d = change.diff
         for paths, existed, exists in ((d.created, False, True), (d.modified, True, True),
