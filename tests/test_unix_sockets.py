@@ -170,6 +170,10 @@ def test_an_abstract_socket_outside_is_unreachable(box: Toolbox) -> None:
                 f"except OSError as e:\n    print('refused', e)\n")
         out = box.call("run_python", {"code": code})
         assert "REACHED" not in out and "refused" in out, out
+        server.setblocking(False)  # and the listener saw no connection either
+        with contextlib.suppress(BlockingIOError):
+            server.accept()
+            pytest.fail("a connection reached the abstract socket outside")
     finally:
         server.close()
 
