@@ -25,7 +25,7 @@ from functools import cache
 from itertools import islice, repeat
 from typing import Any
 
-from ..results import joined_signature
+from ..results import definition_header
 from ._languages import Language, language_for
 from ._nodes import CONTAINERS
 from ._rules import describe
@@ -65,8 +65,7 @@ class Symbol:
 
     def header(self, *, qualified: bool = False) -> str:
         """'kind name(signature)' as outline shows it ('kind Owner.name(...)' qualified)."""
-        name = self.qualified if qualified else self.name
-        return f"{self.kind} {name}{joined_signature(self.signature)}"
+        return definition_header(self.kind, self.name, self.scope, self.signature, qualified)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # Parsed in a worker process: on arrival, repeated strings become one object.

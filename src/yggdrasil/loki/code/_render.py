@@ -12,16 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..results import CodeScan, Definition, FileOutline, FoundDefinition, OutlinedFile
+from ..results import (
+    CodeScan,
+    Definition,
+    FileOutline,
+    FoundDefinition,
+    OutlinedFile,
+    definition_line,
+)
 from ._extract import MAX_DEPTH, Outline, Symbol
 from ._index import MAX_FILE_BYTES, Entry, Scan
 from ._rank import Ranked
 
 __all__ = ["MAX_OUTLINE", "code_scan", "definition", "file_outline", "found_definition",
-           "map_files", "symbol_line"]
+           "map_files"]
 
 MAX_OUTLINE = 500  # lines of one outline (a file or a folder)
-MAX_INDENT = 8  # deeper members are indented no further
 
 
 def definition(symbol: Symbol) -> Definition:
@@ -34,13 +40,6 @@ def found_definition(rel: str, symbol: Symbol) -> FoundDefinition:
     return FoundDefinition(path=rel, kind=symbol.kind, name=symbol.name, scope=symbol.scope,
                            signature=symbol.signature, line=symbol.line, end=symbol.end,
                            first=symbol.first, depth=symbol.depth)
-
-
-def symbol_line(symbol: Symbol, depth: int) -> str:
-    """``kind name(signature)  L<start>-<end>``, indented ``depth`` levels (at most 8): what
-    a definition costs in a map (rendered alike by ``results.definition_line``)."""
-    indent = "  " * min(depth, MAX_INDENT)
-    return f"{indent}{symbol.header()}  L{symbol.line}-{symbol.end}"
 
 
 def file_outline(rel: str, outline: Outline) -> FileOutline:
@@ -77,7 +76,7 @@ def map_files(files: Sequence[tuple[str, Entry]], ranked: Sequence[Ranked],
         if used + len(symbol.kind) + len(symbol.name) + 8 > budget and j not in kept.get(i, ()):
             continue
         chain = [k for k in _owners(symbols, j) if k not in kept.get(i, ())]
-        cost = sum(len(symbol_line(symbols[k], symbols[k].depth + 1)) + 1 for k in chain)
+        cost = sum(len(definition_line(symbols[k], symbols[k].depth + 1)) + 1 for k in chain)
         if i not in kept:
             cost += len(files[i][0]) + 2
         if used + cost > budget:

@@ -9,7 +9,7 @@ not help.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,8 +49,7 @@ class Definition(_Data):
 
     def header(self, *, qualified: bool = False) -> str:
         """'kind name(signature)' ('kind Owner.name(...)' qualified)."""
-        name = self.qualified if qualified else self.name
-        return f"{self.kind} {name}{joined_signature(self.signature)}"
+        return definition_header(self.kind, self.name, self.scope, self.signature, qualified)
 
 
 class FoundDefinition(Definition):
@@ -186,8 +185,25 @@ def joined_signature(signature: str) -> str:
     return signature if tight else f" {signature}"
 
 
-def definition_line(definition: Definition, depth: int) -> str:
-    """``kind name(signature)  L<start>-<end>``, indented ``depth`` levels (at most 8)."""
+def definition_header(kind: str, name: str, scope: str, signature: str,
+                      qualified: bool = False) -> str:
+    """'kind name(signature)' as outline shows a definition ('kind Owner.name(...)'
+    qualified): the result's and the code index's definitions say it alike."""
+    shown = f"{scope}.{name}" if qualified and scope else name
+    return f"{kind} {shown}{joined_signature(signature)}"
+
+
+class _Headed(Protocol):
+    @property
+    def line(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    def header(self, *, qualified: bool = ...) -> str: ...
+
+
+def definition_line(definition: _Headed, depth: int) -> str:
+    """``kind name(signature)  L<start>-<end>``, indented ``depth`` levels (at most 8): a
+    line of an outline or a map, and what a definition costs in one."""
     indent = "  " * min(depth, MAX_INDENT)
     return f"{indent}{definition.header()}  L{definition.line}-{definition.end}"
 
