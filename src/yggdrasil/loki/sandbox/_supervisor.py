@@ -175,6 +175,7 @@ class _Server:
                 for fd in fds:
                     os.close(fd)
         connects = Connects(socket.socket(fileno=fds[1])) if len(fds) > 1 else None
+        _usernotif.wake_synchronously(fds[0])
         try:
             _serve(fds[0], session, self.numbers, connects)
         finally:

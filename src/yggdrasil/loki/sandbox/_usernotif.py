@@ -33,6 +33,8 @@ _RESP = struct.Struct("=QqiI")  # id, val, error, flags
 _IOCTL_RECV = 0xC0502100  # _IOWR('!', 0, struct seccomp_notif)
 _IOCTL_SEND = 0xC0182101  # _IOWR('!', 1, struct seccomp_notif_resp)
 _IOCTL_ID_VALID = 0x40082102  # _IOW('!', 2, __u64)
+_IOCTL_SET_FLAGS = 0x40082104  # _IOW('!', 4, __u64): its argument is the flags, by value
+_SYNC_WAKE_UP = 1  # SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
 FLAG_CONTINUE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE: let the call run as asked (it reads
 # its arguments again: only for a call whose answer depends on nothing the process can change)
 _ACK = b"k"
@@ -118,12 +120,20 @@ def acknowledge(sock: object) -> None:
 _libc_ioctl: Any = None
 
 
-def _ioctl(fd: int, request: int, buf: ctypes.Array[ctypes.c_char] | None) -> int:
+def _ioctl(fd: int, request: int, buf: ctypes.Array[ctypes.c_char] | int | None) -> int:
     global _libc_ioctl
     if _libc_ioctl is None:
         _libc_ioctl = ctypes.CDLL(None, use_errno=True).ioctl
         _libc_ioctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)
     return int(_libc_ioctl(fd, request, buf))
+
+
+def wake_synchronously(listener: int) -> bool:
+    """Ask the kernel to hand each stop to this supervisor, and its answer back, on the
+    CPU that made it (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6): a round trip is two
+    direct switches instead of two wake-ups through the scheduler. False where the kernel
+    has no such flag (the stops work as before, only slower)."""
+    return _ioctl(listener, _IOCTL_SET_FLAGS, _SYNC_WAKE_UP) == 0
 
 
 class Notification:
