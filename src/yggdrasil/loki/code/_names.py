@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import sys
 from collections.abc import Iterable
 
 from ._extract import Outline
@@ -60,7 +59,7 @@ class NameIndex:
 def _names(outline: Outline | None) -> set[str]:
     if outline is None:
         return set()
-    return {sys.intern(s.name.lower()) for s in outline.symbols}
+    return {name.lower() for name in outline.names()}
 
 
 def _each(rels: str | list[str] | None) -> Iterable[str]:

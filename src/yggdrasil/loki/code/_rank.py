@@ -31,7 +31,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ._extract import Symbol, shallow
+from ._extract import Outline, shallow
 from ._index import Entry
 
 __all__ = ["MAX_DEFINERS", "MAX_LINKS", "Ranked", "Ranker"]
@@ -123,10 +123,14 @@ class Ranker:
         known = self.files.get(rel)
         if known is not None and known.entry is entry:
             return known
-        symbols = entry.outline.symbols if entry.outline is not None else ()
-        api = _api(symbols)
-        defined = tuple(dict.fromkeys(symbols[j].name for j in api
-                                      if symbols[j].kind not in _OPEN_KINDS))
+        outline = entry.outline
+        if outline is None:
+            return _File(entry, array("i"), ())
+        api = _api(outline)
+        table, kinds, names = outline.table(), outline.column("kind"), outline.column("name")
+        # one string per name across the files (the names of the outlines are made on demand)
+        defined = tuple(dict.fromkeys(sys.intern(table[names[j]]) for j in api
+                                      if table[kinds[j]] not in _OPEN_KINDS))
         return _File(entry, api, defined)
 
     def _update_definers(self, current: dict[str, _File], changed: set[str]) -> None:
@@ -183,20 +187,22 @@ class Ranker:
         scores, files, indices = array("d"), array("i"), array("i")
         for i, rel in enumerate(rels):
             known = self.files[rel]
-            symbols = known.entry.outline.symbols if known.entry.outline is not None else ()
+            outline = known.entry.outline
+            if outline is None:
+                continue
+            table, kinds, named = outline.table(), outline.column("kind"), outline.column("name")
             base = self.ranks[rel] * 1e-3 / max(1, len(known.api))  # unreferenced: by file
             for j in known.api:
-                s = symbols[j]
-                if s.kind not in _OPEN_KINDS:  # namespaces: shown around what they hold
-                    scores.append(received.get((rel, s.name), 0.0) + base)
+                if table[kinds[j]] not in _OPEN_KINDS:  # namespaces: shown around what they hold
+                    scores.append(received.get((rel, table[named[j]]), 0.0) + base)
                     files.append(i)
                     indices.append(j)
         return RankedList(scores, files, indices)
 
 
-def _api(symbols: tuple[Symbol, ...]) -> array[int]:
+def _api(outline: Outline) -> array[int]:
     """The file's API: what is not local to a function nor nested in a nested type."""
-    return array("i", (j for j, keep in enumerate(shallow(symbols)) if keep))
+    return array("i", (j for j, keep in enumerate(shallow(outline)) if keep))
 
 
 def _move(found: Found, name: str, rel: str, add: bool) -> None:

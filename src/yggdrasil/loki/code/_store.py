@@ -36,7 +36,7 @@ from typing import Any
 
 from ..files import DEFAULT_PROTECTED, Protection
 from ..search import protection
-from ._extract import Outline, shared_symbol
+from ._extract import Outline, Symbol
 from ._index import Entry
 
 __all__ = ["CACHE_KEY", "Store", "cache_folder", "cache_hidden", "cache_key"]
@@ -167,11 +167,10 @@ def _entry(raw: list[Any]) -> Entry:
     outline = None
     if parsed is not None:
         lang, lines, errors, dropped, cut, symbols = parsed
-        outline = Outline(str(lang), int(lines),
-                          tuple(shared_symbol(str(k), str(n), str(sc), str(sig), int(li), int(e),
-                                              int(f), int(d))
-                                for k, n, sc, sig, li, e, f, d in symbols),
-                          tuple(int(x) for x in errors), int(dropped), int(cut))
+        outline = Outline.of(str(lang), int(lines),
+                             [Symbol(str(k), str(n), str(sc), str(sig), int(li), int(e), int(f),
+                                     int(d)) for k, n, sc, sig, li, e, f, d in symbols],
+                             tuple(int(x) for x in errors), int(dropped), int(cut))
     size, mtime, ctime, inode = (int(x) for x in key)
     names, counts = (None if names is None else str(names)), base64.b64decode(counts)
     if names is not None and names.count("\n") - 1 != len(counts):
