@@ -86,15 +86,16 @@ class Outline:
     no object per definition is kept (a :class:`Symbol` is made when one is read). The
     distinct strings (kinds, names, scopes, signatures) are one string, each framed by
     NUL (a name is found with one ``find``); per definition, five 16-bit numbers (the
-    numbers of its strings, its depth) and three 32-bit ones (its lines), column by
-    column: ~22 bytes a definition besides its distinct strings."""
+    numbers of its strings, its depth) and three for its lines (16-bit when the file's
+    lines fit, else 32), column by column: 16-22 bytes a definition besides its distinct
+    strings."""
 
     language: str
     lines: int
     strings: str  # '\0' + each distinct string + '\0'
-    starts: array[int]  # 'I': where each string starts in ``strings``, then len + 1
+    starts: array[int]  # where each string starts in ``strings``, then len + 1 ('H' or 'I')
     ids: array[int]  # 'H': the _COLUMNS columns, one after the other
-    spans: array[int]  # 'I': line, end and first, column after column
+    spans: array[int]  # line, end and first, column after column ('H' or 'I')
     errors: tuple[int, ...] = ()  # first lines where the parser met a syntax error
     dropped: int = 0  # definitions not kept (too deep or past MAX_SYMBOLS)
     cut: int = 0  # the line where parsing stopped (a slow grammar), 0 when it did not
@@ -118,12 +119,12 @@ class Outline:
         table = "\0".join(numbers)
         if table.count("\0") != max(0, len(numbers) - 1) or len(numbers) > _MAX_STRINGS:
             raise ValueError("a definition's strings hold NUL, or too many to number")
-        starts = array("I", [1])
+        starts = [1]
         for text in numbers:
             starts.append(starts[-1] + len(text) + 1)
-        return cls(language, lines, f"\0{table}\0" if numbers else "\0", starts,
+        return cls(language, lines, f"\0{table}\0" if numbers else "\0", _numbers(starts),
                    array("H", [n for column in columns for n in column]),
-                   array("I", [n for column in spans for n in column]),
+                   _numbers([n for column in spans for n in column]),
                    tuple(errors), dropped, cut)
 
     def __len__(self) -> int:
@@ -135,8 +136,8 @@ class Outline:
 
     def held(self) -> int:
         """About how many bytes it keeps alive."""
-        return (len(self.strings) + 4 * len(self.starts) + 2 * len(self.ids)
-                + 4 * len(self.spans) + 400)
+        return (len(self.strings) + self.starts.itemsize * len(self.starts) + 2 * len(self.ids)
+                + self.spans.itemsize * len(self.spans) + 400)
 
     def string(self, number: int) -> str:
         return self.strings[self.starts[number]:self.starts[number + 1] - 1]
@@ -205,6 +206,11 @@ class Outline:
         return Symbol(text(ids[j]), text(ids[n + j]), text(ids[2 * n + j]),
                       text(ids[3 * n + j]), spans[j], spans[n + j], spans[2 * n + j],
                       ids[4 * n + j])
+
+
+def _numbers(values: list[int]) -> array[int]:
+    """16-bit numbers when they fit (most files' lines and string offsets), else 32-bit."""
+    return array("H" if max(values, default=0) <= 0xFFFF else "I", values)
 
 
 class Symbols(Sequence[Symbol]):
