@@ -254,5 +254,5 @@ def test_a_kept_ranking_after_changes_equals_a_fresh_one(tmp_path: Path) -> None
         # where they were, so scores agree to its tolerance)
         assert [(f, j) for _, f, j in got] == [(f, j) for _, f, j in fresh]
         assert [round(r, 5) for r, _, _ in got] == [round(r, 5) for r, _, _ in fresh]
-    assert kept.found["shared_helper"] == tuple(f"d{i:02}.py" for i in range(20) if i != 5) \
-        + ("d20.py",)
+    assert kept.found["shared_helper"] == (*(f"d{i:02}.py" for i in range(20) if i != 5),
+                                           "d20.py")
