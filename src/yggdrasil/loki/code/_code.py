@@ -366,6 +366,7 @@ def _hits(query: NameQuery, scan: Scan, name: str | None) -> list[Hit]:
             continue
         test = _is_test(rel)
         table = outline.table()
+        tables = None  # with the scopes (compressed): only when an owner must be matched
         kind_of, depth_of = outline.column("kind"), outline.column("depth")
         line_of = outline.column("line")
         for j in where:
@@ -373,7 +374,9 @@ def _hits(query: NameQuery, scan: Scan, name: str | None) -> list[Hit]:
             if plain:
                 quality: int | None = 0 if kinds is None or kind in kinds else None
             else:
-                quality = query.match(outline.symbol(j, table))
+                if tables is None:
+                    tables = outline.tables()
+                quality = query.match(outline.symbol(j, tables))
             if quality is not None:
                 key = (quality, kind == "prototype", test, depth_of[j], order, line_of[j])
                 hits.append((key, rel, outline, j))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import zlib
 from array import array
 from bisect import bisect_left
 from collections import Counter
@@ -77,6 +78,7 @@ _LINE, _END, _FIRST = range(3)  # of Outline.spans
 _WHERE = {"kind": (False, _KIND), "name": (False, _NAME), "scope": (False, _SCOPE),
           "signature": (False, _SIGNATURE), "depth": (False, _DEPTH),
           "line": (True, _LINE), "end": (True, _END), "first": (True, _FIRST)}
+Tables = tuple[list[str], list[str]]  # an outline's kinds and names; scopes and signatures
 _MAX_STRINGS = 0xFFFF  # string numbers are 16 bits (a file keeps at most 3 x MAX_SYMBOLS + kinds)
 
 
@@ -84,16 +86,18 @@ _MAX_STRINGS = 0xFFFF  # string numbers are 16 bits (a file keeps at most 3 x MA
 class Outline:
     """What one parsed file defines, packed: a large tree holds a million definitions, so
     no object per definition is kept (a :class:`Symbol` is made when one is read). The
-    distinct strings (kinds, names, scopes, signatures) are one string, each framed by
-    NUL (a name is found with one ``find``); per definition, five 16-bit numbers (the
+    distinct kinds and names are one string, each framed by NUL (a name is found with one
+    ``find``); the distinct scopes and signatures, read only to show a definition or match
+    an owner, are one zlib-compressed string; per definition, five 16-bit numbers (the
     numbers of its strings, its depth) and three for its lines (16-bit when the file's
     lines fit, else 32), column by column: 16-22 bytes a definition besides its distinct
     strings."""
 
     language: str
     lines: int
-    strings: str  # '\0' + each distinct string + '\0'
+    strings: str  # '\0' + each distinct kind and name + '\0'
     starts: array[int]  # where each string starts in ``strings``, then len + 1 ('H' or 'I')
+    more: bytes  # the distinct scopes and signatures, '\0'-separated, UTF-8, compressed
     ids: array[int]  # 'H': the _COLUMNS columns, one after the other
     spans: array[int]  # line, end and first, column after column ('H' or 'I')
     errors: tuple[int, ...] = ()  # first lines where the parser met a syntax error
@@ -106,23 +110,27 @@ class Outline:
         """Pack ``symbols``. Raises ValueError when a string holds NUL or there are more
         distinct strings than 16 bits number (neither comes from a parse)."""
         numbers: dict[str, int] = {}
+        others: dict[str, int] = {}
         columns: list[list[int]] = [[] for _ in range(_COLUMNS)]
         spans: list[list[int]] = [[], [], []]
         for s in symbols:
-            for column, text in zip(columns, (s.kind, s.name, s.scope, s.signature),
-                                     strict=False):
-                column.append(numbers.setdefault(text, len(numbers)))
+            columns[_KIND].append(numbers.setdefault(s.kind, len(numbers)))
+            columns[_NAME].append(numbers.setdefault(s.name, len(numbers)))
+            columns[_SCOPE].append(others.setdefault(s.scope, len(others)))
+            columns[_SIGNATURE].append(others.setdefault(s.signature, len(others)))
             columns[_DEPTH].append(s.depth)
             spans[_LINE].append(s.line)
             spans[_END].append(s.end)
             spans[_FIRST].append(s.first)
-        table = "\0".join(numbers)
-        if table.count("\0") != max(0, len(numbers) - 1) or len(numbers) > _MAX_STRINGS:
+        table, more = "\0".join(numbers), "\0".join(others)
+        if table.count("\0") != max(0, len(numbers) - 1) or len(numbers) > _MAX_STRINGS \
+                or more.count("\0") != max(0, len(others) - 1) or len(others) > _MAX_STRINGS:
             raise ValueError("a definition's strings hold NUL, or too many to number")
         starts = [1]
         for text in numbers:
             starts.append(starts[-1] + len(text) + 1)
         return cls(language, lines, f"\0{table}\0" if numbers else "\0", _numbers(starts),
+                   zlib.compress(more.encode("utf-8", "surrogatepass")) if others else b"",
                    array("H", [n for column in columns for n in column]),
                    _numbers([n for column in spans for n in column]),
                    tuple(errors), dropped, cut)
@@ -136,15 +144,17 @@ class Outline:
 
     def held(self) -> int:
         """About how many bytes it keeps alive."""
-        return (len(self.strings) + self.starts.itemsize * len(self.starts) + 2 * len(self.ids)
-                + self.spans.itemsize * len(self.spans) + 400)
-
-    def string(self, number: int) -> str:
-        return self.strings[self.starts[number]:self.starts[number + 1] - 1]
+        return (len(self.strings) + self.starts.itemsize * len(self.starts) + len(self.more)
+                + 2 * len(self.ids) + self.spans.itemsize * len(self.spans) + 400)
 
     def table(self) -> list[str]:
-        """Every distinct string, by number."""
+        """Every distinct kind and name, by number."""
         return self.strings[1:-1].split("\0") if len(self.starts) > 1 else []
+
+    def tables(self) -> Tables:
+        """The kinds and names by number, and the scopes and signatures by number."""
+        more = zlib.decompress(self.more).decode("utf-8", "surrogatepass") if self.more else ""
+        return self.table(), more.split("\0")
 
     def number(self, text: str) -> int | None:
         """The number of the string ``text``; None when no definition holds it."""
@@ -197,14 +207,16 @@ class Outline:
     def depths(self) -> array[int]:
         return self.column("depth")
 
-    def symbol(self, j: int, table: list[str] | None = None) -> Symbol:
+    def symbol(self, j: int, tables: Tables | None = None) -> Symbol:
         n = len(self)
         if not 0 <= j < n:
             raise IndexError(j)
         ids, spans = self.ids, self.spans
-        text = self.string if table is None else table.__getitem__
-        return Symbol(text(ids[j]), text(ids[n + j]), text(ids[2 * n + j]),
-                      text(ids[3 * n + j]), spans[j], spans[n + j], spans[2 * n + j],
+        if tables is None:
+            tables = self.tables()
+        table, more = tables
+        return Symbol(table[ids[j]], table[ids[n + j]], more[ids[2 * n + j]],
+                      more[ids[3 * n + j]], spans[j], spans[n + j], spans[2 * n + j],
                       ids[4 * n + j])
 
 
@@ -232,8 +244,8 @@ class Symbols(Sequence[Symbol]):
 
     def __getitem__(self, at: int | slice) -> Symbol | list[Symbol]:
         if isinstance(at, slice):
-            table = self.outline.table()
-            return [self.outline.symbol(j, table) for j in range(len(self))[at]]
+            tables = self.outline.tables()
+            return [self.outline.symbol(j, tables) for j in range(len(self))[at]]
         return self.outline.symbol(at + len(self) if at < 0 else at)
 
     def __iter__(self) -> Iterator[Symbol]:
@@ -241,12 +253,12 @@ class Symbols(Sequence[Symbol]):
         n = len(o)
         if not n:
             return
-        table, ids, spans = o.table(), o.ids, o.spans
+        (table, more), ids, spans = o.tables(), o.ids, o.spans
         columns = [ids[k * n:(k + 1) * n] for k in range(_COLUMNS)]
         lines = [spans[k * n:(k + 1) * n] for k in range(3)]
         for kind, name, scope, signature, depth, line, end, first in zip(
                 *columns, *lines, strict=True):
-            yield Symbol(table[kind], table[name], table[scope], table[signature], line, end,
+            yield Symbol(table[kind], table[name], more[scope], more[signature], line, end,
                          first, depth)
 
 

@@ -20,7 +20,7 @@ from ..results import (
     OutlinedFile,
     definition_line,
 )
-from ._extract import MAX_DEPTH, Outline, Symbol
+from ._extract import MAX_DEPTH, Outline, Symbol, Tables
 from ._index import MAX_FILE_BYTES, Entry, Scan
 from ._rank import Ranked
 
@@ -69,29 +69,33 @@ def map_files(files: Sequence[tuple[str, Entry]], ranked: Sequence[Ranked],
     """The ranked definitions that fit in ``budget`` characters, grouped by file (files in
     rank order, members under their owner)."""
     kept: dict[int, set[int]] = {}
+    strings: dict[int, Tables] = {}  # of the files kept (their scopes are compressed)
     used = 0
     for _, i, j in ranked:
         outline = files[i][1].outline
         if outline is None:
             continue
-        # a line costs at least its kind, name and line numbers
-        if used + outline.least(j) + 8 > budget and j not in kept.get(i, ()):
+        # a line costs at least its kind, name and line numbers; a new file, its path
+        least = outline.least(j) + 8 + (0 if i in kept else len(files[i][0]) + 2)
+        if used + least > budget and j not in kept.get(i, ()):
             continue
+        tables = strings.get(i) or outline.tables()
         chain = [k for k in _owners(outline, j) if k not in kept.get(i, ())]
-        symbols = [outline.symbol(k) for k in chain]
+        symbols = [outline.symbol(k, tables) for k in chain]
         cost = sum(len(definition_line(s, s.depth + 1)) + 1 for s in symbols)
         if i not in kept:
             cost += len(files[i][0]) + 2
         if used + cost > budget:
             continue
         kept.setdefault(i, set()).update(chain)
+        strings[i] = tables
         used += cost
     shown: list[OutlinedFile] = []
     for i, chosen in kept.items():
         outline = files[i][1].outline
         assert outline is not None
         shown.append(OutlinedFile(path=files[i][0], definitions=[
-            definition(outline.symbol(k)) for k in sorted(chosen)]))
+            definition(outline.symbol(k, strings[i])) for k in sorted(chosen)]))
     return shown
 
 
