@@ -118,7 +118,7 @@ class Code:
                                                               f"installed ({_INSTALL})")
         entry = self._entry(rel)
         if entry.note == "too large":
-            return self._definition_lines(rel, "too_large", f"{rel} is {human_size(entry.key[0])}"
+            return self._definition_lines(rel, "too_large", f"{rel} is {human_size(entry.size)}"
                                           f"; outline parses files up to {MAX_FILE_BYTES >> 20} MB")
         if entry.outline is None:
             ext = extension_of(rel.rsplit("/", 1)[-1])

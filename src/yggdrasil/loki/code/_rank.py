@@ -104,6 +104,7 @@ class Ranker:
         changed = {rel for rel, known in current.items() if self.files.get(rel) is not known}
         changed |= self.files.keys() - current.keys()
         self._update_definers(current, changed)
+        self._positions = None  # (a dict per file: made again by the next change)
         self.files = current
         rels = [rel for rel, _ in files]
         cap = _per_file_cap(len(rels))
