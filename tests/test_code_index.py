@@ -256,3 +256,21 @@ def test_a_kept_ranking_after_changes_equals_a_fresh_one(tmp_path: Path) -> None
         assert [round(r, 5) for r, _, _ in got] == [round(r, 5) for r, _, _ in fresh]
     assert kept.found["shared_helper"] == (*(f"d{i:02}.py" for i in range(20) if i != 5),
                                            "d20.py")
+
+
+def test_a_repeated_find_symbol_is_the_kept_answer_until_something_changes(
+        root: Path, watched: Toolbox) -> None:
+    from yggdrasil.loki.code._roots import held_for
+
+    first = watched.call("find_symbol", {"name": "helper"})
+    assert first.startswith("pkg/util.py:1: function helper(name)")
+    held = held_for(Root.at(root, protect=protection(DEFAULT_PROTECTED)), None)
+    kept = [answer for _, answer in held.found.values()]
+    assert len(kept) == 1
+    assert watched.call("find_symbol", {"name": "helper"}) == first
+    assert next(answer for _, answer in held.found.values()) is kept[0]  # not made again
+    watched.call("run", {"command": "printf 'def helper():\\n    pass\\n' > helper2.py"})
+    again = watched.call("find_symbol", {"name": "helper"})
+    assert again.startswith("helper2.py:1: function helper()\npkg/util.py:1: function helper(name)")
+    (root / "helper2.py").unlink()
+    assert watched.call("find_symbol", {"name": "helper"}) == first

@@ -174,18 +174,28 @@ class Code:
             return SymbolsFound(name=query.text, of_kind=of_kind, path=path, grammars=False,
                                 include_ignored=include_ignored, **self._uses(query, path))
         scan = self._scan(path, include_ignored=include_ignored, wanted=query)
+        held = held_for(self.root, self.cache)
+        key = (query.text, of_kind, scan.start, include_ignored)
+        kept = held.found.get(key)
+        if kept is not None and kept[0] == scan.version and not scan.built:
+            return kept[1]  # answered from the kept listing, and nothing changed since
         hits = _matches(query, scan)
         found = SymbolsFound(name=query.text, of_kind=of_kind, path=scan.start,
                              indexed=scan.indexed, include_ignored=include_ignored,
                              scan=code_scan(scan), skipped=_skips(scan.skipped))
         if not hits and scan.partial:  # no grep beside a running build: it says so
             return found
-        if not hits:
+        if not hits:  # (not kept: the uses grep finds may be in files the index skips)
             return found.model_copy(update=self._uses(query, path))
-        return found.model_copy(update={
+        found = found.model_copy(update={
             "definitions": [found_definition(rel, outline.symbol(j))
                             for _, rel, outline, j in hits[:MAX_HITS]],
             "ignoring_case": hits[0][0][0] == 1, "more": max(0, len(hits) - MAX_HITS)})
+        if scan.version is not None and not scan.built:
+            if len(held.found) > 64:
+                held.found.clear()
+            held.found[key] = (scan.version, found)
+        return found
 
     def _uses(self, query: NameQuery, path: str) -> dict[str, object]:
         """When no definition is found: where the name's word appears, by grep."""
@@ -365,12 +375,8 @@ def _hits(query: NameQuery, scan: Scan, name: str | None) -> list[Hit]:
         if not where:
             continue
         test = _is_test(rel)
-        table = outline.table()
         tables = None  # with the scopes (compressed): only when an owner must be matched
-        kind_of, depth_of = outline.column("kind"), outline.column("depth")
-        line_of = outline.column("line")
-        for j in where:
-            kind = table[kind_of[j]]
+        for j, kind, depth, line in outline.facts(where):
             if plain:
                 quality: int | None = 0 if kinds is None or kind in kinds else None
             else:
@@ -378,7 +384,7 @@ def _hits(query: NameQuery, scan: Scan, name: str | None) -> list[Hit]:
                     tables = outline.tables()
                 quality = query.match(outline.symbol(j, tables))
             if quality is not None:
-                key = (quality, kind == "prototype", test, depth_of[j], order, line_of[j])
+                key = (quality, kind == "prototype", test, depth, order, line)
                 hits.append((key, rel, outline, j))
     hits.sort(key=itemgetter(0))
     return hits

@@ -173,14 +173,24 @@ class Outline:
         number = self.number(name)
         if number is None:
             return []
-        names = self.column("name")
+        ids, n = self.ids, len(self)
+        start, stop = _NAME * n, (_NAME + 1) * n  # the name column
         found: list[int] = []
         with suppress(ValueError):
-            at = names.index(number)
+            at = ids.index(number, start, stop)
             while True:
-                found.append(at)
-                at = names.index(number, at + 1)
+                found.append(at - start)
+                at = ids.index(number, at + 1, stop)
         return found
+
+    def facts(self, where: Iterable[int]) -> Iterator[tuple[int, str, int, int]]:
+        """(position, kind, depth, line) of the definitions at ``where`` (no Symbol made)."""
+        n, ids, spans, strings, starts = len(self), self.ids, self.spans, self.strings, \
+            self.starts
+        depths = _DEPTH * n
+        for j in where:
+            kind = ids[j]
+            yield j, strings[starts[kind]:starts[kind + 1] - 1], ids[depths + j], spans[j]
 
     def named_any(self, names: Iterable[str]) -> list[int]:
         """The positions of the definitions with any of these ``names``, in file order."""
