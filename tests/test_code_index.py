@@ -222,3 +222,55 @@ def test_thousands_of_files_where_the_watch_is_deaf_take_turns_not_a_walk_each_c
     seen = [watched.call("find_symbol", {"name": "make_deaf_env"}) for _ in range(2)]
     assert seen[-1].startswith("venv/env.py:1: function make_deaf_env()")  # within 2 calls
     assert index.tree is tree  # no walk
+
+
+def test_a_kept_ranking_after_changes_equals_a_fresh_one(tmp_path: Path) -> None:
+    """The ranker keeps its tables between maps; after files come and go (a name falls
+    from more than MAX_DEFINERS definers to fewer, and rises again) its ranking is the one
+    a new ranker makes of the same files."""
+    from yggdrasil.loki.code._rank import MAX_DEFINERS, Ranker
+
+    many = MAX_DEFINERS + 2
+    for i in range(many):
+        (tmp_path / f"d{i:02}.py").write_text(f"def shared_helper(x):\n    return x\n\n\n"
+                                               f"def own_{i}():\n    return shared_helper({i})\n")
+    (tmp_path / "use.py").write_text("from d00 import shared_helper\n\n\n"
+                                     "def caller():\n    return shared_helper(1) + own_3()\n")
+    index = Code(Root.at(tmp_path)).index
+
+    def files() -> list[tuple[str, _index.Entry]]:
+        return [(rel, e) for rel, e in index.scan(".").files if e.outline is not None]
+
+    kept = Ranker()
+    kept.rank(files())
+    assert kept.found["shared_helper"] == many  # too many to link by: only counted
+    for step in (lambda: (tmp_path / "d20.py").unlink(), lambda: (tmp_path / "d21.py").unlink(),
+                 lambda: (tmp_path / "d05.py").write_text("def other():\n    pass\n"),
+                 lambda: (tmp_path / "d20.py").write_text("def shared_helper():\n    pass\n")):
+        step()
+        now = files()
+        got, fresh = list(kept.rank(now)), list(Ranker().rank(now))
+        # the same definitions in the same order (the kept ranks start the power iteration
+        # where they were, so scores agree to its tolerance)
+        assert [(f, j) for _, f, j in got] == [(f, j) for _, f, j in fresh]
+        assert [round(r, 5) for r, _, _ in got] == [round(r, 5) for r, _, _ in fresh]
+    assert kept.found["shared_helper"] == (*(f"d{i:02}.py" for i in range(20) if i != 5),
+                                           "d20.py")
+
+
+def test_a_repeated_find_symbol_is_the_kept_answer_until_something_changes(
+        root: Path, watched: Toolbox) -> None:
+    from yggdrasil.loki.code._roots import held_for
+
+    first = watched.call("find_symbol", {"name": "helper"})
+    assert first.startswith("pkg/util.py:1: function helper(name)")
+    held = held_for(Root.at(root, protect=protection(DEFAULT_PROTECTED)), None)
+    kept = [answer for _, answer in held.found.values()]
+    assert len(kept) == 1
+    assert watched.call("find_symbol", {"name": "helper"}) == first
+    assert next(answer for _, answer in held.found.values()) is kept[0]  # not made again
+    watched.call("run", {"command": "printf 'def helper():\\n    pass\\n' > helper2.py"})
+    again = watched.call("find_symbol", {"name": "helper"})
+    assert again.startswith("helper2.py:1: function helper()\npkg/util.py:1: function helper(name)")
+    (root / "helper2.py").unlink()
+    assert watched.call("find_symbol", {"name": "helper"}) == first

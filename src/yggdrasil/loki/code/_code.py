@@ -15,6 +15,7 @@ import stat
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from operator import itemgetter
 from pathlib import Path
 from typing import Annotated, Literal
@@ -37,7 +38,7 @@ from ..results import (
     repo_map_notes,
 )
 from ..search import Search
-from ._extract import Symbol, grammars_available, shallow
+from ._extract import Outline, grammars_available, shallow
 from ._index import MAX_FILE_BYTES, Entry, Index, Scan
 from ._languages import extension_of
 from ._match import MAX_NAME, KindName, NameQuery
@@ -117,7 +118,7 @@ class Code:
                                                               f"installed ({_INSTALL})")
         entry = self._entry(rel)
         if entry.note == "too large":
-            return self._definition_lines(rel, "too_large", f"{rel} is {human_size(entry.key[0])}"
+            return self._definition_lines(rel, "too_large", f"{rel} is {human_size(entry.size)}"
                                           f"; outline parses files up to {MAX_FILE_BYTES >> 20} MB")
         if entry.outline is None:
             ext = extension_of(rel.rsplit("/", 1)[-1])
@@ -142,17 +143,17 @@ class Code:
         files: list[OutlinedFile] = []
         lines = 0  # the outline's lines so far; the last file shown may be cut short
         for file_rel, entry in scan.files:
-            if entry.outline is None or not entry.outline.symbols:
+            outline = entry.outline
+            if outline is None or not len(outline):
                 continue
             if lines >= MAX_OUTLINE:
                 break
-            symbols = entry.outline.symbols
-            body = [s for s, keep in zip(symbols, shallow(symbols), strict=True) if keep]
+            body = [s for s, keep in zip(outline.symbols, shallow(outline), strict=True) if keep]
             room = MAX_OUTLINE - lines - 1
             files.append(OutlinedFile(path=file_rel,
                                       definitions=[definition(s) for s in body[:room]]))
             lines += 1 + len(body)
-        more = sum(1 for _, e in scan.files if e.outline and e.outline.symbols) - len(files)
+        more = sum(1 for _, e in scan.files if e.outline is not None and len(e.outline)) - len(files)
         return FolderOutline(path=scan.start, files=files, more_files=more + scan.more,
                              cut=lines > MAX_OUTLINE, limit=MAX_OUTLINE, scan=code_scan(scan),
                              skipped=_skips(scan.skipped))
@@ -173,17 +174,28 @@ class Code:
             return SymbolsFound(name=query.text, of_kind=of_kind, path=path, grammars=False,
                                 include_ignored=include_ignored, **self._uses(query, path))
         scan = self._scan(path, include_ignored=include_ignored, wanted=query)
+        held = held_for(self.root, self.cache)
+        key = (query.text, of_kind, scan.start, include_ignored)
+        kept = held.found.get(key)
+        if kept is not None and kept[0] == scan.version and not scan.built:
+            return kept[1]  # answered from the kept listing, and nothing changed since
         hits = _matches(query, scan)
         found = SymbolsFound(name=query.text, of_kind=of_kind, path=scan.start,
                              indexed=scan.indexed, include_ignored=include_ignored,
                              scan=code_scan(scan), skipped=_skips(scan.skipped))
         if not hits and scan.partial:  # no grep beside a running build: it says so
             return found
-        if not hits:
+        if not hits:  # (not kept: the uses grep finds may be in files the index skips)
             return found.model_copy(update=self._uses(query, path))
-        return found.model_copy(update={
-            "definitions": [found_definition(rel, symbol) for _, rel, symbol in hits[:MAX_HITS]],
+        found = found.model_copy(update={
+            "definitions": [found_definition(rel, outline.symbol(j))
+                            for _, rel, outline, j in hits[:MAX_HITS]],
             "ignoring_case": hits[0][0][0] == 1, "more": max(0, len(hits) - MAX_HITS)})
+        if scan.version is not None and not scan.built:
+            if len(held.found) > 64:
+                held.found.clear()
+            held.found[key] = (scan.version, found)
+        return found
 
     def _uses(self, query: NameQuery, path: str) -> dict[str, object]:
         """When no definition is found: where the name's word appears, by grep."""
@@ -208,8 +220,8 @@ class Code:
         kept = held.maps.get(key)
         if kept is not None and kept[0] == scan.version:
             return kept[1]  # answered from the kept listing, and nothing changed since
-        files = [(rel, e) for rel, e in scan.files if e.outline is not None and e.outline.symbols]
-        total = sum(len(e.outline.symbols) for _, e in files if e.outline is not None)
+        files = [(rel, e) for rel, e in scan.files if e.outline is not None and len(e.outline)]
+        total = sum(len(e.outline) for _, e in files if e.outline is not None)
         empty = RepoMap(path=scan.start, budget=budget, source_files=len(files),
                         definitions=total, files=[], scan=code_scan(scan),
                         skipped=_skips(scan.skipped))
@@ -325,7 +337,10 @@ class _Maps:
 _MAPS = _Maps()
 
 
-def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, Symbol]]:
+Hit = tuple[tuple[int, ...], str, Outline, int]  # sort key, path, outline, position in it
+
+
+def _matches(query: NameQuery, scan: Scan) -> list[Hit]:
     """Every matching definition with its sort key: exact case first, definitions before
     prototypes, code before tests, outer before nested, then walk order. When any match
     has the exact case, case-insensitive ones are left out."""
@@ -339,36 +354,38 @@ def _matches(query: NameQuery, scan: Scan) -> list[tuple[tuple[int, ...], str, S
     return hits
 
 
-def _hits(query: NameQuery, scan: Scan, name: str | None
-          ) -> list[tuple[tuple[int, ...], str, Symbol]]:
-    """The matches, sorted; only definitions named exactly ``name`` when given."""
-    hits: list[tuple[tuple[int, ...], str, Symbol]] = []
+def _hits(query: NameQuery, scan: Scan, name: str | None) -> list[Hit]:
+    """The matches, sorted; only definitions named exactly ``name`` when given. Read from
+    the outlines' columns: a Symbol is made only where the owner must be matched."""
+    hits: list[Hit] = []
     last = None if query.is_glob else query.parts[-1].lower()  # what a name must equal
-    # a length test first, which is sound where the name asked for is ASCII (only İ's
-    # lowercase is longer than it, and it is not ASCII)
-    size = len(last) if last is not None and last.isascii() else -1
     # a plain name found by that very name matches exactly, with no owner to check
     plain = name is not None and len(query.parts) == 1
     kinds = query.kinds
     for order, (rel, entry) in enumerate(scan.files):
-        symbols = entry.outline.symbols if entry.outline is not None else ()
+        outline = entry.outline
+        if outline is None:
+            continue
         if name is not None:  # (thousands of files define __init__, each a few times)
-            symbols = [s for s in symbols if s.name == name]  # type: ignore[assignment]
-            if not symbols:
-                continue
+            where: Sequence[int] = outline.named(name)
+        elif last is not None:  # the names equal ignoring case, then where they are defined
+            where = outline.named_any([t for t in outline.names() if t.lower() == last])
+        else:
+            where = range(len(outline))
+        if not where:
+            continue
         test = _is_test(rel)
-        for symbol in symbols:
-            if name is None and last is not None and (
-                    (size >= 0 and len(symbol.name) != size) or symbol.name.lower() != last):
-                continue  # cannot match: skip match()'s splitting
+        tables = None  # with the scopes (compressed): only when an owner must be matched
+        for j, kind, depth, line in outline.facts(where):
             if plain:
-                quality: int | None = 0 if kinds is None or symbol.kind in kinds else None
+                quality: int | None = 0 if kinds is None or kind in kinds else None
             else:
-                quality = query.match(symbol)
+                if tables is None:
+                    tables = outline.tables()
+                quality = query.match(outline.symbol(j, tables))
             if quality is not None:
-                key = (quality, symbol.kind == "prototype", test, symbol.depth, order,
-                       symbol.line)
-                hits.append((key, rel, symbol))
+                key = (quality, kind == "prototype", test, depth, order, line)
+                hits.append((key, rel, outline, j))
     hits.sort(key=itemgetter(0))
     return hits
 

@@ -15,23 +15,26 @@ and those past ``MAX_SYMBOLS`` are counted, not kept.
 from __future__ import annotations
 
 import re
-import sys
 import threading
 import time
+import zlib
+from array import array
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from itertools import islice, repeat
-from typing import Any
+from typing import Any, NamedTuple, overload
 
 from ..results import definition_header
 from ._languages import Language, language_for
 from ._nodes import CONTAINERS
 from ._rules import describe
 
-__all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "Outline", "Symbol", "extract", "grammars_available",
-           "identifiers", "shallow", "syntax_error"]
+__all__ = ["MAX_DEPTH", "MAX_SYMBOLS", "Outline", "Symbol", "Symbols", "extract",
+           "grammars_available", "identifiers", "shallow", "syntax_error"]
 
 MAX_DEPTH = 32  # nesting levels kept; deeper definitions are counted
 MAX_SYMBOLS = 10_000  # definitions kept per file
@@ -48,8 +51,9 @@ _DOC_TYPES = frozenset({"comment", "line_comment", "block_comment", "doc_comment
                         "attribute_item", "inner_attribute_item", "annotation", "decorator"})
 
 
-@dataclass(frozen=True, slots=True)
-class Symbol:
+class Symbol(NamedTuple):
+    """One definition, as shown; made on demand from its file's :class:`Outline`."""
+
     kind: str  # function, method, class, struct, interface, enum, constant, ...
     name: str
     scope: str  # dotted names of the definitions around it ('' at the top)
@@ -67,62 +71,222 @@ class Symbol:
         """'kind name(signature)' as outline shows it ('kind Owner.name(...)' qualified)."""
         return definition_header(self.kind, self.name, self.scope, self.signature, qualified)
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # Parsed in a worker process: on arrival, repeated strings become one object.
-        return shared_symbol, (self.kind, self.name, self.scope, self.signature, self.line,
-                               self.end, self.first, self.depth)
 
-
-_SHARED_SIGNATURE = 40  # signatures up to this long are shared: '(self)', '()', '(self, other)'
-
-
-def shared_symbol(kind: str, name: str, scope: str, signature: str, line: int, end: int,
-                  first: int, depth: int) -> Symbol:
-    """A Symbol whose kind, name, scope and short signature are interned: across a large
-    tree most names (``__init__``, ``get``, ``test_x``) and signatures repeat."""
-    if len(signature) <= _SHARED_SIGNATURE:
-        signature = sys.intern(signature)
-    return Symbol(sys.intern(kind), sys.intern(name), sys.intern(scope), signature,
-                  _shared_int(line), _shared_int(end), _shared_int(first), depth)
-
-
-_INTS: dict[int, int] = {}  # line numbers: one int object per value (Python keeps only
-#                             -5..256 so; three per definition cost ~90 bytes otherwise)
-
-
-def _shared_int(n: int) -> int:
-    if n <= 256 or n > 100_000:
-        return n
-    return _INTS.setdefault(n, n)
+_COLUMNS = 5  # of Outline.ids: kind, name, scope, signature (string numbers), depth
+_KIND, _NAME, _SCOPE, _SIGNATURE, _DEPTH = range(_COLUMNS)
+_LINE, _END, _FIRST = range(3)  # of Outline.spans
+_WHERE = {"kind": (False, _KIND), "name": (False, _NAME), "scope": (False, _SCOPE),
+          "signature": (False, _SIGNATURE), "depth": (False, _DEPTH),
+          "line": (True, _LINE), "end": (True, _END), "first": (True, _FIRST)}
+Tables = tuple[list[str], list[str]]  # an outline's kinds and names; scopes and signatures
+_MAX_STRINGS = 0xFFFF  # string numbers are 16 bits (a file keeps at most 3 x MAX_SYMBOLS + kinds)
 
 
 @dataclass(frozen=True, slots=True)
 class Outline:
-    """What one parsed file defines."""
+    """What one parsed file defines, packed: a large tree holds a million definitions, so
+    no object per definition is kept (a :class:`Symbol` is made when one is read). The
+    distinct kinds and names are one string, each framed by NUL (a name is found with one
+    ``find``); the distinct scopes and signatures, read only to show a definition or match
+    an owner, are one zlib-compressed string; per definition, five 16-bit numbers (the
+    numbers of its strings, its depth) and three for its lines (16-bit when the file's
+    lines fit, else 32), column by column: 16-22 bytes a definition besides its distinct
+    strings."""
 
     language: str
     lines: int
-    symbols: tuple[Symbol, ...]
+    strings: str  # '\0' + each distinct kind and name + '\0'
+    starts: array[int]  # where each string starts in ``strings``, then len + 1 ('H' or 'I')
+    more: bytes  # the distinct scopes and signatures, '\0'-separated, UTF-8, compressed
+    ids: array[int]  # 'H': the _COLUMNS columns, one after the other
+    spans: array[int]  # line, end and first, column after column ('H' or 'I')
     errors: tuple[int, ...] = ()  # first lines where the parser met a syntax error
     dropped: int = 0  # definitions not kept (too deep or past MAX_SYMBOLS)
     cut: int = 0  # the line where parsing stopped (a slow grammar), 0 when it did not
+
+    @classmethod
+    def of(cls, language: str, lines: int, symbols: Iterable[Symbol],
+           errors: tuple[int, ...] = (), dropped: int = 0, cut: int = 0) -> Outline:
+        """Pack ``symbols``. Raises ValueError when a string holds NUL or there are more
+        distinct strings than 16 bits number (neither comes from a parse)."""
+        numbers: dict[str, int] = {}
+        others: dict[str, int] = {}
+        columns: list[list[int]] = [[] for _ in range(_COLUMNS)]
+        spans: list[list[int]] = [[], [], []]
+        for s in symbols:
+            columns[_KIND].append(numbers.setdefault(s.kind, len(numbers)))
+            columns[_NAME].append(numbers.setdefault(s.name, len(numbers)))
+            columns[_SCOPE].append(others.setdefault(s.scope, len(others)))
+            columns[_SIGNATURE].append(others.setdefault(s.signature, len(others)))
+            columns[_DEPTH].append(s.depth)
+            spans[_LINE].append(s.line)
+            spans[_END].append(s.end)
+            spans[_FIRST].append(s.first)
+        table, more = "\0".join(numbers), "\0".join(others)
+        if table.count("\0") != max(0, len(numbers) - 1) or len(numbers) > _MAX_STRINGS \
+                or more.count("\0") != max(0, len(others) - 1) or len(others) > _MAX_STRINGS:
+            raise ValueError("a definition's strings hold NUL, or too many to number")
+        starts = [1]
+        for text in numbers:
+            starts.append(starts[-1] + len(text) + 1)
+        return cls(language, lines, f"\0{table}\0" if numbers else "\0", _numbers(starts),
+                   zlib.compress(more.encode("utf-8", "surrogatepass")) if others else b"",
+                   array("H", [n for column in columns for n in column]),
+                   _numbers([n for column in spans for n in column]),
+                   tuple(errors), dropped, cut)
+
+    def __len__(self) -> int:
+        return len(self.spans) // 3
+
+    @property
+    def symbols(self) -> Symbols:
+        return Symbols(self)
+
+    def held(self) -> int:
+        """About how many bytes it keeps alive."""
+        return (len(self.strings) + self.starts.itemsize * len(self.starts) + len(self.more)
+                + 2 * len(self.ids) + self.spans.itemsize * len(self.spans) + 400)
+
+    def table(self) -> list[str]:
+        """Every distinct kind and name, by number."""
+        return self.strings[1:-1].split("\0") if len(self.starts) > 1 else []
+
+    def tables(self) -> Tables:
+        """The kinds and names by number, and the scopes and signatures by number."""
+        more = zlib.decompress(self.more).decode("utf-8", "surrogatepass") if self.more else ""
+        return self.table(), more.split("\0")
+
+    def number(self, text: str) -> int | None:
+        """The number of the string ``text``; None when no definition holds it."""
+        at = self.strings.find(f"\0{text}\0")
+        return None if at < 0 else bisect_left(self.starts, at + 1)
+
+    def column(self, field: str) -> array[int]:
+        """One field of every definition: a string's number (kind, name, scope, signature)
+        or the number itself (depth, line, end, first)."""
+        spans, at = _WHERE[field]
+        n = len(self)
+        return (self.spans if spans else self.ids)[at * n:(at + 1) * n]
+
+    def named(self, name: str) -> list[int]:
+        """The positions of the definitions named exactly ``name``, in file order."""
+        number = self.number(name)
+        if number is None:
+            return []
+        ids, n = self.ids, len(self)
+        start, stop = _NAME * n, (_NAME + 1) * n  # the name column
+        found: list[int] = []
+        with suppress(ValueError):
+            at = ids.index(number, start, stop)
+            while True:
+                found.append(at - start)
+                at = ids.index(number, at + 1, stop)
+        return found
+
+    def facts(self, where: Iterable[int]) -> Iterator[tuple[int, str, int, int]]:
+        """(position, kind, depth, line) of the definitions at ``where`` (no Symbol made)."""
+        n, ids, spans, strings, starts = len(self), self.ids, self.spans, self.strings, \
+            self.starts
+        depths = _DEPTH * n
+        for j in where:
+            kind = ids[j]
+            yield j, strings[starts[kind]:starts[kind + 1] - 1], ids[depths + j], spans[j]
+
+    def named_any(self, names: Iterable[str]) -> list[int]:
+        """The positions of the definitions with any of these ``names``, in file order."""
+        found: list[int] = []
+        for name in names:
+            found += self.named(name)
+        return sorted(found)
+
+    def least(self, j: int) -> int:
+        """The length of the kind and name of definition ``j``."""
+        n, ids, starts = len(self), self.ids, self.starts
+        kind, name = ids[j], ids[n + j]
+        return starts[kind + 1] - starts[kind] + starts[name + 1] - starts[name] - 2
+
+    def names(self) -> set[str]:
+        """The distinct names it defines."""
+        table = self.table()
+        return {table[k] for k in set(self.column("name"))}
+
+    def kinds(self) -> list[str]:
+        table = self.table()
+        return [table[k] for k in self.column("kind")]
+
+    def depths(self) -> array[int]:
+        return self.column("depth")
+
+    def symbol(self, j: int, tables: Tables | None = None) -> Symbol:
+        n = len(self)
+        if not 0 <= j < n:
+            raise IndexError(j)
+        ids, spans = self.ids, self.spans
+        if tables is None:
+            tables = self.tables()
+        table, more = tables
+        return Symbol(table[ids[j]], table[ids[n + j]], more[ids[2 * n + j]],
+                      more[ids[3 * n + j]], spans[j], spans[n + j], spans[2 * n + j],
+                      ids[4 * n + j])
+
+
+def _numbers(values: list[int]) -> array[int]:
+    """16-bit numbers when they fit (most files' lines and string offsets), else 32-bit."""
+    return array("H" if max(values, default=0) <= 0xFFFF else "I", values)
+
+
+class Symbols(Sequence[Symbol]):
+    """An outline's definitions in file order, each made when read."""
+
+    __slots__ = ("outline",)
+
+    def __init__(self, outline: Outline) -> None:
+        self.outline = outline
+
+    def __len__(self) -> int:
+        return len(self.outline)
+
+    @overload
+    def __getitem__(self, at: int) -> Symbol: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> list[Symbol]: ...
+
+    def __getitem__(self, at: int | slice) -> Symbol | list[Symbol]:
+        if isinstance(at, slice):
+            tables = self.outline.tables()
+            return [self.outline.symbol(j, tables) for j in range(len(self))[at]]
+        return self.outline.symbol(at + len(self) if at < 0 else at)
+
+    def __iter__(self) -> Iterator[Symbol]:
+        o = self.outline
+        n = len(o)
+        if not n:
+            return
+        (table, more), ids, spans = o.tables(), o.ids, o.spans
+        columns = [ids[k * n:(k + 1) * n] for k in range(_COLUMNS)]
+        lines = [spans[k * n:(k + 1) * n] for k in range(3)]
+        for kind, name, scope, signature, depth, line, end, first in zip(
+                *columns, *lines, strict=True):
+            yield Symbol(table[kind], table[name], more[scope], more[signature], line, end,
+                         first, depth)
 
 
 _CALLABLES = frozenset({"function", "method"})
 
 
-def shallow(symbols: tuple[Symbol, ...]) -> list[bool]:
+def shallow(outline: Outline) -> list[bool]:
     """For each definition: is it part of the file's API, i.e. not inside a function and
     inside at most one type (namespaces and modules do not count)? A method is; a
     function's local helper, or a class nested in a class, is not."""
     flags: list[bool] = []
-    open_: list[Symbol] = []  # the definitions around the current one
-    for symbol in symbols:
-        while open_ and open_[-1].depth >= symbol.depth:
+    open_: list[tuple[int, str]] = []  # (depth, kind) of the definitions around this one
+    for depth, kind in zip(outline.depths(), outline.kinds(), strict=True):
+        while open_ and open_[-1][0] >= depth:
             open_.pop()
-        flags.append(not any(o.kind in _CALLABLES for o in open_)
-                     and sum(o.kind in CONTAINERS for o in open_) <= 1)
-        open_.append(symbol)
+        flags.append(not any(k in _CALLABLES for _, k in open_)
+                     and sum(k in CONTAINERS for _, k in open_) <= 1)
+        open_.append((depth, kind))
     return flags
 
 
@@ -162,8 +326,8 @@ def extract(lang: Language, src: bytes) -> Outline:
     nodes = sorted(_candidates(lang, root), key=lambda n: (n.start_byte, -n.end_byte))
     symbols, dropped = _nest(lang, nodes, src)
     errors = _error_lines(root) if root.has_error else ()
-    return Outline(lang.name, src.count(b"\n") + (not src.endswith(b"\n")), tuple(symbols),
-                   errors, dropped, cut)
+    return Outline.of(lang.name, src.count(b"\n") + (not src.endswith(b"\n")), symbols,
+                      errors, dropped, cut)
 
 
 def _parse(lang: Language, src: bytes) -> tuple[Any, int]:
@@ -231,8 +395,8 @@ def _nest(lang: Language, nodes: list[Any], src: bytes) -> tuple[list[Symbol], i
             kind = "method"
         scope = ".".join(p for p in (parent.qualified if parent else "", found.scope) if p)
         line = found.name_node.start_point[0] + 1
-        symbol = shared_symbol(kind, found.name, scope, found.signature or "", line,
-                               _end_line(node, line), _first_line(lang, node), len(stack))
+        symbol = Symbol(kind, found.name, scope, found.signature or "", line,
+                        _end_line(node, line), _first_line(lang, node), len(stack))
         symbols.append(symbol)
         if kind not in _LEAF_KINDS:
             stack.append((node.end_byte, symbol))

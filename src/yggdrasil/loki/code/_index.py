@@ -26,8 +26,10 @@ import hashlib
 import logging
 import os
 import stat
+import struct
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -53,16 +55,30 @@ MAX_ENTRIES = 100_000  # files the index remembers
 MAX_HELD = 1 << 30  # about this many bytes of names and definitions remembered
 WATCH_FROM = 2_000  # files under the root from which the index follows change events
 #                     instead of walking (smaller trees walk in a few milliseconds)
-_SYMBOL_BYTES = 250  # one remembered definition besides its strings' characters
 _HEAD = 256  # bytes read to find a #! line
+_PACK_FROM = 64  # characters of words worth compressing
 _SAY_AFTER = 5.0  # seconds: a longer build is reported (log, then a note in the answer)
 _log = logging.getLogger("yggdrasil.loki.code")
 
-Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+Key = bytes  # size, mtime_ns, ctime_ns, inode, packed: 65 bytes a file (a tuple: ~200)
+_KEY = struct.Struct("<QqqQ")
 
 
 def file_key(st: os.stat_result) -> Key:
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return _KEY.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def make_key(size: int, mtime_ns: int, ctime_ns: int, inode: int) -> Key:
+    """A key from its fields; struct.error when one is out of range."""
+    return _KEY.pack(size, mtime_ns, ctime_ns, inode)
+
+
+def key_fields(key: Key) -> tuple[int, int, int, int]:
+    size, mtime_ns, ctime_ns, inode = _KEY.unpack(key)
+    return size, mtime_ns, ctime_ns, inode
+
+
+_NO_KEY = make_key(0, 0, 0, 0)
 
 
 @dataclass(slots=True)
@@ -71,20 +87,36 @@ class Entry:
 
     key: Key
     language: str = ""  # '' : no grammar for this file
-    names: str | None = None  # its distinct identifier-like words, '\n'-separated and
-    #                           -framed; None until the file is parsed
+    words: str | bytes | None = None  # its distinct identifier-like words, '\n'-separated
+    #       and -framed (``names``); zlib-compressed once packed; None until it is parsed
     counts: bytes = b""  # uses of each name, same order, capped at 255
     outline: Outline | None = None  # parsed lazily
     note: str = ""  # why it is not indexed: 'binary', 'too large', 'unreadable'
     lacks: str = ""  # a word its bytes were last found not to hold (not parsed since)
     digest: bytes = b""  # of the source it was parsed from (b'': not known, e.g. loaded)
 
+    @property
+    def size(self) -> int:
+        """The file's size in bytes when the index last saw it."""
+        return key_fields(self.key)[0]
+
+    @property
+    def names(self) -> str | None:
+        words = self.words
+        if isinstance(words, bytes):
+            return zlib.decompress(words).decode("utf-8", "surrogatepass")
+        return words
+
+    def pack(self) -> None:
+        """Keep the words compressed (~2.2x smaller): on a large tree they are read only
+        to rank a map, not on each call."""
+        if isinstance(self.words, str) and len(self.words) > _PACK_FROM:
+            self.words = zlib.compress(self.words.encode("utf-8", "surrogatepass"))
+
     def held(self) -> int:
         """About how many bytes this entry keeps alive (objects and their strings)."""
-        symbols = self.outline.symbols if self.outline is not None else ()
-        text = sum(len(s.name) + len(s.scope) + len(s.signature) for s in symbols)
-        return len(self.names or "") + len(self.counts) + text + _SYMBOL_BYTES * len(symbols) \
-            + 400
+        outline = self.outline.held() if self.outline is not None else 0
+        return len(self.words or "") + len(self.counts) + outline + 400
 
 
 @dataclass
@@ -147,6 +179,7 @@ class Index:
         self.built = ""  # the note of the last long build, until a scan says it
         self._pending: dict[str, tuple[Key, bytes]] = {}  # read for the parallel parse
         self.building: list[int] | None = None  # [parsed, to parse] while a build runs
+        self.packed = False  # a large tree: the words of the files are kept compressed
 
     # -- one file -------------------------------------------------------------------------
 
@@ -232,7 +265,8 @@ class Index:
             entry = self._load(rel, lang, None if full or self.whole else wanted)
         if not self._counted(scan, rel, entry, skips):
             return
-        if wanted is not None and entry.names is not None and not wanted.in_names(entry.names):
+        if wanted is not None and (names := entry.names) is not None \
+                and not wanted.in_names(names):
             return
         if full:
             scan.more += 1
@@ -284,6 +318,9 @@ class Index:
             building[1] = len(todo)
             if len(todo) >= WATCH_FROM:
                 self.building = building
+            if len(todo) >= WATCH_FROM or self.walked >= WATCH_FROM:
+                with self.lock:
+                    self._pack()
             for rel, parsed in parse_all(self._sources(todo), len(todo),
                                          self._progress(len(todo))):
                 with self.lock:
@@ -298,6 +335,16 @@ class Index:
         if took >= _SAY_AFTER:
             self.built = (f"[built the code index once: parsed {len(todo):,} source files in "
                           f"{took:.0f} s; later calls answer from it]")
+
+    def _pack(self) -> None:
+        """From now on keep every file's words compressed (see Entry.pack); the caller
+        holds the lock."""
+        if not self.packed:
+            self.packed = True
+            for entry in self.entries.values():
+                self.held -= entry.held()
+                entry.pack()
+                self.held += entry.held()
 
     def _list_todo(self, todo: list[tuple[str, Language | None]], building: list[int]) -> None:
         """The files a build parses (new or changed since parsed), by a stat walk that
@@ -399,6 +446,7 @@ class Index:
             return
         if self.watch is None or len(visited) < WATCH_FROM or not self._all_parsed(visited):
             return
+        self._pack()
         skips = Skips([s for s in skips.seen if s[0] != "binary"])  # binary: from the entries
         tree = Tree.of(visited, skips, self.watch)
         if not tree.see_blind():
@@ -595,9 +643,9 @@ class Index:
         try:
             with self.root.open_file(self.root.path / rel) as fd:
                 key = file_key(os.fstat(fd))
-                data = _read(fd) if key[0] <= MAX_FILE_BYTES else None
+                data = _read(fd) if key_fields(key)[0] <= MAX_FILE_BYTES else None
         except (PathError, OSError):
-            return self._remember(rel, Entry((0, 0, 0, 0), note="unreadable"))  # (read again)
+            return self._remember(rel, Entry(_NO_KEY, note="unreadable"))  # (read again)
         if data is None or len(data) > MAX_FILE_BYTES:  # (it may have grown since fstat)
             return self._remember(rel, Entry(key, note="too large"))
         src = as_utf8(data)
@@ -616,6 +664,8 @@ class Index:
         if old is not None:
             self.held -= old.held()
             self.names.remove(rel, old.outline)
+        if self.packed:
+            entry.pack()
         room = len(self.entries) < MAX_ENTRIES and self.held + entry.held() <= MAX_HELD
         if keep and room:
             self.entries[rel] = entry

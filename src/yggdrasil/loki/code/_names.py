@@ -60,7 +60,9 @@ class NameIndex:
 def _names(outline: Outline | None) -> set[str]:
     if outline is None:
         return set()
-    return {sys.intern(s.name.lower()) for s in outline.symbols}
+    # interned: one string per name across files, and the same as the ranker's when the
+    # name is lowercase already (most are)
+    return {sys.intern(name.lower()) for name in outline.names()}
 
 
 def _each(rels: str | list[str] | None) -> Iterable[str]:

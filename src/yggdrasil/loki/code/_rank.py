@@ -15,10 +15,12 @@ only when the file changed or a name it uses gained or lost a definer, and the p
 iteration starts from the previous ranks, so a map after a one-file edit costs a
 fraction of the first.
 
-What it keeps is packed, for a tree of 30,000 files and 670,000 definitions: a file's
-API as an array of symbol indices, the names it defines as a tuple, a name's definers
-as one path (the common case) or a tuple, equal (definers, weight) pairs shared, and the
-last ranking as three arrays instead of a tuple per definition.
+What it keeps is packed, for a tree of 50,000 files and 1.4 million definitions: a
+file's API as an array of symbol indices (the names it defines are read from its outline
+when it changes), one table of name -> definers (one path, the common case; a tuple in
+file order; only a count past ``MAX_DEFINERS``, the weight made from the name and that
+count when linking), and the last ranking as three arrays instead of a tuple per
+definition.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ._extract import Symbol, shallow
+from ._extract import Outline, shallow
 from ._index import Entry
 
 __all__ = ["MAX_DEFINERS", "MAX_LINKS", "Ranked", "Ranker"]
@@ -47,8 +49,8 @@ _SQRT = [math.sqrt(n) for n in range(256)]
 
 Ranked = tuple[float, int, int]  # (score, file index, symbol index)
 Link = tuple[str, str, float]  # (target file, name, weight)
-Definers = dict[str, tuple[tuple[str, ...], float]]  # name -> (files, weight per sqrt(use))
-Found = dict[str, str | tuple[str, ...] | set[str]]  # name -> every file defining it
+Found = dict[str, str | tuple[str, ...] | int]  # name -> the files defining it (a count
+#                                               past MAX_DEFINERS)
 Links = tuple[tuple[str, ...], tuple[str, ...], "array[float]"]  # targets, names, weights
 Edges = tuple[tuple[str, ...], "array[float]"]  # targets, shares summing to 1
 
@@ -78,7 +80,6 @@ class RankedList(Sequence[Ranked]):
 class _File:
     entry: Entry  # the entry this was computed from: a new entry means the file changed
     api: array[int]  # indices of the symbols the map may show (the file's API)
-    defined: tuple[str, ...]  # the distinct names it defines that can be linked to
     links: Links | None = None
     edges: Edges = ((), array("d"))  # the links summed per target
     cap: int = 0  # the links-per-file cap the links were cut to
@@ -89,13 +90,10 @@ class Ranker:
     """Ranks the definitions of one root's files; reuse it across calls."""
 
     files: dict[str, _File] = field(default_factory=dict)
-    definers: Definers = field(default_factory=dict)
     ranks: dict[str, float] = field(default_factory=dict)
     last: tuple[tuple[int, ...], RankedList] | None = None
-    found: Found = field(default_factory=dict)  # name -> every file defining it
+    found: Found = field(default_factory=dict)  # name -> the files defining it
     _positions: tuple[dict[str, _File], dict[str, int]] | None = None
-    _shared: dict[tuple[tuple[str, ...], float], tuple[tuple[str, ...], float]] = field(
-        default_factory=dict)  # equal definers entries, one object
 
     def rank(self, files: Sequence[tuple[str, Entry]]) -> RankedList:
         """Every mappable definition of ``files``, most important first."""
@@ -106,13 +104,14 @@ class Ranker:
         changed = {rel for rel, known in current.items() if self.files.get(rel) is not known}
         changed |= self.files.keys() - current.keys()
         self._update_definers(current, changed)
+        self._positions = None  # (a dict per file: made again by the next change)
         self.files = current
         rels = [rel for rel, _ in files]
         cap = _per_file_cap(len(rels))
         for rel in rels:
             known = current[rel]
             if known.links is None or known.cap != cap:
-                known.links = _packed(_links_of(rel, known.entry, self.definers, cap))
+                known.links = _packed(_links_of(rel, known.entry, self.found, cap))
                 known.edges, known.cap = _summed(known.links), cap
         self.ranks = _pagerank(rels, {rel: current[rel].edges for rel in rels}, self.ranks)
         ranked = self._ranked(rels)
@@ -123,38 +122,35 @@ class Ranker:
         known = self.files.get(rel)
         if known is not None and known.entry is entry:
             return known
-        symbols = entry.outline.symbols if entry.outline is not None else ()
-        api = _api(symbols)
-        defined = tuple(dict.fromkeys(symbols[j].name for j in api
-                                      if symbols[j].kind not in _OPEN_KINDS))
-        return _File(entry, api, defined)
+        return _File(entry, array("i") if entry.outline is None else _api(entry.outline))
 
     def _update_definers(self, current: dict[str, _File], changed: set[str]) -> None:
         """Bring name -> definers up to date with the ``changed`` files; files that use a
         name whose definers changed lose their links (recomputed next), the others keep
         theirs."""
-        names: set[str] = set()
+        was: dict[str, str | tuple[str, ...] | int | None] = {}  # before the change
         for rel in changed:
-            for known, sign in ((self.files.get(rel), -1), (current.get(rel), 1)):
+            for known, add in ((self.files.get(rel), False), (current.get(rel), True)):
                 if known is None:
                     continue
-                names.update(known.defined)
-                for name in known.defined:
-                    _move(self.found, name, rel, sign > 0)
+                for name in _defined(known):
+                    if name not in was:
+                        was[name] = self.found.get(name)
+                    _move(self.found, name, rel, add)
         touched = set()
         order = self._order(current)
-        for name in names:
-            where = self.found.get(name, ())
-            files: Sequence[str] | set[str] = (where,) if isinstance(where, str) else where
-            was = self.definers.get(name)
-            now = ((tuple(sorted(files, key=order)), _boost(name, len(files)))
-                   if files and len(files) <= MAX_DEFINERS else None)
-            if now != was:
+        for name, before in was.items():
+            where = self.found.get(name)
+            if isinstance(where, int) and where <= MAX_DEFINERS:  # few again: which ones
+                where = tuple(rel for rel, known in current.items()
+                              if known.entry.outline is not None
+                              and known.entry.outline.number(name) is not None
+                              and name in _defined(known))
+            if isinstance(where, tuple):  # linked in the order of the files given
+                where = tuple(sorted(where, key=order))
+                self.found[name] = where[0] if len(where) == 1 else where
+            if _targets(self.found.get(name)) != _targets(before):
                 touched.add(name)
-                if now is None:
-                    del self.definers[name]
-                else:
-                    self.definers[name] = self._shared.setdefault(now, now)
         if not touched:
             return
         if len(touched) > 64:  # a large change: recompute every file's links
@@ -183,31 +179,44 @@ class Ranker:
         scores, files, indices = array("d"), array("i"), array("i")
         for i, rel in enumerate(rels):
             known = self.files[rel]
-            symbols = known.entry.outline.symbols if known.entry.outline is not None else ()
+            outline = known.entry.outline
+            if outline is None:
+                continue
+            table, kinds, named = outline.table(), outline.column("kind"), outline.column("name")
             base = self.ranks[rel] * 1e-3 / max(1, len(known.api))  # unreferenced: by file
             for j in known.api:
-                s = symbols[j]
-                if s.kind not in _OPEN_KINDS:  # namespaces: shown around what they hold
-                    scores.append(received.get((rel, s.name), 0.0) + base)
+                if table[kinds[j]] not in _OPEN_KINDS:  # namespaces: shown around what they hold
+                    scores.append(received.get((rel, table[named[j]]), 0.0) + base)
                     files.append(i)
                     indices.append(j)
         return RankedList(scores, files, indices)
 
 
-def _api(symbols: tuple[Symbol, ...]) -> array[int]:
+def _defined(known: _File) -> tuple[str, ...]:
+    """The distinct names a file defines that can be linked to (its API less namespaces),
+    made when needed: when the file changes, not kept."""
+    outline = known.entry.outline
+    if outline is None:
+        return ()
+    table, kinds, names = outline.table(), outline.column("kind"), outline.column("name")
+    # one string per name across the files (the names of the outlines are made on demand)
+    return tuple(dict.fromkeys(sys.intern(table[names[j]]) for j in known.api
+                               if table[kinds[j]] not in _OPEN_KINDS))
+
+
+def _api(outline: Outline) -> array[int]:
     """The file's API: what is not local to a function nor nested in a nested type."""
-    return array("i", (j for j, keep in enumerate(shallow(symbols)) if keep))
+    return array("i", (j for j, keep in enumerate(shallow(outline)) if keep))
 
 
 def _move(found: Found, name: str, rel: str, add: bool) -> None:
     """Add ``rel`` to the files defining ``name``, or take it away. Kept small: one file
-    as its path, a few as a tuple, a set only past ``MAX_DEFINERS`` (few names)."""
+    as its path, a few as a tuple, only their count past ``MAX_DEFINERS`` (a name too
+    generic to link by; when it falls back to that many, the caller lists them again)."""
     have = found.get(name, ())
-    if isinstance(have, set):
-        (have.add if add else have.discard)(rel)
-        if len(have) > MAX_DEFINERS:
-            return
-        files: tuple[str, ...] = tuple(have)
+    if isinstance(have, int):
+        found[name] = have + (1 if add else -1)
+        return
     else:
         files = (have,) if isinstance(have, str) else have
         if add and rel not in files:
@@ -217,7 +226,7 @@ def _move(found: Found, name: str, rel: str, add: bool) -> None:
     if not files:
         found.pop(name, None)
     elif len(files) > MAX_DEFINERS:
-        found[name] = set(files)
+        found[name] = len(files)
     else:
         found[name] = files[0] if len(files) == 1 else files
 
@@ -240,17 +249,24 @@ def _per_file_cap(files: int) -> int:
     return min(1 << 12, 1 << (share.bit_length() - 1))
 
 
-def _links_of(source: str, entry: Entry, definers: Definers, cap: int) -> list[Link]:
+def _targets(where: str | tuple[str, ...] | int | None) -> tuple[str, ...]:
+    """The files a name links to: none past MAX_DEFINERS (a count) or when none defines it."""
+    if where is None or isinstance(where, int):
+        return ()
+    return (where,) if isinstance(where, str) else where
+
+
+def _links_of(source: str, entry: Entry, found: Found, cap: int) -> list[Link]:
     """(target file, name, weight) for each name this file uses that another defines;
     the ``cap`` strongest."""
     out: list[Link] = []
     names = (entry.names or "\n").split("\n")[1:-1]
     for name, uses in zip(names, entry.counts, strict=True):
-        found = definers.get(name)
-        if found is None:
+        where = found.get(name)
+        if where is None or isinstance(where, int):
             continue
-        targets, boost = found
-        weight = boost * _SQRT[uses]
+        targets = (where,) if isinstance(where, str) else where
+        weight = _boost(name, len(targets)) * _SQRT[uses]
         name = sys.intern(name)  # one string per name across all files' links
         out += [(target, name, weight) for target in targets if target != source]
     return heapq.nlargest(cap, out, key=lambda link: link[2]) if len(out) > cap else out

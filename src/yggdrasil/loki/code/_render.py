@@ -20,7 +20,7 @@ from ..results import (
     OutlinedFile,
     definition_line,
 )
-from ._extract import MAX_DEPTH, Outline, Symbol
+from ._extract import MAX_DEPTH, Outline, Symbol, Tables
 from ._index import MAX_FILE_BYTES, Entry, Scan
 from ._rank import Ranked
 
@@ -45,7 +45,7 @@ def found_definition(rel: str, symbol: Symbol) -> FoundDefinition:
 def file_outline(rel: str, outline: Outline) -> FileOutline:
     """The definitions shown; over ``MAX_OUTLINE``, the deepest levels are left out first."""
     limit = MAX_OUTLINE
-    symbols = outline.symbols
+    symbols = list(outline.symbols)
     depth = max((s.depth for s in symbols), default=0)
     while depth > 0 and sum(s.depth <= depth for s in symbols) > limit:
         depth -= 1
@@ -69,40 +69,45 @@ def map_files(files: Sequence[tuple[str, Entry]], ranked: Sequence[Ranked],
     """The ranked definitions that fit in ``budget`` characters, grouped by file (files in
     rank order, members under their owner)."""
     kept: dict[int, set[int]] = {}
+    strings: dict[int, Tables] = {}  # of the files kept (their scopes are compressed)
     used = 0
     for _, i, j in ranked:
-        symbols = _symbols(files[i][1])
-        symbol = symbols[j]  # a line costs at least its kind, name and line numbers
-        if used + len(symbol.kind) + len(symbol.name) + 8 > budget and j not in kept.get(i, ()):
+        outline = files[i][1].outline
+        if outline is None:
             continue
-        chain = [k for k in _owners(symbols, j) if k not in kept.get(i, ())]
-        cost = sum(len(definition_line(symbols[k], symbols[k].depth + 1)) + 1 for k in chain)
+        # a line costs at least its kind, name and line numbers; a new file, its path
+        least = outline.least(j) + 8 + (0 if i in kept else len(files[i][0]) + 2)
+        if used + least > budget and j not in kept.get(i, ()):
+            continue
+        tables = strings.get(i) or outline.tables()
+        chain = [k for k in _owners(outline, j) if k not in kept.get(i, ())]
+        symbols = [outline.symbol(k, tables) for k in chain]
+        cost = sum(len(definition_line(s, s.depth + 1)) + 1 for s in symbols)
         if i not in kept:
             cost += len(files[i][0]) + 2
         if used + cost > budget:
             continue
         kept.setdefault(i, set()).update(chain)
+        strings[i] = tables
         used += cost
     shown: list[OutlinedFile] = []
     for i, chosen in kept.items():
-        symbols = _symbols(files[i][1])
-        shown.append(OutlinedFile(path=files[i][0],
-                                  definitions=[definition(symbols[k]) for k in sorted(chosen)]))
+        outline = files[i][1].outline
+        assert outline is not None
+        shown.append(OutlinedFile(path=files[i][0], definitions=[
+            definition(outline.symbol(k, strings[i])) for k in sorted(chosen)]))
     return shown
 
 
-def _symbols(entry: Entry) -> tuple[Symbol, ...]:
-    return entry.outline.symbols if entry.outline is not None else ()
-
-
-def _owners(symbols: Sequence[Symbol], j: int) -> list[int]:
+def _owners(outline: Outline, j: int) -> list[int]:
     """``j`` and the definitions it sits in (its class...), outermost first."""
     chain = [j]
-    depth = symbols[j].depth
+    depths = outline.depths()
+    depth = depths[j]
     for k in range(j - 1, -1, -1):
         if depth == 0:
             break
-        if symbols[k].depth < depth:
+        if depths[k] < depth:
             chain.append(k)
-            depth = symbols[k].depth
+            depth = depths[k]
     return chain[::-1]

@@ -18,7 +18,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 
 from ..files import Root
-from ..results import RepoMap
+from ..results import RepoMap, SymbolsFound
 from ._index import Index
 from ._rank import Ranker
 from ._store import Store
@@ -37,6 +37,9 @@ class Held:
     rank_lock: threading.Lock = field(default_factory=threading.Lock)
     maps: dict[tuple[str, int], tuple[int, RepoMap]] = field(default_factory=dict)  # repo maps
     #      by (folder, budget): (index version, map), reused while nothing changed
+    found: dict[tuple[str, str, str, bool], tuple[int, SymbolsFound]] = field(
+        default_factory=dict)  # find_symbol's answers that found definitions, by (name,
+    #      kind, folder, include_ignored): (index version, answer), the same way
 
     def saved(self) -> None:
         """Write the index to disk when it changed, at most every _SAVE_EVERY seconds."""

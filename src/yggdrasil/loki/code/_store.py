@@ -36,8 +36,8 @@ from typing import Any
 
 from ..files import DEFAULT_PROTECTED, Protection
 from ..search import protection
-from ._extract import Outline, shared_symbol
-from ._index import Entry
+from ._extract import Outline, Symbol
+from ._index import Entry, key_fields, make_key
 
 __all__ = ["CACHE_KEY", "Store", "cache_folder", "cache_hidden", "cache_key"]
 
@@ -158,7 +158,7 @@ def _raw(entry: Entry) -> list[Any]:
         outline.language, outline.lines, list(outline.errors), outline.dropped, outline.cut,
         [[s.kind, s.name, s.scope, s.signature, s.line, s.end, s.first, s.depth]
          for s in outline.symbols]]
-    return [list(entry.key), entry.language, entry.names,
+    return [list(key_fields(entry.key)), entry.language, entry.names,
             base64.b64encode(entry.counts).decode("ascii"), entry.note, parsed]
 
 
@@ -167,13 +167,13 @@ def _entry(raw: list[Any]) -> Entry:
     outline = None
     if parsed is not None:
         lang, lines, errors, dropped, cut, symbols = parsed
-        outline = Outline(str(lang), int(lines),
-                          tuple(shared_symbol(str(k), str(n), str(sc), str(sig), int(li), int(e),
-                                              int(f), int(d))
-                                for k, n, sc, sig, li, e, f, d in symbols),
-                          tuple(int(x) for x in errors), int(dropped), int(cut))
+        outline = Outline.of(str(lang), int(lines),
+                             [Symbol(str(k), str(n), str(sc), str(sig), int(li), int(e), int(f),
+                                     int(d)) for k, n, sc, sig, li, e, f, d in symbols],
+                             tuple(int(x) for x in errors), int(dropped), int(cut))
     size, mtime, ctime, inode = (int(x) for x in key)
+    key = make_key(size, mtime, ctime, inode)
     names, counts = (None if names is None else str(names)), base64.b64decode(counts)
     if names is not None and names.count("\n") - 1 != len(counts):
         raise ValueError("names and counts do not line up")
-    return Entry((size, mtime, ctime, inode), str(language), names, counts, outline, str(note))
+    return Entry(key, str(language), names, counts, outline, str(note))
