@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_run import child_env, loki
+from cli_run import child_env, loki_process
 from fleet_kit import done, make_repo, marked_processes, run, wait_for, write_script
 
 
@@ -53,7 +53,7 @@ def fleet_args(tmp_path: Path, tasks: Path, *extra: str) -> list[str]:
 
 def test_fleet_prints_a_line_per_task_and_a_summary(tmp_path: Path) -> None:
     tasks = tasks_file(tmp_path, ["one", "two"])
-    shown = loki(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2", "--price-in", "3",
+    shown = loki_process(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2", "--price-in", "3",
                                        "--price-out", "15"))
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
@@ -70,7 +70,7 @@ def test_fleet_exits_1_when_a_task_failed(tmp_path: Path) -> None:
     with tasks.open("a") as handle:
         handle.write(json.dumps({"id": "bad", "repo": "repo", "prompt": "x",
                                  "commit": "feedface"}) + "\n")
-    shown = loki(tmp_path, *fleet_args(tmp_path, tasks))
+    shown = loki_process(tmp_path, *fleet_args(tmp_path, tasks))
     assert shown.returncode == 1
     line = next(x for x in shown.stdout.splitlines() if "bad  FAILED" in x)
     # the failed task's own time (never a made-up 0.0s), then its reason
@@ -84,10 +84,10 @@ def test_fleet_exits_1_when_a_task_failed(tmp_path: Path) -> None:
 
 def test_a_bad_tasks_file_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "tasks.jsonl").write_text('{"id": "a", "prompt": "x"}\n')
-    shown = loki(tmp_path, *fleet_args(tmp_path, tmp_path / "tasks.jsonl"))
+    shown = loki_process(tmp_path, *fleet_args(tmp_path, tmp_path / "tasks.jsonl"))
     assert shown.returncode == 2
     assert "tasks.jsonl:1: a task needs repo (required: id, repo, prompt)" in shown.stderr
-    missing = loki(tmp_path, *fleet_args(tmp_path, tmp_path / "nope.jsonl"))
+    missing = loki_process(tmp_path, *fleet_args(tmp_path, tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and "cannot read the tasks file" in missing.stderr
 
 
@@ -135,7 +135,7 @@ def test_resume_after_the_driver_is_killed_mid_run(tmp_path: Path) -> None:
     wait_for(lambda: marked_processes() == [], timeout=10)  # its workers died with it
     # and so did the gate's manager and the resource tracker: nothing is left
     wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in helpers), timeout=10)
-    again = loki(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2"))
+    again = loki_process(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2"))
     assert again.returncode == 0, again.stderr
     assert f"{len(first)} skipped: already there" in again.stdout
     after = results.read_text()
@@ -183,7 +183,7 @@ def test_the_live_status_fits_80_columns_and_keeps_the_eta() -> None:
 def test_a_bad_resource_flag_is_a_usage_error(tmp_path: Path) -> None:
     tasks = tasks_file(tmp_path, ["t1"])
     for bad in ("GPU", "GPU=lots", "=1", "GPU=0"):
-        shown = loki(tmp_path, *fleet_args(tmp_path, tasks, "--backend", "ray",
+        shown = loki_process(tmp_path, *fleet_args(tmp_path, tasks, "--backend", "ray",
                                            "--resource", bad))
         assert shown.returncode == 2, (bad, shown.stderr)
         assert "give NAME=N" in shown.stderr, shown.stderr
