@@ -43,6 +43,10 @@ def _session_basetemp(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["LOKI_TEST_BASETEMP"] = str(tmp_path_factory.getbasetemp())
     # checkpoints and transcripts go to this session's folder, never the developer's
     os.environ["LOKI_STATE_DIR"] = str(tmp_path_factory.getbasetemp() / "loki-state")
+    # so do kept outputs and other caches: every toolbox sweeps the spill folder's sessions,
+    # and the developer's ~/.cache/loki/outputs held 34,000 of them from earlier test runs
+    # (each toolbox paid ~0.3 s of CPU listing them)
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.getbasetemp() / "xdg-cache")
 
 
 @pytest.fixture(scope="session")

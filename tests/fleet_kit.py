@@ -206,6 +206,19 @@ def marked_processes(settle: float = 3.0) -> list[int]:
         time.sleep(0.05)
 
 
+def marked_running(program: str) -> list[int]:
+    """Marked processes (see ``marked_processes``) running ``program`` (by its name)."""
+    found = []
+    for pid in _marked_here():
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+        except OSError:
+            continue
+        if os.path.basename(argv0.decode(errors="replace")) == program:
+            found.append(pid)
+    return found
+
+
 def _marked_here() -> list[int]:
     base = os.environ.get("LOKI_TEST_BASETEMP", "")  # set by conftest for this session
     found = []

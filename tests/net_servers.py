@@ -14,6 +14,7 @@ import http.server
 import socket
 import ssl
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -80,6 +81,22 @@ class Sink:
             except OSError:
                 return
             self.hits.append(f"udp {data!r} from {peer}")
+
+    def settled(self, timeout: float = 30.0) -> list[str]:
+        """The hits of everything sent before this call: a marker connection and datagram
+        of ours go in behind whatever is queued, and once the listeners have taken both,
+        all that came before has been counted (no fixed wait for what may be in flight)."""
+        with socket.create_connection(self.tcp.getsockname(), timeout=timeout) as conn:
+            ours = f"tcp from {conn.getsockname()}"
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.connect(self.udp.getsockname())  # the source address is known from here
+            udp.send(b"settled")
+            marker = f"udp {b'settled'!r} from {udp.getsockname()}"
+            deadline = time.monotonic() + timeout
+            while not (ours in self.hits and marker in self.hits):
+                assert time.monotonic() < deadline, f"the sink never saw its markers: {self.hits}"
+                time.sleep(0.01)
+        return [hit for hit in self.hits if hit not in (ours, marker)]
 
     def close(self) -> None:
         self.tcp.close()

@@ -9,6 +9,8 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -234,16 +236,41 @@ def test_a_2_gb_file_is_skipped_as_too_big_and_the_rest_rewinds(box: Toolbox, ro
     assert big.stat().st_size == (2 << 30) + 4  # left as it is
 
 
-def test_100_000_files_made_by_one_command_all_go(box: Toolbox, root: Path) -> None:
+@pytest.fixture
+def memory_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A root and a state folder in memory (/dev/shm) when it is a tmpfs, else tmp_path's:
+    200,000 creations and unlinks of files cost ~0.7 ms each on this machine's busy ext4,
+    ~0.02 ms on a tmpfs; the code they go through is the same."""
+    shm = Path("/dev/shm")
+    base = tmp_path
+    if shm.is_dir() and os.access(shm, os.W_OK) and _is_tmpfs(shm):
+        base = Path(tempfile.mkdtemp(prefix="loki-ckpt-", dir=shm))
+    monkeypatch.setenv("LOKI_STATE_DIR", str(base / "loki-state"))
+    (base / "root").mkdir(exist_ok=True)
+    try:
+        yield base / "root"
+    finally:
+        if base != tmp_path:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _is_tmpfs(path: Path) -> bool:
+    mounts = Path("/proc/self/mounts").read_text().splitlines()
+    return any(line.split()[1:3] == [str(path), "tmpfs"] for line in mounts)
+
+
+def test_100_000_files_made_by_one_command_all_go(memory_root: Path) -> None:
+    root = memory_root
     (root / "keep.txt").write_text("keep\n")
     before = tree(root)
     make = ("import os\nos.mkdir('many')\nfor i in range(100_000):\n"
             "    open(f'many/f{i}', 'w').write(str(i % 7))\n")
-    done = box.invoke("run_python", {"code": make, "timeout": 600})
-    ok(done)
-    assert len(box.checkpoints().checkpoints[0].paths) == 100_001  # the folder too
-    result = box.rewind(0)
-    assert result.not_restored == []
+    with filesystem_toolbox(root) as box:
+        done = box.invoke("run_python", {"code": make, "timeout": 600})
+        ok(done)
+        assert len(box.checkpoints().checkpoints[0].paths) == 100_001  # the folder too
+        result = box.rewind(0)
+        assert result.not_restored == []
     assert tree(root) == before
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_run import child_env, loki
+from cli_run import child_env, loki, loki_process
 from yggdrasil.loki.tools import filesystem_toolbox
 
 
@@ -102,7 +102,7 @@ def test_edit_without_terminal_is_refused_and_yes_allows_it(root: Path) -> None:
     target = root / "app.py"
     target.write_text("debug = False\n")
     edit = ("call", "edit_file", "path=app.py", "old=False", "new=True", "--root", str(root))
-    refused = loki(root.parent, *edit)
+    refused = loki_process(root.parent, *edit)  # a real process: its stdin, its exit code
     assert refused.returncode == 3
     assert refused.stdout == "REFUSED: user declined to edit app.py\n"
     assert "--yes" in refused.stderr

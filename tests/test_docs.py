@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 import docs_kit
-from cli_run import SRC
+from cli_run import SRC, loki
 from docs_kit import AnswerEverything, make_project
 from fake_servers import clear_engine_env, served
 from yggdrasil.loki import engine as engine_module
@@ -260,14 +260,32 @@ def test_loki_commands_run(block: Block, project: Path) -> None:
     if block.tested_by:
         pytest.skip(f"run by {block.tested_by}")
     for line in loki_lines(block.code):
-        done = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=project,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=120)
+        done = run_line(line, project)
         if done.returncode == 127 and "command not found" in done.stderr:
             continue  # a helper the page pipes into (jq) is not installed here
         assert done.returncode == 0, (
             f"{block.name}: `{line}` exited {done.returncode}\n{done.stdout[-2000:]}\n"
             f"{done.stderr[-2000:]}")
+
+
+# bash's own words for a line: `loki` a function that prints its arguments
+WORDS = "loki() { printf '%s\\0' \"$@\"; }\n"
+
+
+def run_line(line: str, project: Path) -> subprocess.CompletedProcess[str]:
+    """A page's `loki ...` line run as a user's shell would. A line that pipes or
+    redirects runs whole in bash (with the project's `loki`); any other is one `loki`
+    command: bash expands its words (quotes, ~, $(...)), the CLI runs them in this
+    process (cli_run.loki: a Python start-up saved)."""
+    shell = line.split(" # ", 1)[0]
+    if not any(mark in shell for mark in ("|", ">", "<", ";", "&")):
+        words = subprocess.run(["bash", "-c", WORDS + line], cwd=project, capture_output=True,
+                               stdin=subprocess.DEVNULL, timeout=120)
+        assert words.returncode == 0, (line, words.stderr)
+        return loki(project.parent, *words.stdout.decode().split("\0")[:-1])
+    return subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=project,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=120)
 
 
 def transcript(code: str) -> list[tuple[str, dict[str, object], list[str]]]:

@@ -97,8 +97,7 @@ def test_a_timeout_stops_a_warm_launched_command(root: Path) -> None:
         start = time.monotonic()
         done = box.invoke("run", {"command": "sleep 30; echo late > late", "timeout": 1}).data
         assert done.timed_out and time.monotonic() - start < 10
-        time.sleep(0.2)
-        assert not (root / "late").exists()
+        assert not (root / "late").exists()  # (a live `sleep 30` would write it in 29 s)
     finally:
         box.close()
 

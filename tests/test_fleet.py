@@ -30,6 +30,7 @@ from fleet_kit import (
     make_batch,
     make_repo,
     marked_processes,
+    marked_running,
     run,
     wait_for,
     write_script,
@@ -202,7 +203,8 @@ def kill_attempts(cache: Path, task_id: str, times: int) -> threading.Thread:
         while len(killed) < times and time.monotonic() < deadline:
             for pid in attempt_pids(cache, task_id):
                 if pid not in killed:
-                    time.sleep(0.3)  # mid-task: let it get going first
+                    # mid-task: once its command runs (the task's only `sleep`)
+                    wait_for(lambda: marked_running("sleep"), timeout=60, every=0.01)
                     os.kill(pid, signal.SIGKILL)
                     killed.add(pid)
             time.sleep(0.02)

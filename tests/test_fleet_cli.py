@@ -5,27 +5,32 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cli_run import child_env, loki
+from cli_run import child_env, loki_process
 from fleet_kit import done, make_repo, marked_processes, run, wait_for, write_script
 
 
 def tasks_file(tmp_path: Path, ids: list[str], *, sleep: float = 0.0,
-               until: Path | None = None) -> Path:
+               until: Path | None = None, held: tuple[str, ...] = ()) -> Path:
     """Tasks that each write <id>.txt, after ``sleep`` seconds or once ``until`` exists
-    (a path outside /tmp, which a fenced command sees as its own)."""
+    (a path outside /tmp, which a fenced command sees as its own; only the tasks in
+    ``held`` wait for it, when given)."""
     repo = tmp_path / "repo"
     if not repo.exists():
         make_repo(repo, {"a.txt": "a\n"})
     for name in ids:
         steps = [run(f"sleep {sleep}")] if sleep else []
-        steps += [run(f"while [ ! -e {until} ]; do sleep 0.05; done")] if until else []
+        waits = until is not None and (not held or name in held)
+        steps += [run(f"while [ ! -e {until} ]; do sleep 0.05; done")] if waits else []
         write_script(tmp_path / "scripts", name, *steps, run(f"echo {name} > {name}.txt"), done())
     path = tmp_path / "tasks.jsonl"
     path.write_text("".join(json.dumps({"id": n, "repo": "repo", "prompt": "x",
@@ -53,7 +58,7 @@ def fleet_args(tmp_path: Path, tasks: Path, *extra: str) -> list[str]:
 
 def test_fleet_prints_a_line_per_task_and_a_summary(tmp_path: Path) -> None:
     tasks = tasks_file(tmp_path, ["one", "two"])
-    shown = loki(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2", "--price-in", "3",
+    shown = loki_process(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2", "--price-in", "3",
                                        "--price-out", "15"))
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
@@ -70,7 +75,7 @@ def test_fleet_exits_1_when_a_task_failed(tmp_path: Path) -> None:
     with tasks.open("a") as handle:
         handle.write(json.dumps({"id": "bad", "repo": "repo", "prompt": "x",
                                  "commit": "feedface"}) + "\n")
-    shown = loki(tmp_path, *fleet_args(tmp_path, tasks))
+    shown = loki_process(tmp_path, *fleet_args(tmp_path, tasks))
     assert shown.returncode == 1
     line = next(x for x in shown.stdout.splitlines() if "bad  FAILED" in x)
     # the failed task's own time (never a made-up 0.0s), then its reason
@@ -84,10 +89,10 @@ def test_fleet_exits_1_when_a_task_failed(tmp_path: Path) -> None:
 
 def test_a_bad_tasks_file_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "tasks.jsonl").write_text('{"id": "a", "prompt": "x"}\n')
-    shown = loki(tmp_path, *fleet_args(tmp_path, tmp_path / "tasks.jsonl"))
+    shown = loki_process(tmp_path, *fleet_args(tmp_path, tmp_path / "tasks.jsonl"))
     assert shown.returncode == 2
     assert "tasks.jsonl:1: a task needs repo (required: id, repo, prompt)" in shown.stderr
-    missing = loki(tmp_path, *fleet_args(tmp_path, tmp_path / "nope.jsonl"))
+    missing = loki_process(tmp_path, *fleet_args(tmp_path, tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and "cannot read the tasks file" in missing.stderr
 
 
@@ -116,9 +121,21 @@ def test_on_a_terminal_a_live_display_shows_counts(tmp_path: Path) -> None:
     assert "verified 3/3" in stdout
 
 
-def test_resume_after_the_driver_is_killed_mid_run(tmp_path: Path) -> None:
+@pytest.fixture
+def gate() -> Iterator[Path]:
+    """A path outside /tmp (a fenced command's /tmp is its own) that held tasks wait for."""
+    folder = Path(tempfile.mkdtemp(prefix="loki-fleet-gate-", dir="/var/tmp"))
+    try:
+        yield folder / "open"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_resume_after_the_driver_is_killed_mid_run(tmp_path: Path, gate: Path) -> None:
     ids = [f"t{i}" for i in range(5)]
-    tasks = tasks_file(tmp_path, ids, sleep=0.5)
+    # two tasks finish, the third waits (mid-run, whatever the machine's speed) until the
+    # driver is killed; the rerun opens the gate
+    tasks = tasks_file(tmp_path, ids, until=gate, held=tuple(ids[2:]))
     results = tmp_path / "out" / "results.jsonl"
     driver = subprocess.Popen([sys.executable, "-m", "yggdrasil.loki",
                                *fleet_args(tmp_path, tasks, "--workers", "1")],
@@ -135,7 +152,8 @@ def test_resume_after_the_driver_is_killed_mid_run(tmp_path: Path) -> None:
     wait_for(lambda: marked_processes() == [], timeout=10)  # its workers died with it
     # and so did the gate's manager and the resource tracker: nothing is left
     wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in helpers), timeout=10)
-    again = loki(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2"))
+    gate.touch()
+    again = loki_process(tmp_path, *fleet_args(tmp_path, tasks, "--workers", "2"))
     assert again.returncode == 0, again.stderr
     assert f"{len(first)} skipped: already there" in again.stdout
     after = results.read_text()
@@ -183,7 +201,7 @@ def test_the_live_status_fits_80_columns_and_keeps_the_eta() -> None:
 def test_a_bad_resource_flag_is_a_usage_error(tmp_path: Path) -> None:
     tasks = tasks_file(tmp_path, ["t1"])
     for bad in ("GPU", "GPU=lots", "=1", "GPU=0"):
-        shown = loki(tmp_path, *fleet_args(tmp_path, tasks, "--backend", "ray",
+        shown = loki_process(tmp_path, *fleet_args(tmp_path, tasks, "--backend", "ray",
                                            "--resource", bad))
         assert shown.returncode == 2, (bad, shown.stderr)
         assert "give NAME=N" in shown.stderr, shown.stderr

@@ -28,7 +28,9 @@ from fleet_kit import (
     make_batch,
     make_repo,
     marked_processes,
+    marked_running,
     run,
+    wait_for,
     write_script,
 )
 from ray_nodes import RayNode, ray_env
@@ -89,7 +91,8 @@ def test_a_killed_ray_worker_is_retried_and_nothing_is_lost(tmp_path: Path) -> N
         deadline = time.monotonic() + 60
         while not killed and time.monotonic() < deadline:
             for pid in attempt_pids(cache, "slow"):
-                time.sleep(0.3)
+                # mid-task: once its command runs (the slow task's `sleep`)
+                wait_for(lambda: marked_running("sleep"), timeout=60, every=0.01)
                 os.kill(pid, signal.SIGKILL)  # the Ray worker process running the task
                 killed.append(pid)
                 break

@@ -5,6 +5,7 @@ starts its own and shuts it down when it ends."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
@@ -24,14 +25,17 @@ def test_a_fleet_started_cluster_runs_as_many_attempts_as_workers(tmp_path: Path
     repo = tmp_path / "repo"
     make_repo(repo, {"a.txt": "a\n"})
     scripts = tmp_path / "s"
-    # each attempt waits for `go` (outside /tmp: a command's /tmp is its own), made once all
-    # four run; had Ray run fewer at once, they would end in turns after the wait below
+    # one more attempt than the machine has cores (Ray's own default: one CPU a core; at
+    # most 5, each is a Ray worker process), so a cluster that ignored ``workers`` could not
+    # run them all at once; each waits for `go` (outside /tmp: a command's /tmp is its own),
+    # made once all run; had Ray run fewer at once, they would end in turns after the wait
+    workers = min((os.cpu_count() or 1) + 1, 5)
     gate = Path(tempfile.mkdtemp(prefix="loki-gate-", dir="/var/tmp"))
-    for i in range(4):
+    for i in range(workers):
         write_script(scripts, f"t{i}", run(f"while [ ! -e {gate}/go ]; do sleep 0.05; done"),
                      done())
-    tasks = [Task(id=f"t{i}", repo=str(repo), prompt="x") for i in range(4)]
-    ran = Fleet("scripted", model=str(scripts / "{id}.jsonl"), backend="ray", workers=4,
+    tasks = [Task(id=f"t{i}", repo=str(repo), prompt="x") for i in range(workers)]
+    ran = Fleet("scripted", model=str(scripts / "{id}.jsonl"), backend="ray", workers=workers,
                 out=tmp_path / "out", cache_dir=tmp_path / "cache")
 
     def open_the_gate() -> None:
@@ -48,9 +52,9 @@ def test_a_fleet_started_cluster_runs_as_many_attempts_as_workers(tmp_path: Path
         opener.join(5)
         shutil.rmtree(gate, ignore_errors=True)
     assert not ray.is_initialized()  # the fleet's cluster is gone with it
-    assert [r.status for r in results] == ["done"] * 4, [r.reason for r in results]
+    assert [r.status for r in results] == ["done"] * workers, [r.reason for r in results]
     spans = [(r.attempts[0]["started_at"], r.attempts[0]["ended_at"]) for r in results]
     latest_start = max(start for start, _ in spans)
     earliest_end = min(end for _, end in spans)
-    assert latest_start < earliest_end  # all four ran at once
+    assert latest_start < earliest_end  # all ran at once
     assert ran.status.notes == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -16,6 +17,20 @@ from procs import NS_PID, settles_dead
 from yggdrasil.loki.settings import OutputsSettings, Settings
 from yggdrasil.loki.shell import JobLimits, _jobs
 from yggdrasil.loki.tools import Toolbox, filesystem_toolbox
+
+
+def inside(thread: threading.Thread, function: str, timeout: float = GUARD) -> None:
+    """Return once ``thread`` is running ``function`` (a frame of its stack has that
+    name): the event a test waits on instead of a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        frame = sys._current_frames().get(thread.ident or -1)
+        while frame is not None and frame.f_code.co_name != function:
+            frame = frame.f_back
+        if frame is not None:
+            return
+        assert thread.is_alive() and time.monotonic() < deadline, f"never in {function}"
+        time.sleep(0.005)
 
 
 @pytest.fixture
@@ -334,7 +349,7 @@ def test_reading_a_job_never_waits_behind_a_command_nor_holds_one_up(
     command.join()
     reader = threading.Thread(target=box.call, args=("job_output", {"job": job, "wait": 30}))
     reader.start()
-    time.sleep(0.3)  # let the reader start waiting (a late start only weakens the check)
+    inside(reader, "wait_quietly")  # the reader waits for output now
     assert box.invoke("write_file", {"path": "w.txt", "content": "x"}).data.created
     assert reader.is_alive()  # the write did not wait the reader's 30 s out
     box.call("job_stop", {"job": job})

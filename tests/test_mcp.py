@@ -19,6 +19,7 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from cli_run import isolated
 from yggdrasil.loki.tools import filesystem_toolbox
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -45,8 +46,7 @@ def serve_and(python: str, root: Path, scenario: Scenario, *flags: str,
         command=python,
         args=["-m", "yggdrasil.loki", "mcp", "--root", str(root), *flags],
         env={"PYTHONPATH": str(SRC), "TMPDIR": str(scratch), "PATH": os.environ["PATH"],
-             "LOKI_DIAGNOSTICS__DEFAULT_SERVERS": "false",  # no language server (conftest)
-             "LOKI_STATE_DIR": os.environ["LOKI_STATE_DIR"], **(env or {})})
+             **isolated(), **(env or {})})  # no language server, the run's cache (conftest)
     errlog = root.parent / "server-stderr.txt"
 
     async def session() -> Any:

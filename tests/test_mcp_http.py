@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from cli_run import isolated
 from procs import NS_PID, alive, running
 
 pytest.importorskip("mcp")
@@ -73,7 +74,7 @@ def http_server(python: str, root: Path, *flags: str, env: dict[str, str] | None
          *flags], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=log_path.open("wb"),
         env={"PYTHONPATH": str(SRC), "TMPDIR": str(scratch), "PATH": os.environ["PATH"],
-             "LOKI_MCP_TOKEN": TOKEN, **(env or {})})
+             "LOKI_MCP_TOKEN": TOKEN, **isolated(), **(env or {})})
     server = Server("", proc, log_path)
     try:
         deadline = time.monotonic() + GUARD
@@ -366,7 +367,8 @@ def test_bad_token_sources_and_addresses_fail_with_a_clear_error(root: Path, tmp
     for flags, says in cases:
         done = subprocess.run(["python3", "-m", "yggdrasil.loki", "mcp", "--root", str(root),
                                *flags], capture_output=True, text=True, timeout=GUARD,
-                              env={"PYTHONPATH": str(SRC), "PATH": os.environ["PATH"]})
+                              env={"PYTHONPATH": str(SRC), "PATH": os.environ["PATH"],
+                                   **isolated()})
         assert done.returncode == 2 and says in done.stderr, (flags, done.stderr)
 
 
@@ -441,7 +443,7 @@ def test_the_docs_server_and_client_programs_run_as_written(
     (tmp_path / "client.py").write_text(client_code)
     port = free_port()
     env = {"PYTHONPATH": str(SRC), "PATH": os.environ["PATH"], "TMPDIR": str(tmp_path),
-           "PROJECT": str(root), "PORT": str(port), "LOKI_MCP_TOKEN": TOKEN,
+           **isolated(), "PROJECT": str(root), "PORT": str(port), "LOKI_MCP_TOKEN": TOKEN,
            "LOKI_MCP_URL": f"http://127.0.0.1:{port}/mcp"}
     server = subprocess.Popen([sys.executable, str(tmp_path / "server.py")], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from cli_run import isolated
 from procs import NS_PID, alive, running
 
 pytest.importorskip("mcp")
@@ -41,7 +42,7 @@ class WireClient:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.stderr_path.open("wb"),
             env={"PYTHONPATH": str(SRC), "TMPDIR": str(tmpdir), "PATH": os.environ["PATH"],
-                 "LOKI_DIAGNOSTICS__DEFAULT_SERVERS": "false"})  # conftest's rule: no servers
+                 **isolated()})  # conftest's rules: no language servers, the run's cache
         self.buffer = b""
         self.seen: list[dict[str, Any]] = []
 

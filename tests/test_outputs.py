@@ -5,7 +5,10 @@ files, a real loop with the scripted engine."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -73,12 +76,25 @@ def test_ids_of_another_session_or_with_dots_are_refused(root: Path) -> None:
     assert missing.is_error and "is not kept" in missing.text
 
 
-def test_the_spill_folder_is_outside_the_root_and_hidden_from_commands(root: Path) -> None:
+@pytest.fixture
+def cache_outside_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """XDG_CACHE_HOME outside /tmp, as ~/.cache is (the suite's own lies under /tmp): a
+    command's /tmp is private and would hide a spill folder there whether or not the fence
+    hides it."""
+    cache = Path(tempfile.mkdtemp(prefix="loki-spill-", dir="/var/tmp"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    yield cache
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_the_spill_folder_is_outside_the_root_and_hidden_from_commands(
+        root: Path, cache_outside_tmp: Path) -> None:
     with toolbox(root) as box:
         kept = box.invoke("run_python", {"code": LONG}).data.stdout.kept
         assert box.outputs.spill is not None
         path = box.outputs.spill.path_of(kept)
         assert not path.is_relative_to(root)
+        assert path.is_relative_to(cache_outside_tmp)  # not under /tmp
         assert oct(path.parent.stat().st_mode & 0o777) == "0o700"
         if box.fence.startswith(("UNFENCED", "refused")):
             pytest.skip(f"commands are not fenced here ({box.fence})")
