@@ -91,17 +91,26 @@ def _as_a_child(tmp_path: Path) -> Iterator[None]:
     """child_env's variables in os.environ (and tempfile's cached folder), the signal
     handlers a run may set (``loki do`` catches SIGTERM) put back afterwards."""
     env = child_env(tmp_path)
-    saved_env = dict(os.environ)
+    # only the variables that differ are set, and put back after: os.environ is never
+    # empty for another thread of this process starting a child meanwhile
+    changed = {k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)}
+    saved_env = {k: os.environ.get(k) for k in changed}
     saved_signals = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     saved_tempdir = tempfile.tempdir
-    os.environ.clear()
-    os.environ.update(env)
+    _set(os.environ, {k: env.get(k) for k in changed})
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
     try:
         yield
     finally:
-        os.environ.clear()
-        os.environ.update(saved_env)
+        _set(os.environ, saved_env)
         tempfile.tempdir = saved_tempdir
         for number, handler in saved_signals.items():
             signal.signal(number, handler)
+
+
+def _set(environ: os._Environ[str], values: dict[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value

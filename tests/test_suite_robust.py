@@ -32,9 +32,12 @@ def test_the_ordinary_user_tests_pass_from_a_clone_in_a_private_folder(tmp_path:
     shutil.copytree(HERE, clone / "tests", ignore=ignore)
     shutil.copy(HERE.parent / "pyproject.toml", clone / "pyproject.toml")
     env = {**os.environ, "PYTHONPATH": str(clone / "src")}
+    # a base temp folder of its own: pytest's default one would first delete the oldest
+    # runs' folders in /tmp/pytest-of-<user> (other suites' trees: ~30 s on a busy disk)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-n", "0",
-         *ORDINARY_USER_TESTS],
+         "--basetemp", str(tmp_path / "basetemp"), *ORDINARY_USER_TESTS],
         cwd=clone, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "ModuleNotFoundError" not in done.stdout
+    assert f"{len(ORDINARY_USER_TESTS)} passed" in done.stdout, done.stdout[-3000:]  # none skipped
