@@ -48,10 +48,12 @@ def running(pidfile: Path) -> list[int]:
     return host_pids(int(pid), ns)
 
 
-def settles_dead(pidfile: Path) -> bool:
-    """SIGKILL is delivered asynchronously; give the kernel a moment to finish the kill."""
-    for _ in range(100):
-        if not running(pidfile):
-            return True
+def settles_dead(pidfile: Path, seconds: float = 30.0) -> bool:
+    """SIGKILL is delivered asynchronously; give the kernel time to finish the kill (on a
+    machine with twenty runnable processes a core, two seconds was once not enough)."""
+    deadline = time.monotonic() + seconds
+    while running(pidfile):
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.02)
-    return False
+    return True

@@ -174,6 +174,48 @@ def test_old_and_oversized_spills_expire(tmp_path: Path) -> None:
     assert spill.path_of(second).read_text() == "b" * 2000
 
 
+def test_a_sweep_reads_the_shared_folder_at_most_once_a_minute(tmp_path: Path) -> None:
+    """Each toolbox swept every session folder at its start and after every kept output:
+    with tens of thousands of folders left by earlier sessions, each start and each cut
+    output paid ~0.3 s. A sweep now runs when the last one (any toolbox's: the .swept
+    file) is a minute old, or when this session has kept a sixteenth of max_total since."""
+    limits = SpillLimits(max_bytes=1 << 20, max_total=16_000, max_age=86400)
+    past = time.time() - 10 * 86400
+
+    def expired(name: str) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "1").write_bytes(b"x")
+        os.utime(folder / "1", (past, past))
+        return folder
+
+    first = expired("0badc0de")
+    assert Spill(tmp_path, limits).prepare() and not first.exists()  # never swept: now
+    second = expired("0badc0df")
+    spill = Spill(tmp_path, limits)
+    assert spill.prepare() and second.exists()  # swept a moment ago by another session
+    assert spill.keep("a" * 100) is not None and second.exists()  # a small output: not due
+    assert spill.keep("b" * 1000) is not None and not second.exists()  # 1/16 kept: due
+    third = expired("0badc0e0")
+    marker = tmp_path / ".swept"
+    os.utime(marker, (time.time() - 61, time.time() - 61))
+    assert Spill(tmp_path, limits).prepare() and not third.exists()  # a minute on
+
+
+def test_a_session_that_kept_nothing_leaves_no_folder(root: Path) -> None:
+    box = filesystem_toolbox(root)
+    spill = box.outputs.spill
+    assert spill is not None and spill.folder.is_dir()  # made at the start (the fence)
+    box.close()
+    assert not spill.folder.exists()
+    assert spill.keep("kept after close") is not None  # made again when needed
+    kept = filesystem_toolbox(root)
+    assert kept.outputs.spill is not None
+    output_id = kept.outputs.spill.keep("x")
+    kept.close()
+    assert output_id is not None and kept.outputs.spill.path_of(output_id).read_text() == "x"
+
+
 def test_tokens_are_counted_by_tiktoken_or_said_to_be_an_estimate(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # no table there

@@ -157,7 +157,8 @@ def _assemble(root: str | Path, s: Settings) -> Toolbox:
         gate=lambda name: rules.check(name, confirm, action=f"call {name} (an MCP server's tool)"),
         notes="\n".join(n for n in notes if n), parts=[shell.jobs] if shell else [],
         resources=[*([shell] if shell else []), *([shell.proxy] if shell and shell.proxy else []),
-                   tables, media, *([keeper] if keeper else [])], outputs=outputs,
+                   tables, media, *([keeper] if keeper else []),
+                   *([outputs.spill] if outputs.spill else [])], outputs=outputs,
         diagnostician=doctor)
     tools = read_tools(where, files, tables, code_cache=s.code.cache, code_key=key,
                        doctor=doctor, media=media)

@@ -10,7 +10,10 @@ anything else that is not exactly such an id (``../``, a path) is refused.
 What is kept expires: a session's folder is removed once nothing was written to it for
 ``max_age`` seconds, and when all folders together hold more than ``max_total`` bytes the
 oldest outputs go first (a session's own open outputs never). One output keeps at most
-``max_bytes`` (its start; the observation says so).
+``max_bytes`` (its start; the observation says so). A sweep reads every folder, so it runs
+at most once a minute across the toolboxes sharing the folder (a ``.swept`` file says when
+the last one ran), and sooner only when a session has kept a sixteenth of ``max_total``
+since its own last sweep; a session that kept nothing removes its folder when closed.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ __all__ = ["ID_PATTERN", "Spill", "SpillError", "Spilled", "spill_base"]
 
 ID_PATTERN = re.compile(r"output://([0-9a-f]{8})/([1-9][0-9]{0,8})")
 _SESSION = re.compile(r"[0-9a-f]{8}")
+_SWEEP_EVERY = 60.0  # seconds between sweeps of the shared folder (each reads all of it)
+_SWEPT = ".swept"  # its mtime: when the last sweep ran
 
 
 class SpillError(ValueError):
@@ -104,6 +109,7 @@ class Spill:
         self._open: set[int] = set()
         self._lock = threading.Lock()
         self._made = False
+        self._unswept = 0  # bytes this session kept since its last sweep
 
     @property
     def folder(self) -> Path:
@@ -147,7 +153,9 @@ class Spill:
     def closed(self, spilled: Spilled) -> None:
         with self._lock:
             self._open.discard(spilled.number)
-        self.sweep()
+            self._unswept += spilled.size
+            due = self._unswept >= self.limits.max_total // 16
+        self.sweep(force=due)
 
     def _make(self) -> None:
         self.base.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -172,14 +180,21 @@ class Spill:
                              "expire")
         return path
 
-    def sweep(self) -> None:
+    def sweep(self, *, force: bool = False) -> None:
         """Remove other sessions' folders past the age limit, then the oldest outputs
-        while all folders together hold more than the size limit."""
+        while all folders together hold more than the size limit; unless ``force``, not
+        when a sweep of the folder ran less than a minute ago."""
+        marker = self.base / _SWEPT
+        now = time.time()
+        if not force and 0 <= now - _mtime(marker) < _SWEEP_EVERY:
+            return
+        self._unswept = 0  # (no lock: _make sweeps while holding it)
         try:
+            marker.touch(mode=0o600)
+            os.utime(marker, (now, now))
             folders = [p for p in self.base.iterdir() if _SESSION.fullmatch(p.name)]
         except OSError:
             return
-        now = time.time()
         files: list[tuple[float, int, Path]] = []
         for folder in folders:
             try:
@@ -202,8 +217,16 @@ class Spill:
             total -= size
 
     def close(self) -> None:
-        """Nothing to release: what was kept stays until it expires (a later look at an
-        output of a closed session's transcript may still read it)."""
+        """What was kept stays until it expires (a later look at an output of a closed
+        session's transcript may still read it); a folder that holds nothing goes now (made
+        again if an output is kept later)."""
+        with self._lock:
+            if self._made and self._count == 0:
+                try:
+                    self.folder.rmdir()
+                    self._made = False
+                except OSError:
+                    pass
 
 
 def _mtime(path: Path) -> float:
