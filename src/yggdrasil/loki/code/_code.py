@@ -173,12 +173,14 @@ class Code:
         if not grammars_available():
             return SymbolsFound(name=query.text, of_kind=of_kind, path=path, grammars=False,
                                 include_ignored=include_ignored, **self._uses(query, path))
-        scan = self._scan(path, include_ignored=include_ignored, wanted=query)
         held = held_for(self.root, self.cache)
+        settled = None if include_ignored else held.index.settled(path)
+        if settled is not None:  # the kept answer, when nothing changed since it was made
+            kept = held.found.get((query.text, of_kind, settled[0], include_ignored))
+            if kept is not None and kept[0] == settled[1]:
+                return kept[1]
+        scan = self._scan(path, include_ignored=include_ignored, wanted=query)
         key = (query.text, of_kind, scan.start, include_ignored)
-        kept = held.found.get(key)
-        if kept is not None and kept[0] == scan.version and not scan.built:
-            return kept[1]  # answered from the kept listing, and nothing changed since
         hits = _matches(query, scan)
         found = SymbolsFound(name=query.text, of_kind=of_kind, path=scan.start,
                              indexed=scan.indexed, include_ignored=include_ignored,

@@ -467,6 +467,21 @@ class Index:
                 return False
         return True
 
+    def settled(self, path: str) -> tuple[str, int] | None:
+        """(start, version) when the kept listing answers for ``path`` with changes folded
+        in and nothing else to say (no build running, no build note): a scan now answers
+        as the last one made at that version. None otherwise."""
+        if self.tree is None or self.building is not None or self.built:
+            return None
+        start = list_files(self.root, path).start
+        with self.lock:
+            if not self._refresh() or self.tree is None or not self.tree.answers(start):
+                return None
+            st = self.root.stat(self.root.path / start) if start != "." else None
+            if st is not None and not stat.S_ISDIR(st.st_mode):
+                return None
+            return start, self.version
+
     def _from_tree(self, start: str, wanted: Wanted | None, limit: int | None) -> Scan | None:
         """The scan a walk would give, from memory; None when memory cannot say."""
         if self.tree is None or not (wanted is None or isinstance(wanted, NameQuery)):
