@@ -475,22 +475,24 @@ class Index:
             return None
         start = list_files(self.root, path).start
         with self.lock:
-            if not self._refresh() or self.tree is None or not self.tree.answers(start):
-                return None
-            st = self.root.stat(self.root.path / start) if start != "." else None
-            if st is not None and not stat.S_ISDIR(st.st_mode):
+            if not self._tree_answers(start):
                 return None
             return start, self.version
+
+    def _tree_answers(self, start: str) -> bool:
+        """(Under the lock) the kept listing, brought up to date, answers for the folder
+        ``start`` (not a file, nothing outside what it holds)."""
+        if not self._refresh() or self.tree is None or not self.tree.answers(start):
+            return False
+        st = self.root.stat(self.root.path / start) if start != "." else None
+        return st is None or stat.S_ISDIR(st.st_mode)
 
     def _from_tree(self, start: str, wanted: Wanted | None, limit: int | None) -> Scan | None:
         """The scan a walk would give, from memory; None when memory cannot say."""
         if self.tree is None or not (wanted is None or isinstance(wanted, NameQuery)):
             return None
         with self.lock:
-            if not self._refresh() or self.tree is None or not self.tree.answers(start):
-                return None
-            st = self.root.stat(self.root.path / start) if start != "." else None
-            if st is not None and not stat.S_ISDIR(st.st_mode):
+            if not self._tree_answers(start):
                 return None
             summary = self._summary(start)
             scan = Scan(start, skipped={**summary.skipped, "binary": summary.binary},
