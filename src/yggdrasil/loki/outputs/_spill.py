@@ -190,8 +190,7 @@ class Spill:
             return
         self._unswept = 0  # (no lock: _make sweeps while holding it)
         try:
-            marker.touch(mode=0o600)
-            os.utime(marker, (now, now))
+            marker.touch(mode=0o600)  # (its mtime: now)
             folders = [p for p in self.base.iterdir() if _SESSION.fullmatch(p.name)]
         except OSError:
             return
