@@ -151,7 +151,8 @@ class Wanted(Protocol):
 
 
 class Index:
-    """The index of one root; thread-safe (one call at a time walks it)."""
+    """The index of one root; thread-safe (calls take turns on its lock; a walk takes it
+    one file at a time, so a call never waits for a whole walk)."""
 
     def __init__(self, root: Root, entries: dict[str, Entry] | None = None) -> None:
         self.root = root
@@ -229,21 +230,22 @@ class Index:
         visited: list[str] = []
         if whole:
             self._catch_up()
-        with self.lock:
-            deadline = time.monotonic() + MAX_SECONDS
-            for visits, visit in enumerate(listing.visits, 1):
-                if visits > MAX_VISITS:
-                    scan.stopped = f"stopped after {MAX_VISITS:,} files"
-                    break
-                if time.monotonic() > deadline:
-                    scan.stopped = (f"stopped after {MAX_SECONDS:.0f} s, {visits - 1:,} files in; "
-                                    "what was read is kept, so calling again goes further")
-                    break
-                full = limit is not None and len(scan.files) >= limit
+        deadline = time.monotonic() + MAX_SECONDS
+        for visits, visit in enumerate(listing.visits, 1):  # (listed without the lock)
+            if visits > MAX_VISITS:
+                scan.stopped = f"stopped after {MAX_VISITS:,} files"
+                break
+            if time.monotonic() > deadline:
+                scan.stopped = (f"stopped after {MAX_SECONDS:.0f} s, {visits - 1:,} files in; "
+                                "what was read is kept, so calling again goes further")
+                break
+            full = limit is not None and len(scan.files) >= limit
+            with self.lock:  # a file at a time: a call waits for one file, not the walk
                 self._visit(scan, visit.rel, visit.dir_fd, visit.name, wanted, listing.skips,
                             full)
-                if whole:
-                    visited.append(visit.rel)
+            if whole:
+                visited.append(visit.rel)
+        with self.lock:
             if whole and not scan.stopped:
                 self.walked = len(visited)
                 self._settle_tree(visited, listing.skips)
