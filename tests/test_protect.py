@@ -249,3 +249,22 @@ def test_code_navigation_refuses_and_skips_them(root: Path) -> None:
                        ("find_symbol", {"name": "leak", "include_ignored": True})):
         out = box.call(name, args)
         assert "leak" not in out.replace("'leak'", "") and out.endswith("[skipped: 1 protected]"), out
+
+
+@pytest.mark.parametrize("globs", [DEFAULT_PROTECTED, ("*.pem", "id_*", "!id_ok*", ".aws/"),
+                                   ("*secret*", "!*.md"), ("!*.example",)])
+def test_the_quick_name_check_protects_what_the_globs_protect(globs: tuple[str, ...]) -> None:
+    """Names no protecting line can match are answered without RE2; every name gets the
+    answer the compiled globs give (checked against them, line by line, on the default
+    paths, their exceptions and names made to sit at the edges of each line's text)."""
+    rules = protection(globs).rules
+    names = {p.rsplit("/", 1)[-1] for p in [*PROTECTED, *EXCEPTIONS]}
+    for glob in globs:
+        text = glob.lstrip("!").strip("/").replace("**/", "").replace("*", "")
+        names |= {text, f"x{text}", f"{text}x", f".{text}", text[1:], text[:-1], f"a/{text}"}
+    names |= {"f123", "README.md", "app.py", "secret.md", "id_ok1", "x.pem.txt", ""}
+    for name in sorted(names):
+        for is_dir in (False, True):
+            quick = rules.decisive(name, is_dir)
+            full = rules.lines.decisive(name, is_dir)
+            assert bool(quick and quick[1]) == bool(full and full[1]), (globs, name, is_dir)

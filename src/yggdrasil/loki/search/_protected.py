@@ -63,6 +63,8 @@ class Rules:
         if not self.by_name:
             return self.lines.decisive(rel, is_dir)
         key = (rel.rpartition("/")[2], is_dir)
+        if not self.might_protect(key[0]):
+            return None  # (a name no line protects: no call into RE2, no memo of it)
         hit = self._memo.get(key, _MISS)
         if hit is _MISS:
             if len(self._memo) > _MEMO_CAP:
