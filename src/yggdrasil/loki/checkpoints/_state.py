@@ -75,7 +75,7 @@ def lstat(root: Root, rel: str) -> os.stat_result | None:
     """The path's own lstat, reached from the root without following any link; None
     when absent (or when a folder on its way is a link or a file: nothing is there)."""
     try:
-        return root.stat(root.path / PurePosixPath(rel))
+        return root.stat_rel(rel)
     except (LokiError, OSError):
         return None
 
