@@ -227,3 +227,20 @@ def test_a_link_swapped_during_resolve_is_a_clean_error(root: Path) -> None:
     assert not [s for s in seen if "failed:" in s], seen  # no bare exception
     for observation in seen - {"1\tinside", "1\tplain"}:
         assert observation.startswith(("ERROR: path 'swap.txt' ", "ERROR: swap.txt ")), seen
+
+
+def test_stat_of_a_recorded_path_stays_in_the_root(root: Path) -> None:
+    """Root.stat_rel (a rewind's lstat of the paths its checkpoints recorded) reads them
+    as PurePosixPath would ('d/' is d, '.' the root), follows no link on the way, and
+    refuses a '..' part instead of opening the folder above."""
+    (root / "d").mkdir()
+    (root / "d" / "f.txt").write_text("x\n")
+    os.symlink(root.parent, root / "up")
+    at = Root.at(root)
+    st = at.stat_rel("d/f.txt")
+    assert st is not None and st.st_size == 2
+    assert at.stat_rel("d/") == at.stat(root / "d") and at.stat_rel(".") is not None
+    with pytest.raises(PathError, match="symlink"):  # a link on the way is not followed
+        at.stat_rel("up/" + root.name)
+    with pytest.raises(PathError, match="leaves the root"):
+        at.stat_rel("d/../../etc/passwd")
