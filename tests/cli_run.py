@@ -33,6 +33,23 @@ def isolated() -> dict[str, str]:
     return {name: os.environ[name] for name in ISOLATION if name in os.environ}
 
 
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Children started inside get Ctrl-C's default action, as a terminal's foreground job
+    does: a suite started in the background of a shell without job control (``cmd &`` in
+    a script, ``nohup``) has SIGINT ignored, every process it starts inherits that, and a
+    test of what Ctrl-C does to ``loki do`` then sees nothing happen."""
+    before = signal.getsignal(signal.SIGINT)
+    if before is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def child_env(tmp_path: Path) -> dict[str, str]:
     """Our source first on the path; a system temp dir apart from the root, so that
     existing files in the root count as real assets and edits to them are gated."""

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from cli_run import child_env, loki
+from cli_run import child_env, interruptible, loki
 from fake_servers import openai_error, openai_reply, serve
 
 
@@ -162,10 +162,11 @@ def test_ctrl_c_stops_and_still_reports_changes(root: Path) -> None:
                   {"thought": "", "tool": "write_file", "args": {"path": "w.txt", "content": "w"}},
                   {"thought": "", "tool": "run", "args": {"command": "sleep 60", "timeout": 120}},
                   {"thought": "", "done": True, "answer": "never"})
-    proc = subprocess.Popen([sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root", str(root),
-                             "--engine", "scripted", "--model", plan],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=child_env(root.parent))
+    with interruptible():
+        proc = subprocess.Popen([sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root",
+                                 str(root), "--engine", "scripted", "--model", plan],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=child_env(root.parent))
     assert proc.stderr is not None
     assert proc.stderr.readline().startswith("loki: scripted model ")  # the start line
     first = proc.stderr.readline()
@@ -185,10 +186,11 @@ def test_ctrl_c_lists_what_the_interrupted_command_created(root: Path) -> None:
                   {"thought": "w", "tool": "write_file", "args": {"path": "first.txt", "content": "1"}},
                   {"thought": "r", "tool": "run",
                    "args": {"command": "echo x > made.txt; touch started; sleep 300"}})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root", str(root), "--engine",
-         "scripted", "--model", plan, "--yes"], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(root.parent))
+    with interruptible():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root", str(root), "--engine",
+             "scripted", "--model", plan, "--yes"], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(root.parent))
     try:
         while not (root / "started").exists():
             assert proc.poll() is None, proc.communicate()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 
-from cli_run import loki
+from cli_run import interruptible, loki
 from fake_servers import openai_reply, serve
 from yggdrasil.loki.loop import events_schema
 
@@ -120,11 +120,12 @@ def test_an_interrupted_run_still_ends_its_events(root: Path) -> None:
                                 "args": {"command": "touch started; sleep 60", "timeout": 120}})
                     + "\n")
     events = root.parent / "events.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root",
-                             str(root), "--engine", "scripted", "--model", str(plan),
-                             "--events", str(events)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=child_env(root.parent))
+    with interruptible():
+        proc = subprocess.Popen([sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root",
+                                 str(root), "--engine", "scripted", "--model", str(plan),
+                                 "--events", str(events)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=child_env(root.parent))
     try:
         deadline = time.monotonic() + 60  # a guard against a run that never starts
         while not (root / "started").exists():

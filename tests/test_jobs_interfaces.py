@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cli_run import child_env, loki
+from cli_run import child_env, interruptible, loki
 from jobs_kit import GUARD, wait_for_file
 from procs import NS_PID, settles_dead
 from yggdrasil.loki import Loki
@@ -58,10 +58,11 @@ def test_ctrl_c_or_sigterm_in_loki_do_stops_the_jobs_and_the_running_command(
     steps = plan(root.parent / "plan.jsonl", background(JOB),
                  {"thought": "r", "tool": "run", "args": {
                      "command": f"echo $$ {NS_PID} > fg.pid; sleep 300"}})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root", str(root), "--engine",
-         "scripted", "--model", steps, "--yes"], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(root.parent))
+    with interruptible():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "yggdrasil.loki", "do", "t", "--root", str(root), "--engine",
+             "scripted", "--model", steps, "--yes"], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(root.parent))
     try:
         wait_for_file(root / "fg.pid")
         proc.send_signal(getattr(signal, how))
