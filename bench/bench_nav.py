@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python bench/bench_nav.py                 # this checkout only
     PYTHONPATH=src python bench/bench_nav.py --base main     # and `main`'s src, in turn
+    PYTHONPATH=src python bench/bench_nav.py --wide 150000 --base main   # a 150,000-file tree
 
 Tree: ``_code_corpus.large_tree()``, a real copy of this interpreter's library folder
 with its site-packages (here ~68,000 files, 2 GB, ~2,000 of them in ``node_modules`` and
@@ -12,6 +13,10 @@ file is parsed landed in the build's last walk), the whole index (first repo_map
 find_symbol of 20 names x 3 rounds (median and p99 from the 2nd call on), then 5 rounds
 of (an edit of json/decoder.py, ``run("touch <100 files>")``, find_symbol of the new
 definition). The base side runs ``git archive <base> src`` unpacked in a temporary folder.
+
+``--wide N``: a synthetic tree of N small Python files instead (3 functions and a class
+each, 100 to a folder, made once on /dev/shm): a cold find_symbol of a name defined late
+in walk order, the first repo_map, then 8 names spread over the tree x 3 rounds.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import resource
 import statistics
@@ -97,9 +103,63 @@ def child(target: str) -> dict[str, Any]:
     return out
 
 
-def run_side(src: Path, root: Path) -> dict[str, Any]:
+WIDE_NAMES = [f"func_{d}_{f}_1" for d, f in ((10, 5), (300, 7), (700, 9), (1100, 11),
+                                             (1400, 50), (1499, 99))] + ["Thing5x5", "method"]
+
+
+def wide_tree(files: int) -> Path:
+    """``files`` small Python files (3 functions and a class each) in folders of 100, on
+    /dev/shm when it is there: a tree wider than the index's caps once were (100,000)."""
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else HERE / ".corpus"
+    root = base / f"loki-wide-{files}"
+    if (root / ".done").exists():
+        return root
+    rng = random.Random(7)
+    for n in range(files):
+        d, f = divmod(n, 100)
+        folder = root / f"pkg{d // 50:02d}" / f"mod{d % 50:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        body = [f"import pkg{rng.randrange(30):02d}\n\n"]
+        body += [f"def func_{d}_{f}_{k}(x):\n    return helper_{rng.randrange(5000)}(x)\n\n"
+                 for k in range(3)]
+        body.append(f"class Thing{d}x{f}:\n    def method(self):\n        return {n}\n")
+        (folder / f"file_{f:03d}.py").write_text("".join(body))
+    (root / ".done").write_text("")
+    return root
+
+
+def wide_child(target: str) -> dict[str, Any]:
+    """On the wide tree: a cold find_symbol of a name defined late in walk order, the
+    first repo_map, then the names of WIDE_NAMES x 3 rounds."""
+    from yggdrasil.loki.tools import filesystem_toolbox
+
+    box = filesystem_toolbox(target, sandbox="off")
+    out: dict[str, Any] = {"rss_start": _rss()}
+    out["cold_find"], said = _timed(box, "find_symbol", {"name": "func_1400_50_1"})
+    out["cold_found"] = said.startswith("pkg28/")
+    out["build"], _ = _timed(box, "repo_map", {})
+    rounds = [[_timed(box, "find_symbol", {"name": n}) for n in WIDE_NAMES] for _ in range(3)]
+    out["warm"] = [t for row in rounds[1:] for t, _ in row]
+    out["found"] = sum(not said.startswith("[no definition") for _, said in rounds[-1])
+    out["rss_built"] = _rss()
+    return out
+
+
+def wide_rows(r: dict[str, Any]) -> dict[str, str]:
+    return {
+        "cold find_symbol of a name defined late in walk order": (
+            f"{r['cold_find']:.1f} s, {'found' if r['cold_found'] else 'NOT found'}"),
+        "first repo_map (whole index)": f"{r['build']:.0f} s",
+        "warm find_symbol median / max (rounds 2-3)": (
+            f"{statistics.median(r['warm']) * 1000:.1f} / {max(r['warm']) * 1000:.1f} ms"),
+        f"names found, of {len(WIDE_NAMES)}": f"{r['found']}",
+        "RSS, index built": f"{r['rss_built'] / 2**20:.0f} MB",
+    }
+
+
+def run_side(src: Path, root: Path, child: str = "--child") -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(src)}
-    done = subprocess.run([sys.executable, __file__, "--child", str(root)], env=env,
+    done = subprocess.run([sys.executable, __file__, child, str(root)], env=env,
                           capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"the child on {src} failed:\n{done.stderr[-3000:]}")
@@ -155,10 +215,19 @@ def main() -> None:
     parser.add_argument("--base", help="a git ref whose src runs first, side by side")
     parser.add_argument("--new", help="a git ref to run instead of this checkout's src")
     parser.add_argument("--json", help="also write each side's numbers to this file")
+    parser.add_argument("--wide", type=int, metavar="FILES",
+                        help="instead: a synthetic tree of FILES small files (e.g. 150000)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-wide", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
         print(json.dumps(child(opts.child)))
+        return
+    if opts.child_wide:
+        print(json.dumps(wide_child(opts.child_wide)))
+        return
+    if opts.wide:
+        wide_main(opts)
         return
     root = _code_corpus.large_tree()
     files = sum(1 for p in root.rglob("*") if p.is_file())
@@ -183,6 +252,23 @@ def main() -> None:
               + ", ".join(f"{n} {t * 1000:.0f} ms" for n, t in slow))
         for took, said in r["during_build"][:3]:
             print(f"  during the build: {took * 1000:.0f} ms, last line {said!r}")
+
+
+def wide_main(opts: argparse.Namespace) -> None:
+    root = wide_tree(opts.wide)
+    print(f"wide tree: {opts.wide:,} files under {root}; load {os.getloadavg()[0]:.1f}")
+    sides: dict[str, dict[str, str]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        srcs = {ref: _unpacked(ref, Path(tmp)) for ref in (opts.base, opts.new) if ref}
+        if opts.base:
+            sides[opts.base] = wide_rows(run_side(srcs[opts.base], root, "--child-wide"))
+        sides[opts.new or "this checkout"] = wide_rows(run_side(
+            srcs.get(opts.new, HERE.parent / "src"), root, "--child-wide"))
+    print(f"load at the end {os.getloadavg()[0]:.1f}\n")
+    print("| case | " + " | ".join(sides) + " |")
+    print("| --- |" + " ---: |" * len(sides))
+    for case in next(iter(sides.values())):
+        print(f"| {case} | " + " | ".join(t[case] for t in sides.values()) + " |")
 
 
 if __name__ == "__main__":

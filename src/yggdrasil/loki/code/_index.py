@@ -49,9 +49,11 @@ from ._tree import Tree, start_watch
 __all__ = ["MAX_FILE_BYTES", "Entry", "Index", "Scan"]
 
 MAX_FILE_BYTES = 2 << 20  # larger files are not parsed (generated code, bundles, data)
-MAX_VISITS = 100_000  # files one call looks at
+MAX_VISITS = 250_000  # files one call looks at (as many as the watch's blind files:
+#                        a tree past this is walked by every call, and its last files
+#                        never seen; at 100,000 a 150,000-file tree was)
 MAX_SECONDS = 30.0  # one call stops walking after this long (what it parsed is kept)
-MAX_ENTRIES = 100_000  # files the index remembers
+MAX_ENTRIES = 250_000  # files the index remembers (MAX_HELD bounds their memory)
 MAX_HELD = 1 << 30  # about this many bytes of names and definitions remembered
 WATCH_FROM = 2_000  # files under the root from which the index follows change events
 #                     instead of walking (smaller trees walk in a few milliseconds)
