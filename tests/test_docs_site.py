@@ -123,8 +123,10 @@ def overflowing(site: Path, base: str, pages: list[str], scratch: Path) -> dict[
                # the theme asks for Google's fonts: nothing leaves this machine
                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
                f"--user-data-dir={scratch / 'profile'}", "--dump-dom", f"{base}/{harness.name}"]
+    # a guard against a hang, not a timing: ~19 s alone, and 300 s were not enough once at
+    # a load of 16 (two suites and a 150,000-file index build on the 2 cores)
     done = subprocess.run(command, capture_output=True, text=True, errors="replace",
-                          timeout=300, env={**os.environ, "HOME": str(scratch)})
+                          timeout=900, env={**os.environ, "HOME": str(scratch)})
     assert done.returncode == 0, done.stderr[-2000:]
     found = re.search(r'<output id="result" data-done="1">(.*?)</output>', done.stdout, re.S)
     assert found, f"the harness did not finish: {done.stdout[-2000:]}"
